@@ -1,0 +1,71 @@
+"""langmem_edge: four-tier agent memory for LangGraph, stored in Chroma.
+
+Public names are imported lazily, so ``import langmem_edge`` loads neither chromadb nor an
+embedding model until one of them is used.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langmem_edge.embeddings import default_embeddings
+    from langmem_edge.errors import (
+        BackendError,
+        BackendUnavailableError,
+        ConfigurationError,
+        DecryptionError,
+        EmbeddingError,
+        ExtractionError,
+        InvalidInputError,
+        LangmemEdgeError,
+        LimitExceededError,
+        NotFoundError,
+    )
+    from langmem_edge.store import ChromaStore
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "ChromaStore": "langmem_edge.store",
+    "default_embeddings": "langmem_edge.embeddings",
+    "BackendError": "langmem_edge.errors",
+    "BackendUnavailableError": "langmem_edge.errors",
+    "ConfigurationError": "langmem_edge.errors",
+    "DecryptionError": "langmem_edge.errors",
+    "EmbeddingError": "langmem_edge.errors",
+    "ExtractionError": "langmem_edge.errors",
+    "InvalidInputError": "langmem_edge.errors",
+    "LangmemEdgeError": "langmem_edge.errors",
+    "LimitExceededError": "langmem_edge.errors",
+    "NotFoundError": "langmem_edge.errors",
+}
+
+__all__ = [
+    "BackendError",
+    "BackendUnavailableError",
+    "ChromaStore",
+    "ConfigurationError",
+    "DecryptionError",
+    "EmbeddingError",
+    "ExtractionError",
+    "InvalidInputError",
+    "LangmemEdgeError",
+    "LimitExceededError",
+    "NotFoundError",
+    "default_embeddings",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langmem_edge' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,663 @@
+"""``ChromaStore``: a LangGraph ``BaseStore`` on Chroma, embedded or on a server.
+
+Behaves as ``InMemoryStore`` does wherever ``InMemoryStore`` defines the behaviour (namespaces,
+filters, scores, ``index=False`` items returned without a score), and persists. Where
+InMemoryStore leaves it open, it follows langgraph's SQL stores:
+
+- ``search`` without a query returns items newest-updated first (then by key).
+- ``created_at`` survives updates; ``updated_at`` moves.
+- Filters accept dotted keys (``{"a.b": 1}``) as well as nested dicts; a literal top-level
+  key wins over a dotted path.
+
+Within one ``batch``, reads run before writes and the last write to a key wins, as in
+InMemoryStore. Writes go vectors first, then items, then stale vectors are deleted: a crash in
+between leaves at worst an orphan vector row, which search ignores.
+
+The layout lives in :mod:`langmem_edge.store.layout`; the vector channel in
+:mod:`langmem_edge.store.ranking`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from chromadb.api import ClientAPI
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
+
+from langmem_edge import _chroma
+from langmem_edge.embeddings import default_embeddings, text_hash
+from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
+from langmem_edge.store import layout
+from langmem_edge.store.ranking import Hit, pool_vector_hits
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ChromaStore"]
+
+DEFAULT_COLLECTION_PREFIX = "langmem_edge"
+"""Collections are named ``<prefix>-items`` and ``<prefix>-vectors``."""
+
+DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
+"""Largest value accepted, as UTF-8 JSON (4 MiB). Chroma stores it as a metadata string."""
+
+DEFAULT_SWEEP_INTERVAL_MINUTES = 5
+"""TTL sweeper interval when neither the call nor ``ttl["sweep_interval_minutes"]`` sets one."""
+
+CANDIDATE_FACTOR = 3
+"""First vector fetch: ``(offset + limit) * CANDIDATE_FACTOR * paths + 10`` rows; x4 on retry."""
+
+GET_PAGE = 5000
+"""Rows fetched per page when scanning items (filters, listing, sweeping)."""
+
+Ranking = Literal["vector"]
+
+
+class ChromaStore(BaseStore):
+    """A LangGraph store on Chroma.
+
+    Args:
+        client: A chromadb client (``PersistentClient``, ``HttpClient``, ...). Not closed by
+            :meth:`close` unless the store created it (``from_path`` / ``from_url``).
+        index: ``{"dims", "embed", "fields"}`` as langgraph's ``IndexConfig``. ``embed`` may be
+            an ``Embeddings``, a callable, a ``"provider:model"`` string, or omitted for
+            :func:`~langmem_edge.embeddings.default_embeddings` (offline all-MiniLM-L6-v2).
+            ``fields`` defaults to ``["$"]`` (the whole value). Without ``index``, search
+            with a query returns unranked items, as InMemoryStore does.
+        ttl: langgraph ``TTLConfig``: ``default_ttl`` (minutes, default none),
+            ``refresh_on_read`` (default True), ``sweep_interval_minutes`` (default 5).
+        collection_prefix: Collections are ``<prefix>-items`` and ``<prefix>-vectors``; two
+            stores on one Chroma with different prefixes see nothing of each other.
+        max_value_bytes: Largest value as UTF-8 JSON (default 4 MiB).
+        retry: How transient server failures are retried (see ``RetryConfig``).
+
+    Example:
+        ```python
+        from langmem_edge import ChromaStore, default_embeddings
+
+        store = ChromaStore.from_path(
+            "./memory", index={"dims": 384, "embed": default_embeddings(), "fields": ["text"]}
+        )
+        store.put(("users", "alice"), "theme", {"text": "Prefers dark mode"})
+        store.search(("users", "alice"), query="what theme?")
+        ```
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        client: ClientAPI,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        collection_prefix: str = DEFAULT_COLLECTION_PREFIX,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        retry: _chroma.RetryConfig | None = None,
+    ) -> None:
+        self._client = client
+        self._owns_client = False
+        self._call = _chroma.ChromaCaller(retry)
+        self.collection_prefix = _chroma.validate_collection_prefix(collection_prefix)
+        if max_value_bytes <= 0:
+            raise ConfigurationError(f"max_value_bytes must be > 0, got {max_value_bytes}")
+        self.max_value_bytes = max_value_bytes
+        self.ttl_config: TTLConfig | None = dict(ttl) if ttl else None  # type: ignore[assignment]
+        self.index_config, self.embeddings, self._fields = _prepare_index(index)
+        self._items = _chroma.open_collection(
+            client,
+            f"{collection_prefix}-items",
+            schema_version=layout.SCHEMA_VERSION,
+            call=self._call,
+        )
+        self._vectors = _chroma.open_collection(
+            client,
+            f"{collection_prefix}-vectors",
+            schema_version=layout.SCHEMA_VERSION,
+            call=self._call,
+        )
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_path(cls, path: str, **kwargs: Any) -> ChromaStore:
+        """A store on an embedded Chroma folder (created if missing)."""
+        store = cls(_chroma.open_persistent_client(str(path)), **kwargs)
+        store._owns_client = True
+        return store
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, headers: dict[str, str] | None = None, **kwargs: Any
+    ) -> ChromaStore:
+        """A store on a Chroma server (``chroma run``), e.g. ``http://127.0.0.1:8000``."""
+        client = _chroma.open_http_client(url, headers=headers, retry=kwargs.get("retry"))
+        store = cls(client, **kwargs)
+        store._owns_client = True
+        return store
+
+    def close(self) -> None:
+        """Stop the TTL sweeper; release the client if this store created it."""
+        self.stop_ttl_sweeper(timeout=5)
+        if self._owns_client:
+            closer = getattr(self._client, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception:  # pragma: no cover - best effort on shutdown
+                    logger.debug("closing the Chroma client failed", exc_info=True)
+
+    def __enter__(self) -> ChromaStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ChromaStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- BaseStore ------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute ``ops``: reads first (in order), then writes (the last write to a key wins)."""
+        ops = list(ops)
+        for op in ops:
+            if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+                raise InvalidInputError(f"Unknown operation type: {type(op).__name__}")
+            validate_op_namespace(op)
+        now = time.time()
+        results: list[Result] = [None] * len(ops)
+        refresh: dict[str, dict[str, Any]] = {}
+
+        gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+        if gets:
+            self._run_gets(gets, results, refresh, now)
+        searches = [(i, op) for i, op in enumerate(ops) if isinstance(op, SearchOp)]
+        if searches:
+            self._run_searches(searches, results, refresh, now)
+        for i, op in enumerate(ops):
+            if isinstance(op, ListNamespacesOp):
+                results[i] = self._list_namespaces(op, now)
+        puts = {(op.namespace, op.key): op for op in ops if isinstance(op, PutOp)}
+        if puts:
+            self._run_puts(list(puts.values()), now)
+        if refresh:
+            self._refresh_ttl(refresh, now, skip={layout.item_id(*k) for k in puts})
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` on a worker thread, so the event loop is never blocked."""
+        return await run_in_executor(None, self.batch, list(ops))
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def _run_gets(
+        self,
+        gets: list[tuple[int, GetOp]],
+        results: list[Result],
+        refresh: dict[str, dict[str, Any]],
+        now: float,
+    ) -> None:
+        ids = list(dict.fromkeys(layout.item_id(op.namespace, op.key) for _, op in gets))
+        rows = self._get_items(ids=ids, where=layout.alive_where(now))
+        for i, op in gets:
+            meta = rows.get(layout.item_id(op.namespace, op.key))
+            if meta is None:
+                continue
+            results[i] = layout.row_to_item(meta)
+            if self._should_refresh(op.refresh_ttl):
+                refresh[layout.item_id(op.namespace, op.key)] = meta
+
+    def _run_searches(
+        self,
+        searches: list[tuple[int, SearchOp]],
+        results: list[Result],
+        refresh: dict[str, dict[str, Any]],
+        now: float,
+    ) -> None:
+        for _, op in searches:
+            layout.validate_filter(op.filter)
+            if op.limit < 0 or op.offset < 0:
+                raise InvalidInputError(
+                    f"search limit and offset must be >= 0, got limit={op.limit}, "
+                    f"offset={op.offset}"
+                )
+        queries = sorted({op.query for _, op in searches if op.query})
+        vectors = self._embed_queries(queries) if (queries and self.embeddings) else {}
+        for i, op in searches:
+            if op.query and op.query in vectors:
+                found = self._search_ranked(op, vectors[op.query], now)
+            else:
+                found = self._search_unranked(op, now)
+            results[i] = [item for item, _ in found]
+            if self._should_refresh(op.refresh_ttl):
+                for item, meta in found:
+                    refresh[layout.item_id(item.namespace, item.key)] = meta
+
+    def _embed_queries(self, queries: list[str]) -> dict[str, list[float]]:
+        assert self.embeddings is not None
+        try:
+            vecs = [self.embeddings.embed_query(q) for q in queries]
+        except Exception as e:
+            raise EmbeddingError(f"embedding the search query failed: {e}") from e
+        return dict(zip(queries, vecs, strict=True))
+
+    def _search_where(self, op: SearchOp) -> dict[str, Any] | None:
+        return layout.and_where(
+            [layout.prefix_where(op.namespace_prefix), layout.pushdown_where(op.filter)]
+        )
+
+    def _search_unranked(self, op: SearchOp, now: float) -> list[tuple[SearchItem, dict[str, Any]]]:
+        where = layout.and_where([self._search_where(op), layout.alive_where(now)])
+        rows = [m for m in self._scan_items(where) if layout.matches_filter(_value(m), op.filter)]
+        rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
+        page = rows[op.offset : op.offset + op.limit]
+        return [(_search_item(m, None), m) for m in page]
+
+    def _search_ranked(
+        self, op: SearchOp, query: list[float], now: float
+    ) -> list[tuple[SearchItem, dict[str, Any]]]:
+        want = op.offset + op.limit
+        kept = self._rank_vector(op, query, want, now)
+        page = kept[op.offset : want]
+        out = [(_search_item(m, hit.score), m) for hit, m in page]
+        if len(out) < op.limit:
+            # InMemoryStore's corner case: fill with items that have no vectors, unscored.
+            where = layout.and_where([self._search_where(op), {"nv": 0}, layout.alive_where(now)])
+            rows = [
+                m for m in self._scan_items(where) if layout.matches_filter(_value(m), op.filter)
+            ]
+            rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
+            out.extend((_search_item(m, None), m) for m in rows[: op.limit - len(out)])
+        return out
+
+    def _rank_vector(
+        self, op: SearchOp, query: list[float], want: int, now: float
+    ) -> list[tuple[Hit, dict[str, Any]]]:
+        """Vector-channel hits that are alive and pass the filter, best first, >= ``want``."""
+        if want <= 0:
+            return []
+        where = self._search_where(op)
+        total = self._call(self._vectors.count)
+        n = min(total, want * CANDIDATE_FACTOR * max(1, len(self._fields)) + 10)
+        while True:
+            if n == 0:
+                return []
+            res = self._call(
+                self._vectors.query,
+                query_embeddings=[query],
+                n_results=n,
+                where=where,
+                include=["metadatas", "embeddings"],
+            )
+            hits = pool_vector_hits(query, res)
+            rows = self._get_items(ids=[h.item_id for h in hits], where=layout.alive_where(now))
+            kept = [
+                (h, rows[h.item_id])
+                for h in hits
+                if h.item_id in rows and layout.matches_filter(_value(rows[h.item_id]), op.filter)
+            ]
+            returned = len((res.get("ids") or [[]])[0])
+            if len(kept) >= want or returned < n or n >= total:
+                return kept
+            n = min(total, n * 4)
+
+    def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
+        clauses: list[dict[str, Any] | None] = [layout.alive_where(now)]
+        for cond in op.match_conditions or ():
+            if cond.match_type == "prefix":
+                clauses.append(
+                    layout.and_where(
+                        {f"n{i}": label} for i, label in enumerate(cond.path) if label != "*"
+                    )
+                )
+        namespaces = {
+            tuple(m["ns"].split(layout.NS_SEP)) for m in self._scan_items(layout.and_where(clauses))
+        }
+        matched = [
+            ns for ns in namespaces if all(_matches(c, ns) for c in (op.match_conditions or ()))
+        ]
+        if op.max_depth is not None:
+            matched = list({ns[: op.max_depth] for ns in matched})
+        matched.sort()
+        return matched[op.offset : op.offset + op.limit]
+
+    def _get_items(
+        self, *, ids: list[str], where: dict[str, Any] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        res = self._call(self._items.get, ids=ids, where=where, include=["metadatas"])
+        return dict(zip(res["ids"], res["metadatas"], strict=True))
+
+    def _scan_items(self, where: dict[str, Any] | None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        offset = 0
+        while True:
+            res = self._call(
+                self._items.get,
+                where=where,
+                include=["metadatas"],
+                limit=GET_PAGE,
+                offset=offset,
+            )
+            out.extend(res["metadatas"])
+            if len(res["ids"]) < GET_PAGE:
+                return out
+            offset += GET_PAGE
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def _run_puts(self, puts: list[PutOp], now: float) -> None:
+        plans = []
+        for op in puts:  # validate everything before writing anything
+            if not isinstance(op.key, str) or not op.key:
+                raise InvalidInputError(f"key must be a non-empty string, got {op.key!r}")
+            if not op.namespace:
+                raise InvalidInputError("Namespace cannot be empty.")
+            if op.value is None:
+                plans.append((op, None, None))
+                continue
+            value_json = layout.encode_value(op.namespace, op.key, op.value, self.max_value_bytes)
+            ttl = self._ttl_minutes(op.ttl)
+            exp = layout.expiry(now, ttl)
+            plans.append((op, value_json, (ttl, exp)))
+
+        ids = [layout.item_id(op.namespace, op.key) for op, _, _ in plans]
+        old = self._get_items(ids=ids)
+        texts = {
+            iid: self._texts(op)
+            for iid, (op, vj, _) in zip(ids, plans, strict=True)
+            if vj is not None
+        }
+        vectors = self._vectors_for(texts, old)
+
+        vec_ids, vec_embs, vec_metas = [], [], []
+        item_ids, item_metas = [], []
+        stale: list[str] = []
+        deletes: list[str] = []
+        for iid, (op, value_json, ttl_exp) in zip(ids, plans, strict=True):
+            prev = old.get(iid)
+            prev_nv = int(prev["nv"]) if prev else 0
+            if value_json is None:
+                if prev:
+                    deletes.append(iid)
+                    stale.extend(layout.vector_id(iid, j) for j in range(prev_nv))
+                continue
+            pairs = texts[iid]
+            for j, (path, text) in enumerate(pairs):
+                vec_ids.append(layout.vector_id(iid, j))
+                vec_embs.append(vectors[(iid, j)])
+                vec_metas.append(
+                    layout.vector_metadata(
+                        op.namespace,
+                        iid,
+                        path,
+                        text_hash(text),
+                        op.value,  # type: ignore[arg-type]
+                    )
+                )
+            stale.extend(layout.vector_id(iid, j) for j in range(len(pairs), prev_nv))
+            ttl, exp = ttl_exp  # type: ignore[misc]
+            item_ids.append(iid)
+            item_metas.append(
+                layout.item_metadata(
+                    op.namespace,
+                    op.key,
+                    value_json,
+                    op.value,  # type: ignore[arg-type]
+                    created_at=float(prev["ca"]) if prev else now,
+                    updated_at=now,
+                    exp=exp,
+                    ttl_minutes=ttl,
+                    n_vectors=len(pairs),
+                )
+            )
+        if vec_ids:
+            self._call(self._vectors.upsert, ids=vec_ids, embeddings=vec_embs, metadatas=vec_metas)
+        if item_ids:
+            self._call(
+                self._items.upsert,
+                ids=item_ids,
+                embeddings=[layout.ITEM_VECTOR] * len(item_ids),
+                metadatas=item_metas,
+            )
+        if deletes:
+            self._call(self._items.delete, ids=deletes)
+        if stale:
+            self._call(self._vectors.delete, ids=stale)
+
+    def _texts(self, op: PutOp) -> list[tuple[str, str]]:
+        """(path, text) pairs to embed for a put, named as InMemoryStore names them."""
+        if not self.embeddings or op.index is False or op.value is None:
+            return []
+        if op.index is None:
+            fields = self._fields
+        else:
+            if not isinstance(op.index, list) or not all(isinstance(p, str) for p in op.index):
+                raise InvalidInputError(
+                    f"index must be False, None or a list of JSON paths, got {op.index!r}"
+                )
+            fields = [(p, tokenize_path(p) if p != "$" else p) for p in op.index]
+        pairs: list[tuple[str, str]] = []
+        for path, tokens in fields:
+            found = get_text_at_path(op.value, tokens)
+            if len(found) > 1:
+                pairs.extend((f"{path}.{i}", t) for i, t in enumerate(found))
+            elif found:
+                pairs.append((path, found[0]))
+        return pairs
+
+    def _vectors_for(
+        self, texts: dict[str, list[tuple[str, str]]], old: dict[str, dict[str, Any]]
+    ) -> dict[tuple[str, int], list[float]]:
+        """A vector for every (item id, j): reused when the text is unchanged, else embedded."""
+        if not any(texts.values()):
+            return {}
+        reuse: dict[str, list[float]] = {}
+        old_vec_ids = [
+            layout.vector_id(iid, j)
+            for iid in texts
+            if iid in old
+            for j in range(int(old[iid]["nv"]))
+        ]
+        if old_vec_ids:
+            res = self._call(
+                self._vectors.get, ids=old_vec_ids, include=["metadatas", "embeddings"]
+            )
+            for meta, emb in zip(res["metadatas"], res["embeddings"], strict=True):
+                reuse[meta["h"]] = [float(x) for x in emb]
+        missing = list(
+            dict.fromkeys(
+                t for pairs in texts.values() for _, t in pairs if text_hash(t) not in reuse
+            )
+        )
+        fresh: dict[str, list[float]] = {}
+        if missing:
+            assert self.embeddings is not None
+            try:
+                embedded = self.embeddings.embed_documents(missing)
+            except Exception as e:
+                raise EmbeddingError(f"embedding {len(missing)} text(s) failed: {e}") from e
+            dims = self.index_config["dims"] if self.index_config else None
+            for text, vec in zip(missing, embedded, strict=True):
+                if dims and len(vec) != dims:
+                    raise EmbeddingError(
+                        f"the embedding model returned {len(vec)} dimensions; index.dims is {dims}"
+                    )
+                fresh[text] = [float(x) for x in vec]
+        out: dict[tuple[str, int], list[float]] = {}
+        for iid, pairs in texts.items():
+            for j, (_, text) in enumerate(pairs):
+                out[(iid, j)] = reuse.get(text_hash(text)) or fresh[text]
+        return out
+
+    # -- TTL ------------------------------------------------------------------------------
+
+    def _ttl_minutes(self, ttl: Any) -> float | None:
+        if ttl is NOT_PROVIDED:
+            return (self.ttl_config or {}).get("default_ttl")
+        if ttl is not None and not isinstance(ttl, (int, float)):
+            raise InvalidInputError(f"ttl must be minutes (a number) or None, got {ttl!r}")
+        return ttl
+
+    def _should_refresh(self, refresh_ttl: bool | None) -> bool:
+        if refresh_ttl is not None:
+            return refresh_ttl
+        return bool((self.ttl_config or {}).get("refresh_on_read", True))
+
+    def _refresh_ttl(self, rows: dict[str, dict[str, Any]], now: float, skip: set[str]) -> None:
+        ids, metas = [], []
+        for iid, meta in rows.items():
+            ttl = float(meta.get("ttl") or 0.0)
+            if ttl > 0 and iid not in skip:
+                ids.append(iid)
+                metas.append({"exp": now + ttl * 60.0})
+        if ids:
+            self._call(self._items.update, ids=ids, metadatas=metas)
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items (and their vectors) now. Returns how many were deleted."""
+        now = time.time()
+        expired = self._scan_items({"exp": {"$lte": now}})
+        if not expired:
+            return 0
+        ids = [layout.item_id(tuple(m["ns"].split(layout.NS_SEP)), m["k"]) for m in expired]
+        vec_ids = [
+            layout.vector_id(iid, j)
+            for iid, m in zip(ids, expired, strict=True)
+            for j in range(int(m["nv"]))
+        ]
+        if vec_ids:
+            self._call(self._vectors.delete, ids=vec_ids)
+        self._call(self._items.delete, ids=ids)
+        return len(ids)
+
+    async def asweep_ttl(self) -> int:
+        """``sweep_ttl`` on a worker thread."""
+        return await run_in_executor(None, self.sweep_ttl)
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items every ``sweep_interval_minutes`` on a daemon thread.
+
+        The interval defaults to ``ttl["sweep_interval_minutes"]``, then 5 minutes. Returns a
+        future that completes when the sweeper stops (see :meth:`stop_ttl_sweeper`).
+        """
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if self._sweeper is not None and self._sweeper.is_alive():
+            future.set_result(None)
+            return future
+        interval = (
+            sweep_interval_minutes
+            or (self.ttl_config or {}).get("sweep_interval_minutes")
+            or DEFAULT_SWEEP_INTERVAL_MINUTES
+        )
+        self._sweeper_stop.clear()
+
+        def loop() -> None:
+            try:
+                while not self._sweeper_stop.wait(float(interval) * 60.0):
+                    try:
+                        n = self.sweep_ttl()
+                        if n:
+                            logger.info("TTL sweep deleted %d expired items", n)
+                    except Exception:
+                        logger.exception("TTL sweep failed; will retry next interval")
+            finally:
+                future.set_result(None)
+
+        self._sweeper = threading.Thread(target=loop, name="chroma-store-ttl", daemon=True)
+        self._sweeper.start()
+        return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread. Returns True if it stopped (or was not running)."""
+        if self._sweeper is None:
+            return True
+        self._sweeper_stop.set()
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
+
+
+def _prepare_index(
+    index: IndexConfig | None,
+) -> tuple[IndexConfig | None, Embeddings | None, list[tuple[str, Any]]]:
+    if not index:
+        return None, None, []
+    config = dict(index)
+    dims = config.get("dims")
+    if not isinstance(dims, int) or dims <= 0:
+        raise ConfigurationError(f"index['dims'] must be a positive int, got {dims!r}")
+    embed = config.get("embed")
+    embeddings = default_embeddings() if embed is None else ensure_embeddings(embed)
+    fields = config.get("fields") or ["$"]
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise ConfigurationError(f"index['fields'] must be a list of JSON paths, got {fields!r}")
+    tokenized = [(p, tokenize_path(p) if p != "$" else p) for p in fields]
+    return config, embeddings, tokenized  # type: ignore[return-value]
+
+
+def _value(meta: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    return json.loads(meta["v"])
+
+
+def _search_item(meta: dict[str, Any], score: float | None) -> SearchItem:
+    item: Item = layout.row_to_item(meta)
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=score,
+    )
+
+
+def _matches(cond: MatchCondition, ns: Sequence[str]) -> bool:
+    path = cond.path
+    if len(ns) < len(path):
+        return False
+    pairs = (
+        zip(ns, path, strict=False)
+        if cond.match_type == "prefix"
+        else zip(reversed(ns), reversed(path), strict=False)
+    )
+    if cond.match_type not in ("prefix", "suffix"):
+        raise InvalidInputError(f"Unsupported match type: {cond.match_type!r}")
+    return all(p == "*" or n == p for n, p in pairs)

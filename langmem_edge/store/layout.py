@@ -1,0 +1,342 @@
+"""How ChromaStore lays items out in Chroma: pure functions, no I/O.
+
+Two collections per store (names ``<prefix>-items`` and ``<prefix>-vectors``), both carrying
+``SCHEMA_VERSION`` in their collection metadata so a later layout can migrate instead of
+breaking:
+
+``items``: one row per item.
+    id        ``item_id(namespace, key)``: 32 hex of sha256 over the JSON of (namespace, key)
+    embedding a constant 1-d vector (Chroma needs one; items are never vector-searched)
+    document  reserved for the keyword channel (analysed token text)
+    metadata  ``ns`` (labels joined by U+001F), ``nd`` (depth), ``n0``..``n{d-1}`` (one field
+              per level: Chroma has no prefix match, so a namespace prefix is an ``$and`` of
+              equalities), ``k`` (key), ``v`` (value as JSON), ``ca``/``ua`` (created/updated,
+              epoch seconds), ``exp`` (expiry, epoch seconds; ``EXP_NEVER`` when none),
+              ``ttl`` (minutes, 0 when none), ``nv`` (number of vector rows), and ``f:<path>``
+              copies of short string/bool leaves of the value so equality filters run inside
+              Chroma.
+
+``vectors``: one row per indexed text of an item (``a[*].b`` yields one row per element).
+    id        ``<item id>:<j>``, j in ``range(nv)``
+    metadata  ``i`` (item id), ``p`` (the JSON path, ``path.j`` for list elements as
+              InMemoryStore names them), ``h`` (sha256 of the text: an unchanged text keeps
+              its vector without calling the model), and the item's ``n*`` and ``f:*``
+              fields, so a prefix and an equality filter narrow the vector query itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.store.base import Item
+
+from langmem_edge.errors import InvalidInputError, LimitExceededError
+
+SCHEMA_VERSION = 1
+"""Version of this layout, stored in each collection's metadata."""
+
+NS_SEP = "\x1f"
+"""Separator of namespace labels in the ``ns`` field (a control char labels cannot hold)."""
+
+EXP_NEVER = 1.0e15
+"""``exp`` of an item that never expires (about 31 million years from now)."""
+
+ITEM_VECTOR = [1.0]
+"""The constant embedding of item rows."""
+
+FILTER_FIELD_PREFIX = "f:"
+"""Prefix of the metadata fields that mirror value leaves for filtering inside Chroma."""
+
+MAX_FILTER_STRING = 256
+"""Longest string leaf mirrored into metadata; longer strings are filtered in Python."""
+
+MAX_FILTER_DEPTH = 3
+"""Deepest dict nesting mirrored into metadata."""
+
+MAX_FILTER_FIELDS = 64
+"""Most leaves mirrored per item (the first ones in the value's order)."""
+
+
+def item_id(namespace: tuple[str, ...], key: str) -> str:
+    """The Chroma id of an item: 32 hex chars of sha256 over JSON ``[namespace, key]``."""
+    raw = json.dumps([list(namespace), key], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+def vector_id(iid: str, j: int) -> str:
+    """The Chroma id of an item's ``j``-th vector row."""
+    return f"{iid}:{j}"
+
+
+def namespace_fields(namespace: tuple[str, ...]) -> dict[str, Any]:
+    """``n0``..``n{d-1}`` and ``nd`` for a namespace."""
+    fields: dict[str, Any] = {f"n{i}": label for i, label in enumerate(namespace)}
+    fields["nd"] = len(namespace)
+    return fields
+
+
+def prefix_where(prefix: tuple[str, ...]) -> dict[str, Any] | None:
+    """A Chroma ``where`` matching every namespace that starts with ``prefix``."""
+    clauses = [{f"n{i}": label} for i, label in enumerate(prefix)]
+    return and_where(clauses)
+
+
+def and_where(clauses: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """Combine ``where`` clauses with ``$and`` (Chroma wants exactly one operator per dict)."""
+    flat: list[dict[str, Any]] = []
+    for clause in clauses:
+        if not clause:
+            continue
+        if set(clause) == {"$and"}:
+            flat.extend(clause["$and"])
+        elif len(clause) > 1:
+            flat.extend({k: v} for k, v in clause.items())
+        else:
+            flat.append(dict(clause))
+    if not flat:
+        return None
+    if len(flat) == 1:
+        return flat[0]
+    return {"$and": flat}
+
+
+def alive_where(now: float) -> dict[str, Any]:
+    """Items not yet expired at ``now``."""
+    return {"exp": {"$gt": now}}
+
+
+def encode_value(
+    namespace: tuple[str, ...], key: str, value: Mapping[str, Any], max_bytes: int
+) -> str:
+    """The value as JSON, or a clear error naming the key when it cannot be stored."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(
+            f"value for key {key!r} in namespace {namespace} must be a dict, "
+            f"got {type(value).__name__}"
+        )
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(
+            f"value for key {key!r} in namespace {namespace} is not JSON-serialisable: {e}"
+        ) from e
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise LimitExceededError(
+            f"value for key {key!r} in namespace {namespace} is {size:,} bytes as JSON; "
+            f"the limit is {max_bytes:,} (ChromaStore max_value_bytes)"
+        )
+    return text
+
+
+def filter_fields(value: Mapping[str, Any]) -> dict[str, str | bool]:
+    """Short string and bool leaves of ``value`` as ``f:<dotted.path>`` metadata fields.
+
+    Keys containing ``.`` are skipped (their dotted path would be ambiguous); so are lists.
+    """
+    out: dict[str, str | bool] = {}
+
+    def walk(node: Mapping[str, Any], path: str, depth: int) -> None:
+        for k, v in node.items():
+            if len(out) >= MAX_FILTER_FIELDS:
+                return
+            if not isinstance(k, str) or "." in k or not k:
+                continue
+            p = f"{path}.{k}" if path else k
+            if isinstance(v, bool) or (isinstance(v, str) and len(v) <= MAX_FILTER_STRING):
+                out[FILTER_FIELD_PREFIX + p] = v
+            elif isinstance(v, Mapping) and depth < MAX_FILTER_DEPTH:
+                walk(v, p, depth + 1)
+
+    walk(value, "", 1)
+    return out
+
+
+def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The part of a store ``filter`` Chroma can evaluate exactly, as a ``where``.
+
+    Only equality on a short string or a bool, on keys without dots, is pushed down. The
+    full filter is always re-checked in Python (``matches_filter``), so this only narrows.
+    """
+    if not filter:
+        return None
+    clauses: list[dict[str, Any]] = []
+
+    def walk(node: Mapping[str, Any], path: str, depth: int) -> None:
+        for k, v in node.items():
+            if not isinstance(k, str) or "." in k or k.startswith("$"):
+                continue
+            p = f"{path}.{k}" if path else k
+            if isinstance(v, Mapping):
+                ops = {o: x for o, x in v.items() if isinstance(o, str) and o.startswith("$")}
+                if ops:
+                    if _pushable(ops.get("$eq", _MISSING)) and "$eq" in ops:
+                        clauses.append({FILTER_FIELD_PREFIX + p: ops["$eq"]})
+                elif depth < MAX_FILTER_DEPTH:
+                    walk(v, p, depth + 1)
+            elif _pushable(v):
+                clauses.append({FILTER_FIELD_PREFIX + p: v})
+
+    walk(filter, "", 1)
+    return and_where(clauses)
+
+
+_MISSING = object()
+
+
+def _pushable(v: Any) -> bool:
+    return isinstance(v, bool) or (isinstance(v, str) and len(v) <= MAX_FILTER_STRING)
+
+
+def lookup(value: Mapping[str, Any], key: str) -> Any:
+    """A filter key's value: the literal top-level key if present, else a dotted path."""
+    if key in value:
+        return value[key]
+    if "." not in key:
+        return None
+    node: Any = value
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """Whether ``value`` passes a store ``filter``: InMemoryStore's rules, plus dotted keys."""
+    if not filter:
+        return True
+    return all(_compare(lookup(value, k), fv) for k, fv in filter.items())
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    if isinstance(filter_value, Mapping):
+        if any(isinstance(k, str) and k.startswith("$") for k in filter_value):
+            return all(_apply(item_value, o, x) for o, x in filter_value.items())
+        if not isinstance(item_value, Mapping):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, (list, tuple)):
+        return (
+            isinstance(item_value, (list, tuple))
+            and len(item_value) == len(filter_value)
+            and all(_compare(i, f) for i, f in zip(item_value, filter_value, strict=True))
+        )
+    return bool(item_value == filter_value)
+
+
+_RANGE_OPS = {
+    "$gt": lambda a, b: a > b,
+    "$gte": lambda a, b: a >= b,
+    "$lt": lambda a, b: a < b,
+    "$lte": lambda a, b: a <= b,
+}
+
+
+def _apply(value: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(value == operand)
+    if op == "$ne":
+        return bool(value != operand)
+    if op in _RANGE_OPS:
+        try:
+            return bool(_RANGE_OPS[op](float(value), float(operand)))
+        except (TypeError, ValueError):
+            return False  # a missing or non-numeric value never satisfies a range
+    raise InvalidInputError(
+        f"Unsupported filter operator {op!r}; use one of $eq, $ne, $gt, $gte, $lt, $lte"
+    )
+
+
+def validate_filter(filter: Mapping[str, Any] | None) -> None:
+    """Reject unknown ``$`` operators before anything runs."""
+    if not filter:
+        return
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if isinstance(k, str) and k.startswith("$") and k not in _ALLOWED_OPS:
+                    raise InvalidInputError(
+                        f"Unsupported filter operator {k!r}; use one of "
+                        "$eq, $ne, $gt, $gte, $lt, $lte"
+                    )
+                walk(v)
+
+    walk(filter)
+
+
+_ALLOWED_OPS = {"$eq", "$ne", *_RANGE_OPS}
+
+
+def to_datetime(ts: float) -> datetime:
+    """Epoch seconds to an aware UTC datetime."""
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+def row_to_item(meta: Mapping[str, Any]) -> Item:
+    """An ``Item`` from an items-collection metadata row."""
+    ns = tuple(meta["ns"].split(NS_SEP)) if meta["nd"] else ()
+    return Item(
+        value=json.loads(meta["v"]),
+        key=meta["k"],
+        namespace=ns,
+        created_at=to_datetime(meta["ca"]),
+        updated_at=to_datetime(meta["ua"]),
+    )
+
+
+def expiry(now: float, ttl_minutes: float | None) -> float:
+    """``exp`` for an item written at ``now`` with a TTL in minutes (None: never)."""
+    if ttl_minutes is None:
+        return EXP_NEVER
+    if not math.isfinite(ttl_minutes) or ttl_minutes <= 0:
+        raise InvalidInputError(f"ttl must be a positive number of minutes, got {ttl_minutes!r}")
+    return now + ttl_minutes * 60.0
+
+
+def item_metadata(
+    namespace: tuple[str, ...],
+    key: str,
+    value_json: str,
+    value: Mapping[str, Any],
+    *,
+    created_at: float,
+    updated_at: float,
+    exp: float,
+    ttl_minutes: float | None,
+    n_vectors: int,
+) -> dict[str, Any]:
+    """The metadata of an item row."""
+    meta: dict[str, Any] = {
+        "ns": NS_SEP.join(namespace),
+        **namespace_fields(namespace),
+        "k": key,
+        "v": value_json,
+        "ca": created_at,
+        "ua": updated_at,
+        "exp": exp,
+        "ttl": float(ttl_minutes or 0.0),
+        "nv": n_vectors,
+    }
+    meta.update(filter_fields(value))
+    return meta
+
+
+def vector_metadata(
+    namespace: tuple[str, ...], iid: str, path: str, text_sha: str, value: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The metadata of a vector row (with the item's filter fields, so filters run inside
+    the vector query)."""
+    return {
+        "i": iid,
+        "p": path,
+        "h": text_sha,
+        **namespace_fields(namespace),
+        **filter_fields(value),
+    }

@@ -1,0 +1,103 @@
+"""Deterministic fakes for tests: yours and ours.
+
+- :class:`FakeEmbeddings`: hashed bag-of-words vectors. Same text, same vector, in every
+  process; texts that share words are closer than texts that do not, so similarity search
+  behaves sensibly without a model. No model, no network.
+- :class:`ScriptedChatModel`: a chat model that answers from a script (a list of replies, or
+  a function of the prompt), for testing code that calls a ``BaseChatModel``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+__all__ = ["FakeEmbeddings", "ScriptedChatModel"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class FakeEmbeddings(Embeddings):
+    """Hashed bag-of-words embeddings, L2-normalised.
+
+    Args:
+        dims: Vector size. Default 384 (the default model's).
+    """
+
+    def __init__(self, dims: int = 384) -> None:
+        self.dims = dims
+        self.calls = 0
+        self.texts_embedded = 0
+
+    def _vector(self, text: str) -> list[float]:
+        vec = [0.0] * self.dims
+        words = _WORD.findall(text.lower()) or [text]
+        for word in words:  # each word lands on 4 signed slots: distinct words rarely collide
+            digest = hashlib.blake2b(word.encode("utf-8"), digest_size=20).digest()
+            for j in range(4):
+                chunk = digest[5 * j : 5 * j + 5]
+                slot = int.from_bytes(chunk[:4], "little") % self.dims
+                vec[slot] += 1.0 if chunk[4] & 1 else -1.0
+        norm = math.sqrt(sum(x * x for x in vec))
+        if norm == 0:
+            vec[0] = 1.0
+            return vec
+        return [x / norm for x in vec]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that replies from a script.
+
+    Args:
+        responses: Replies returned in order (strings or ``AIMessage``); the last one repeats.
+        respond: Alternatively, a function from the prompt messages to a reply.
+    """
+
+    responses: list[Any] = []
+    respond: Callable[[Sequence[BaseMessage]], Any] | None = None
+    calls: list[list[BaseMessage]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.calls = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+        self.calls.append(list(messages))
+        if self.respond is not None:
+            reply = self.respond(messages)
+        elif self.responses:
+            index = min(len(self.calls) - 1, len(self.responses) - 1)
+            reply = self.responses[index]
+        else:
+            reply = ""
+        return reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])

@@ -1,0 +1,48 @@
+"""The public surface: what `from langmem_edge import *` gives, and that it resolves."""
+
+import langmem_edge
+
+EXPECTED_ALL = [
+    "BackendError",
+    "BackendUnavailableError",
+    "ChromaStore",
+    "ConfigurationError",
+    "DecryptionError",
+    "EmbeddingError",
+    "ExtractionError",
+    "InvalidInputError",
+    "LangmemEdgeError",
+    "LimitExceededError",
+    "NotFoundError",
+    "default_embeddings",
+]
+
+
+def test_all_is_the_curated_list() -> None:
+    assert sorted(langmem_edge.__all__) == sorted(EXPECTED_ALL)
+
+
+def test_every_public_name_resolves_and_is_documented() -> None:
+    for name in langmem_edge.__all__:
+        obj = getattr(langmem_edge, name)
+        assert obj.__doc__, f"{name} has no docstring"
+
+
+def test_error_codes_are_stable() -> None:
+    from langmem_edge import errors
+
+    codes = {name: getattr(errors, name).code for name in errors.__all__}
+    assert codes == {
+        "BackendError": "backend",
+        "BackendUnavailableError": "backend_unavailable",
+        "ConfigurationError": "configuration",
+        "DecryptionError": "decryption",
+        "EmbeddingError": "embedding",
+        "ExtractionError": "extraction",
+        "InvalidInputError": "invalid_input",
+        "LangmemEdgeError": "error",
+        "LimitExceededError": "limit_exceeded",
+        "NotFoundError": "not_found",
+    }
+    assert issubclass(errors.InvalidInputError, ValueError)
+    assert issubclass(errors.BackendUnavailableError, errors.BackendError)

@@ -1,0 +1,331 @@
+"""ChromaStore behaviour beyond InMemoryStore's: persistence, isolation, TTL, limits, errors,
+embedding reuse, concurrency, server sharing."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import chromadb
+import pytest
+from langgraph.store.base import PutOp
+
+from langmem_edge import (
+    BackendError,
+    BackendUnavailableError,
+    ChromaStore,
+    ConfigurationError,
+    EmbeddingError,
+    InvalidInputError,
+    LimitExceededError,
+)
+from langmem_edge._chroma import SCHEMA_KEY
+from langmem_edge.testing import FakeEmbeddings
+
+DIMS = 32
+
+
+def index(emb: FakeEmbeddings | None = None) -> dict[str, Any]:
+    return {"dims": DIMS, "embed": emb or FakeEmbeddings(DIMS), "fields": ["text"]}
+
+
+@pytest.fixture(params=["chroma", pytest.param("server", marks=pytest.mark.server)])
+def open_store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+    """``open_store(name="a", **kw)``: a ChromaStore; the same name reopens the same data."""
+    made: list[ChromaStore] = []
+    run = uuid.uuid4().hex[:10]
+
+    def open_(name: str = "a", **kwargs: Any) -> ChromaStore:
+        kwargs.setdefault("index", index())
+        if request.param == "chroma":
+            store = ChromaStore.from_path(str(tmp_path / name), **kwargs)
+        else:
+            url = request.getfixturevalue("chroma_server_url")
+            store = ChromaStore.from_url(url, collection_prefix=f"t{run}-{name}", **kwargs)
+        made.append(store)
+        return store
+
+    yield open_
+    for store in made:
+        store.close()
+
+
+def test_reopening_keeps_everything(open_store: Any) -> None:
+    store = open_store("a")
+    store.put(("p", "q"), "k", {"text": "persisted", "n": [1, {"x": None}]})
+    created = store.get(("p", "q"), "k").created_at
+    store.close()
+    again = open_store("a")
+    item = again.get(("p", "q"), "k")
+    assert item.value == {"text": "persisted", "n": [1, {"x": None}]}
+    assert item.created_at == created
+    assert again.search(("p",), query="persisted")[0].key == "k"
+    assert again.list_namespaces() == [("p", "q")]
+
+
+def test_two_stores_see_nothing_of_each_other(open_store: Any) -> None:
+    one, two = open_store("one"), open_store("two")
+    one.put(("shared",), "k", {"text": "only in one"})
+    assert two.get(("shared",), "k") is None
+    assert two.search(("shared",), query="only in one") == []
+    assert two.list_namespaces() == []
+
+
+def test_created_at_survives_updates(open_store: Any) -> None:
+    store = open_store()
+    store.put(("c",), "k", {"text": "v1"})
+    first = store.get(("c",), "k")
+    time.sleep(0.01)
+    store.put(("c",), "k", {"text": "v2"})
+    second = store.get(("c",), "k")
+    assert second.created_at == first.created_at
+    assert second.updated_at > first.updated_at
+
+
+def test_search_without_query_is_newest_first(open_store: Any) -> None:
+    store = open_store()
+    for k in ("a", "b", "c"):
+        store.put(("o",), k, {"text": k})
+        time.sleep(0.01)
+    store.put(("o",), "a", {"text": "a again"})
+    assert [r.key for r in store.search(("o",))] == ["a", "c", "b"]
+
+
+def test_dotted_filter_keys(open_store: Any) -> None:
+    store = open_store()
+    store.put(("f",), "x", {"meta": {"tier": "gold", "rank": 3}})
+    store.put(("f",), "y", {"meta": {"tier": "silver", "rank": 1}})
+    store.put(("f",), "z", {"meta.tier": "literal"})
+    assert [r.key for r in store.search(("f",), filter={"meta.tier": "gold"})] == ["x"]
+    assert [r.key for r in store.search(("f",), filter={"meta.rank": {"$gt": 2}})] == ["x"]
+    assert [r.key for r in store.search(("f",), filter={"meta.tier": "literal"})] == ["z"]
+
+
+def test_unknown_filter_operator_is_a_clear_error(open_store: Any) -> None:
+    store = open_store()
+    with pytest.raises(InvalidInputError, match=r"\$regex"):
+        store.search(("f",), filter={"a": {"$regex": "x"}})
+
+
+def test_filtered_vector_search_finds_rare_matches_among_many(open_store: Any) -> None:
+    store = open_store()
+    store.batch(
+        [
+            PutOp(("many",), f"k{i}", {"text": f"common words here {i}", "tag": "bulk"})
+            for i in range(300)
+        ]
+        + [PutOp(("many",), "rare", {"text": "completely different", "tag": "rare"})]
+    )
+    results = store.search(
+        ("many",), query="common words here", filter={"n": {"$ne": 1}, "tag": "rare"}
+    )
+    assert [r.key for r in results] == ["rare"]
+
+
+# -- TTL ----------------------------------------------------------------------------------
+
+
+def test_ttl_expired_items_are_never_returned_and_are_swept(open_store: Any) -> None:
+    store = open_store()
+    store.put(("t",), "short", {"text": "gone soon"}, ttl=0.5 / 60)  # half a second
+    store.put(("t",), "long", {"text": "stays"}, ttl=60)
+    store.put(("t",), "forever", {"text": "stays"})
+    time.sleep(0.7)
+    assert store.get(("t",), "short") is None
+    assert {r.key for r in store.search(("t",))} == {"long", "forever"}
+    assert {r.key for r in store.search(("t",), query="gone soon")} == {"long", "forever"}
+    assert store.sweep_ttl() == 1
+    assert store.sweep_ttl() == 0
+
+
+def test_default_ttl_and_refresh_on_read(open_store: Any) -> None:
+    store = open_store(ttl={"default_ttl": 1.0 / 60, "refresh_on_read": True})  # 1 s
+    store.put(("t",), "k", {"text": "refreshed"})
+    store.put(("t",), "cold", {"text": "not read"})
+    for _ in range(3):
+        time.sleep(0.45)
+        assert store.get(("t",), "k") is not None  # each read pushes expiry 1 s out
+    assert store.get(("t",), "cold") is None
+    time.sleep(0.2)
+    assert store.get(("t",), "k", refresh_ttl=False) is not None
+    time.sleep(1.0)
+    assert store.get(("t",), "k") is None
+
+
+def test_refresh_disabled_by_config(open_store: Any) -> None:
+    store = open_store(ttl={"default_ttl": 0.6 / 60, "refresh_on_read": False})
+    store.put(("t",), "k", {"text": "x"})
+    time.sleep(0.4)
+    assert store.get(("t",), "k") is not None
+    time.sleep(0.4)
+    assert store.get(("t",), "k") is None
+
+
+async def test_ttl_sweeper_thread(open_store: Any) -> None:
+    store = open_store()
+    store.put(("t",), "k", {"text": "x"}, ttl=0.2 / 60)
+    future = store.start_ttl_sweeper(sweep_interval_minutes=0.3 / 60)
+    deadline = time.monotonic() + 10
+    while store._items.get(include=[])["ids"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert store._items.get(include=[])["ids"] == []
+    assert store.stop_ttl_sweeper(timeout=5)
+    assert future.done()
+    assert await store.asweep_ttl() == 0
+
+
+def test_ttl_must_be_positive(open_store: Any) -> None:
+    with pytest.raises(InvalidInputError, match="ttl"):
+        open_store().put(("t",), "k", {"x": 1}, ttl=-1)
+
+
+# -- limits and errors -----------------------------------------------------------------------
+
+
+def test_too_large_value_names_the_key_and_writes_nothing(open_store: Any) -> None:
+    store = open_store(max_value_bytes=1000)
+    ops = [PutOp(("l",), "ok", {"text": "fine"}), PutOp(("l",), "huge", {"text": "x" * 2000})]
+    with pytest.raises(LimitExceededError, match="'huge'") as info:
+        store.batch(ops)
+    assert info.value.code == "limit_exceeded"
+    assert store.get(("l",), "ok") is None
+
+
+def test_unserialisable_value_is_a_clear_error(open_store: Any) -> None:
+    store = open_store()
+    with pytest.raises(InvalidInputError, match="'bad'") as info:
+        store.put(("l",), "bad", {"when": object()})
+    assert info.value.code == "invalid_input"
+    with pytest.raises(InvalidInputError):
+        store.put(("l",), "nan", {"x": float("nan")})
+
+
+def test_several_megabyte_value_round_trips(open_store: Any) -> None:
+    store = open_store(index=None)
+    big = {"blob": "é" * 1_500_000, "list": list(range(50_000))}
+    store.put(("big",), "k", big)
+    assert store.get(("big",), "k").value == big
+
+
+def test_wrong_dimensions_are_an_embedding_error(tmp_path: Any) -> None:
+    store = ChromaStore.from_path(
+        str(tmp_path), index={"dims": 8, "embed": FakeEmbeddings(16), "fields": ["text"]}
+    )
+    with pytest.raises(EmbeddingError, match="dims"):
+        store.put(("e",), "k", {"text": "x"})
+    assert store.get(("e",), "k") is None
+
+
+def test_bad_config_is_a_configuration_error(tmp_path: Any) -> None:
+    with pytest.raises(ConfigurationError):
+        ChromaStore.from_path(str(tmp_path), index={"dims": 0})
+    with pytest.raises(ConfigurationError):
+        ChromaStore.from_path(str(tmp_path), collection_prefix="x")
+    with pytest.raises(ConfigurationError):
+        ChromaStore.from_url("not a url")
+
+
+def test_unreachable_server_is_backend_unavailable() -> None:
+    with pytest.raises(BackendUnavailableError) as info:
+        ChromaStore.from_url("http://127.0.0.1:9", retry={"attempts": 2, "initial_wait": 0.01})
+    assert info.value.code == "backend_unavailable"
+    assert info.value.__cause__ is not None
+
+
+def test_server_going_away_mid_session_is_retried_then_wrapped(chroma_server_url: str) -> None:
+    store = ChromaStore.from_url(
+        chroma_server_url,
+        collection_prefix=f"t{uuid.uuid4().hex[:8]}",
+        index=index(),
+        retry={"attempts": 2, "initial_wait": 0.01},
+    )
+    store.put(("x",), "k", {"text": "x"})
+    store._client._server._api_url = "http://127.0.0.1:9/api/v2"  # type: ignore[attr-defined]
+    with pytest.raises(BackendUnavailableError):
+        store.get(("x",), "k")
+
+
+def test_chroma_errors_are_wrapped(tmp_path: Any) -> None:
+    store = ChromaStore.from_path(str(tmp_path), index=index())
+    with pytest.raises(BackendError) as info:
+        store._call(store._items.get, where={"$bogus": 1})
+    assert info.value.code == "backend"
+
+
+def test_collections_record_the_schema_and_refuse_newer(tmp_path: Any) -> None:
+    store = ChromaStore.from_path(str(tmp_path / "s"), index=index())
+    assert store._items.metadata[SCHEMA_KEY] == 1
+    store.close()
+    client = chromadb.PersistentClient(path=str(tmp_path / "n"))
+    client.create_collection(
+        "langmem_edge-items", metadata={SCHEMA_KEY: 99}, embedding_function=None
+    )
+    with pytest.raises(ConfigurationError, match="newer"):
+        ChromaStore(client, index=index())
+
+
+# -- embeddings and concurrency ---------------------------------------------------------------
+
+
+def test_unchanged_text_is_never_embedded_twice(open_store: Any) -> None:
+    emb = FakeEmbeddings(DIMS)
+    store = open_store(index=index(emb))
+    store.put(("c",), "k", {"text": "same text", "other": 1})
+    assert emb.texts_embedded == 1
+    store.put(("c",), "k", {"text": "same text", "other": 2})  # text unchanged
+    assert emb.texts_embedded == 1
+    store.put(("c",), "k", {"text": "new text"})
+    assert emb.texts_embedded == 2
+    assert store.search(("c",), query="new text")[0].score == pytest.approx(1.0)
+
+
+def test_four_threads_putting_lose_nothing(open_store: Any) -> None:
+    store = open_store()
+    errors: list[BaseException] = []
+
+    def worker(t: int) -> None:
+        try:
+            for i in range(25):
+                store.put(("threads", str(t)), f"k{i}", {"text": f"thread {t} item {i}"})
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert len(store.search(("threads",), limit=1000)) == 100
+    assert len(store.list_namespaces(prefix=("threads",))) == 4
+
+
+def test_another_clients_write_is_seen_at_once(chroma_server_url: str) -> None:
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    writer = ChromaStore.from_url(chroma_server_url, collection_prefix=prefix, index=index())
+    reader = ChromaStore.from_url(chroma_server_url, collection_prefix=prefix, index=index())
+    writer.put(("s",), "k", {"text": "shared memory"})
+    assert reader.get(("s",), "k").value == {"text": "shared memory"}
+    assert reader.search(("s",), query="shared memory")[0].key == "k"
+    writer.delete(("s",), "k")
+    assert reader.search(("s",), query="shared memory") == []
+
+
+def test_context_manager_closes(tmp_path: Any) -> None:
+    with ChromaStore.from_path(str(tmp_path), index=index()) as store:
+        store.put(("x",), "k", {"text": "x"})
+    with ChromaStore.from_path(str(tmp_path), index=index()) as again:
+        assert again.get(("x",), "k") is not None
+
+
+@pytest.mark.slow
+def test_default_embeddings_run_offline(tmp_path: Any) -> None:
+    store = ChromaStore.from_path(str(tmp_path), index={"dims": 384, "fields": ["text"]})
+    store.put(("u",), "theme", {"text": "Alice prefers dark mode in every app"})
+    store.put(("u",), "food", {"text": "Alice is allergic to peanuts"})
+    store.put(("u",), "city", {"text": "Alice lives in Singapore"})
+    assert store.search(("u",), query="which colour scheme does she like?")[0].key == "theme"
+    assert store.search(("u",), query="where is her home?")[0].key == "city"
