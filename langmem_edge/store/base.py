@@ -71,6 +71,12 @@ DEFAULT_SWEEP_INTERVAL_MINUTES = 5
 CANDIDATE_FACTOR = 3
 """First vector fetch: ``(offset + limit) * CANDIDATE_FACTOR * paths + 10`` rows; x4 on retry."""
 
+MAX_UNFILTERED_CANDIDATES = 2000
+"""Largest neighbour list asked for without a ``where`` before letting Chroma filter."""
+
+ADMIT_SLACK = 5
+"""Extra item rows read per slice when admitting hits (covers a few expired/filtered ones)."""
+
 GET_PAGE = 5000
 """Rows fetched per page when scanning items (filters, listing, sweeping)."""
 
@@ -228,7 +234,7 @@ class ChromaStore(BaseStore):
         now: float,
     ) -> None:
         ids = list(dict.fromkeys(layout.item_id(op.namespace, op.key) for _, op in gets))
-        rows = self._get_items(ids=ids, where=layout.alive_where(now))
+        rows = self._get_items(ids=ids, now=now)
         for i, op in gets:
             meta = rows.get(layout.item_id(op.namespace, op.key))
             if meta is None:
@@ -277,8 +283,11 @@ class ChromaStore(BaseStore):
         )
 
     def _search_unranked(self, op: SearchOp, now: float) -> list[tuple[SearchItem, dict[str, Any]]]:
-        where = layout.and_where([self._search_where(op), layout.alive_where(now)])
-        rows = [m for m in self._scan_items(where) if layout.matches_filter(_value(m), op.filter)]
+        rows = [
+            m
+            for m in self._scan_items(self._search_where(op), now)
+            if layout.matches_filter(_value(m), op.filter)
+        ]
         rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
         page = rows[op.offset : op.offset + op.limit]
         return [(_search_item(m, None), m) for m in page]
@@ -292,9 +301,11 @@ class ChromaStore(BaseStore):
         out = [(_search_item(m, hit.score), m) for hit, m in page]
         if len(out) < op.limit:
             # InMemoryStore's corner case: fill with items that have no vectors, unscored.
-            where = layout.and_where([self._search_where(op), {"nv": 0}, layout.alive_where(now)])
+            where = layout.and_where([self._search_where(op), {"nv": 0}])
             rows = [
-                m for m in self._scan_items(where) if layout.matches_filter(_value(m), op.filter)
+                m
+                for m in self._scan_items(where, now)
+                if layout.matches_filter(_value(m), op.filter)
             ]
             rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
             out.extend((_search_item(m, None), m) for m in rows[: op.limit - len(out)])
@@ -303,36 +314,69 @@ class ChromaStore(BaseStore):
     def _rank_vector(
         self, op: SearchOp, query: list[float], want: int, now: float
     ) -> list[tuple[Hit, dict[str, Any]]]:
-        """Vector-channel hits that are alive and pass the filter, best first, >= ``want``."""
+        """Vector-channel hits that are alive and pass the filter, best first, >= ``want``.
+
+        Chroma evaluates a ``where`` by scanning every row it matches (a ``where`` matching
+        all 10k rows turns a 3 ms query into a 40 ms one), so the first try asks for
+        neighbours without it and checks the namespace and filter fields in Python; only if
+        too few survive does it ask Chroma to filter (cheap exactly when the where is
+        selective). The candidate count grows x4 until enough items survive or none are left.
+        """
         if want <= 0:
             return []
         where = self._search_where(op)
-        total = self._call(self._vectors.count)
-        n = min(total, want * CANDIDATE_FACTOR * max(1, len(self._fields)) + 10)
+        n = want * CANDIDATE_FACTOR * max(1, len(self._fields)) + 10
+        filtered = where is None
         while True:
-            if n == 0:
-                return []
             res = self._call(
                 self._vectors.query,
                 query_embeddings=[query],
                 n_results=n,
-                where=where,
-                include=["metadatas", "embeddings"],
+                where=where if filtered else None,
+                include=["metadatas", "distances"],
             )
-            hits = pool_vector_hits(query, res)
-            rows = self._get_items(ids=[h.item_id for h in hits], where=layout.alive_where(now))
-            kept = [
-                (h, rows[h.item_id])
-                for h in hits
-                if h.item_id in rows and layout.matches_filter(_value(rows[h.item_id]), op.filter)
-            ]
-            returned = len((res.get("ids") or [[]])[0])
-            if len(kept) >= want or returned < n or n >= total:
+            ids = (res.get("ids") or [[]])[0]
+            metas = res["metadatas"][0] if ids else []
+            dists = res["distances"][0] if ids else []
+            if not filtered:
+                keep = [i for i, m in enumerate(metas) if layout.where_matches(m, where)]
+                metas, dists = [metas[i] for i in keep], [dists[i] for i in keep]
+            kept = self._admit(pool_vector_hits(metas, dists), op, want, now)
+            if len(kept) >= want or len(ids) < n:
                 return kept
-            n = min(total, n * 4)
+            if filtered:
+                n *= 4
+                continue
+            # Too few survived the Python check: widen the unfiltered query if the namespace
+            # is common enough among the neighbours, else let Chroma filter.
+            needed = n * want * 2 // max(1, len(kept))
+            if kept and needed <= MAX_UNFILTERED_CANDIDATES:
+                n = needed
+            else:
+                filtered = True
+
+    def _admit(
+        self, hits: list[Hit], op: SearchOp, want: int, now: float
+    ) -> list[tuple[Hit, dict[str, Any]]]:
+        """The first ``want`` hits whose items are alive and pass the filter.
+
+        Item rows are fetched in slices of the hit list (best first), so a page of 10 reads
+        about 10 rows rather than every candidate's.
+        """
+        kept: list[tuple[Hit, dict[str, Any]]] = []
+        start = 0
+        while start < len(hits) and len(kept) < want:
+            chunk = hits[start : start + max(want - len(kept), 1) + ADMIT_SLACK]
+            start += len(chunk)
+            rows = self._get_items(ids=[h.item_id for h in chunk], now=now)
+            for h in chunk:
+                meta = rows.get(h.item_id)
+                if meta is not None and layout.matches_filter(_value(meta), op.filter):
+                    kept.append((h, meta))
+        return kept
 
     def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
-        clauses: list[dict[str, Any] | None] = [layout.alive_where(now)]
+        clauses: list[dict[str, Any] | None] = []
         for cond in op.match_conditions or ():
             if cond.match_type == "prefix":
                 clauses.append(
@@ -341,7 +385,8 @@ class ChromaStore(BaseStore):
                     )
                 )
         namespaces = {
-            tuple(m["ns"].split(layout.NS_SEP)) for m in self._scan_items(layout.and_where(clauses))
+            tuple(m["ns"].split(layout.NS_SEP))
+            for m in self._scan_items(layout.and_where(clauses), now)
         }
         matched = [
             ns for ns in namespaces if all(_matches(c, ns) for c in (op.match_conditions or ()))
@@ -351,15 +396,24 @@ class ChromaStore(BaseStore):
         matched.sort()
         return matched[op.offset : op.offset + op.limit]
 
-    def _get_items(
-        self, *, ids: list[str], where: dict[str, Any] | None = None
-    ) -> dict[str, dict[str, Any]]:
+    def _get_items(self, *, ids: list[str], now: float | None = None) -> dict[str, dict[str, Any]]:
+        """Item rows by id; with ``now``, only those alive then.
+
+        Expiry is checked in Python: a ``where`` next to ``ids`` makes Chroma scan every row.
+        """
         if not ids:
             return {}
-        res = self._call(self._items.get, ids=ids, where=where, include=["metadatas"])
-        return dict(zip(res["ids"], res["metadatas"], strict=True))
+        res = self._call(self._items.get, ids=ids, include=["metadatas"])
+        return {
+            iid: meta
+            for iid, meta in zip(res["ids"], res["metadatas"], strict=True)
+            if now is None or meta["exp"] > now
+        }
 
-    def _scan_items(self, where: dict[str, Any] | None) -> list[dict[str, Any]]:
+    def _scan_items(
+        self, where: dict[str, Any] | None, now: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Every item row matching ``where``, paged; with ``now``, only those alive then."""
         out: list[dict[str, Any]] = []
         offset = 0
         while True:
@@ -370,7 +424,7 @@ class ChromaStore(BaseStore):
                 limit=GET_PAGE,
                 offset=offset,
             )
-            out.extend(res["metadatas"])
+            out.extend(m for m in res["metadatas"] if now is None or m["exp"] > now)
             if len(res["ids"]) < GET_PAGE:
                 return out
             offset += GET_PAGE

@@ -105,6 +105,20 @@ def and_where(clauses: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | N
     return {"$and": flat}
 
 
+def where_matches(meta: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
+    """Evaluate, in Python, a ``where`` built here (an ``$and`` of field equalities)."""
+    if not where:
+        return True
+    clauses = where["$and"] if set(where) == {"$and"} else [where]
+    for clause in clauses:
+        ((field, expected),) = clause.items()
+        if isinstance(expected, Mapping):
+            raise ValueError(f"where_matches handles equalities only, got {clause!r}")
+        if field not in meta or meta[field] != expected or type(meta[field]) is not type(expected):
+            return False
+    return True
+
+
 def alive_where(now: float) -> dict[str, Any]:
     """Items not yet expired at ``now``."""
     return {"exp": {"$gt": now}}

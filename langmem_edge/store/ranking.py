@@ -4,10 +4,9 @@ A channel turns a query into a ranked list of :class:`Hit` (item id, raw score),
 to the search's namespace prefix and filter. The store then keeps the items that are alive
 and pass the filter, in channel order.
 
-This module holds the vector channel. Its raw score is the exact cosine similarity of the
-query to the item's best-matching vector (max-pooled over its indexed paths), recomputed in
-float64 from the stored vectors, as ``InMemoryStore`` computes it; Chroma's HNSW index only
-nominates candidates.
+This module holds the vector channel. Its raw score is the cosine similarity of the query to
+the item's best-matching vector (max-pooled over its indexed paths), as ``InMemoryStore``
+scores; Chroma's HNSW index nominates the candidates and reports their exact distances.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -34,35 +31,17 @@ class Hit:
     channels: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def cosine(query: Sequence[float], vectors: Any) -> np.ndarray:
-    """Cosine similarity of ``query`` to each row of ``vectors`` (0 for zero vectors)."""
-    q = np.asarray(query, dtype=np.float64)
-    m = np.asarray(vectors, dtype=np.float64)
-    if m.size == 0:
-        return np.zeros(0)
-    if m.ndim == 1:
-        m = m.reshape(1, -1)
-    qn = np.linalg.norm(q)
-    mn = np.linalg.norm(m, axis=1)
-    out = np.zeros(m.shape[0])
-    ok = (mn != 0) & (qn != 0)
-    out[ok] = (m[ok] @ q) / (mn[ok] * qn)
-    return out
+def pool_vector_hits(metas: Sequence[dict[str, Any]], distances: Sequence[float]) -> list[Hit]:
+    """Vector hits from vector rows: cosine similarity (``1 - distance``), max-pooled per item.
 
-
-def pool_vector_hits(query: Sequence[float], result: dict[str, Any]) -> list[Hit]:
-    """Vector hits from one Chroma ``query`` result: exact cosine, max-pooled per item.
-
-    Ties are broken by item id so the order is deterministic.
+    Chroma's HNSW index nominates the candidates; the distances it reports for them are
+    exact cosine distances of the stored vectors. Ties are broken by item id so the order
+    is deterministic.
     """
-    ids = (result.get("ids") or [[]])[0]
-    if not ids:
-        return []
-    metas = result["metadatas"][0]
-    scores = cosine(query, result["embeddings"][0])
     best: dict[str, float] = {}
-    for meta, score in zip(metas, scores.tolist(), strict=True):
+    for meta, distance in zip(metas, distances, strict=True):
         iid = meta["i"]
+        score = 1.0 - float(distance)
         if iid not in best or score > best[iid]:
             best[iid] = score
     ordered = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -1,0 +1,176 @@
+"""ChromaStore vs InMemoryStore: put throughput and search latency, measured in one run.
+
+    python benchmarks/store_bench.py                 # 10,000 items, 200 queries
+    python benchmarks/store_bench.py --items 2000 --queries 50 --skip-model
+
+Part 1 uses the same precomputed 384-d vectors for every backend (the embedding "model" is a
+dictionary lookup), so it measures the stores alone: put throughput (items/s, batches of
+``--batch`` puts) and search p50/p95 (``limit=10``) for ChromaStore on a folder, ChromaStore on a
+``chroma run`` server this script starts and stops, and InMemoryStore with an index. Ratios are
+against InMemoryStore measured in the same run.
+
+Part 2 uses the real default model (all-MiniLM-L6-v2, offline): items/s of ``store.batch`` puts
+against the model's own embedding throughput on the same texts (cache bypassed), i.e. how much
+the store adds on top of the time the model needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import chroma_server, median, percentile, table, timed  # noqa: E402
+from langchain_core.embeddings import Embeddings  # noqa: E402
+from langgraph.store.base import BaseStore, PutOp  # noqa: E402
+from langgraph.store.memory import InMemoryStore  # noqa: E402
+
+from langmem_edge import ChromaStore  # noqa: E402
+
+WORDS = (
+    "memory agent user prefers dark mode lives city travel booking flight hotel meeting "
+    "project deadline budget report coffee tea music guitar piano running marathon doctor "
+    "appointment birthday party gift family sister brother dog cat garden recipe pasta"
+).split()
+
+
+class LookupEmbeddings(Embeddings):
+    """Precomputed vectors by text: the same for every backend, ~free to "compute"."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.vectors[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vectors[text]
+
+
+def make_corpus(n: int, queries: int, dims: int, seed: int = 7):  # type: ignore[no-untyped-def]
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    texts = [f"{i} " + " ".join(rng.choices(WORDS, k=12)) for i in range(n)]
+    qtexts = [f"q{i} " + " ".join(rng.choices(WORDS, k=5)) for i in range(queries)]
+    mat = nrng.standard_normal((n + queries, dims)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    vectors = {t: mat[i].tolist() for i, t in enumerate(texts + qtexts)}
+    return texts, qtexts, vectors
+
+
+def run_store(store: BaseStore, texts: list[str], queries: list[str], batch: int
+              ) -> dict[str, float]:
+    put_seconds = 0.0
+    for start in range(0, len(texts), batch):
+        ops = [
+            PutOp(("bench", f"user{i % 10}"), f"item{i}", {"text": t, "n": i})
+            for i, t in enumerate(texts[start : start + batch], start=start)
+        ]
+        put_seconds += timed(lambda ops=ops: store.batch(ops))
+    for q in queries[:5]:  # warm-up
+        store.search(("bench",), query=q, limit=10)
+    lat = [timed(lambda q=q: store.search(("bench",), query=q, limit=10)) for q in queries]
+    return {
+        "put_per_s": len(texts) / put_seconds,
+        "p50_ms": median(lat) * 1000,
+        "p95_ms": percentile(lat, 95) * 1000,
+    }
+
+
+def part1(args: argparse.Namespace) -> str:
+    texts, queries, vectors = make_corpus(args.items, args.queries, args.dims)
+    index = {"dims": args.dims, "embed": LookupEmbeddings(vectors), "fields": ["text"]}
+    results: dict[str, dict[str, float]] = {}
+    results["InMemoryStore"] = run_store(InMemoryStore(index=index), texts, queries, args.batch)
+    with tempfile.TemporaryDirectory() as folder:
+        with ChromaStore.from_path(folder, index=index) as store:
+            results["ChromaStore (folder)"] = run_store(store, texts, queries, args.batch)
+    if not args.skip_server:
+        with chroma_server() as url, ChromaStore.from_url(url, index=index) as store:
+            results["ChromaStore (server)"] = run_store(store, texts, queries, args.batch)
+    base = results["InMemoryStore"]
+    rows = [
+        [
+            name,
+            f"{r['put_per_s']:,.0f}",
+            f"{r['put_per_s'] / base['put_per_s']:.2f}x",
+            f"{r['p50_ms']:.2f}",
+            f"{r['p95_ms']:.2f}",
+            f"{base['p50_ms'] / r['p50_ms']:.1f}x",
+        ]
+        for name, r in results.items()
+    ]
+    return (
+        f"### Store alone: {args.items:,} items, {args.dims}-d precomputed vectors, "
+        f"{args.queries} queries, puts in batches of {args.batch}\n\n"
+        + table(
+            ["backend", "put items/s", "put vs InMemory", "search p50 ms", "search p95 ms",
+             "search speed-up vs InMemory"],
+            rows,
+        )
+    )
+
+
+def part2(args: argparse.Namespace) -> str:
+    from langmem_edge.embeddings import CachedEmbeddings, default_embeddings
+
+    model = default_embeddings()
+    inner = model.inner if isinstance(model, CachedEmbeddings) else model
+    rng = random.Random(11)
+    n = args.model_items
+    texts = [f"note {i}: " + " ".join(rng.choices(WORDS, k=14)) for i in range(n)]
+    inner.embed_documents(texts[:32])  # warm-up
+    model_s = 0.0
+    for start in range(0, n, args.batch):
+        chunk = texts[start : start + args.batch]
+        model_s += timed(lambda chunk=chunk: inner.embed_documents(chunk))
+    with tempfile.TemporaryDirectory() as folder:
+        # the store gets the bare model, so it pays for every embedding itself
+        with ChromaStore.from_path(folder, index={"dims": 384, "embed": inner,
+                                                  "fields": ["text"]}) as store:
+            store_s = 0.0
+            for start in range(0, n, args.batch):
+                ops = [PutOp(("m",), f"k{i}", {"text": t})
+                       for i, t in enumerate(texts[start : start + args.batch], start=start)]
+                store_s += timed(lambda ops=ops: store.batch(ops))
+    overhead = store_s / model_s - 1
+    return (
+        f"### With the real default model: {n:,} items, batches of {args.batch}\n\n"
+        + table(
+            ["what", "items/s", "seconds"],
+            [
+                ["model alone (embed_documents)", f"{n / model_s:,.0f}", f"{model_s:.2f}"],
+                ["ChromaStore.batch puts (embeds + writes)", f"{n / store_s:,.0f}",
+                 f"{store_s:.2f}"],
+            ],
+        )
+        + f"\n\nStore overhead on top of the model: {overhead * 100:+.1f} %"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--dims", type=int, default=384)
+    parser.add_argument("--batch", type=int, default=100, help="puts per store.batch call")
+    parser.add_argument("--model-items", type=int, default=2_000)
+    parser.add_argument("--skip-server", action="store_true")
+    parser.add_argument("--skip-model", action="store_true")
+    args = parser.parse_args(argv)
+    started = time.time()
+    print(part1(args))
+    if not args.skip_model:
+        print()
+        print(part2(args))
+    print(f"\n(total {time.time() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
