@@ -155,6 +155,22 @@ def test_default_ttl_and_refresh_on_read(open_store: Any) -> None:
     assert store.get(("t",), "k") is None
 
 
+def test_sqlite_style_ttl_flow(open_store: Any) -> None:
+    """The flow of langgraph's SQLite TTL tests: setup(), refresh by search, sweep counts."""
+    store = open_store(ttl={"default_ttl": 1.0 / 60, "refresh_on_read": True})
+    store.setup()
+    store.put(("docs", "u1"), "item1", {"text": "content1", "id": 1})
+    store.put(("docs", "u1"), "item2", {"text": "content2", "id": 2})
+    time.sleep(0.6)
+    assert [r.key for r in store.search(("docs", "u1"), filter={"id": 1})] == ["item1"]
+    time.sleep(0.6)
+    assert store.sweep_ttl() == 1  # item2 expired; item1 was refreshed by the search
+    assert store.get(("docs", "u1"), "item1", refresh_ttl=False) is not None
+    time.sleep(1.1)
+    assert store.sweep_ttl() == 1
+    assert store.search(("docs",)) == []
+
+
 def test_refresh_disabled_by_config(open_store: Any) -> None:
     store = open_store(ttl={"default_ttl": 0.6 / 60, "refresh_on_read": False})
     store.put(("t",), "k", {"text": "x"})

@@ -168,6 +168,21 @@ class ChromaStore(BaseStore):
         store._owns_client = True
         return store
 
+    def setup(self) -> None:
+        """Make sure the collections exist. The constructor already did; kept so code written
+        for ``SqliteStore``/``PostgresStore`` (which must call ``setup()``) runs unchanged."""
+        for collection in (self._items, self._vectors):
+            _chroma.open_collection(
+                self._client,
+                collection.name,
+                schema_version=layout.SCHEMA_VERSION,
+                call=self._call,
+            )
+
+    async def asetup(self) -> None:
+        """``setup`` on a worker thread."""
+        await run_in_executor(None, self.setup)
+
     def close(self) -> None:
         """Stop the TTL sweeper; release the client if this store created it."""
         self.stop_ttl_sweeper(timeout=5)
