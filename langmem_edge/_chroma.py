@@ -80,13 +80,16 @@ class ChromaCaller:
     """Runs Chroma calls with bounded retries and error translation."""
 
     def __init__(self, retry: RetryConfig | None = None) -> None:
-        cfg = {**DEFAULT_RETRY, **(retry or {})}
+        cfg: dict[str, Any] = {**DEFAULT_RETRY, **(retry or {})}
         if int(cfg["attempts"]) < 1:
             raise ConfigurationError(f"retry.attempts must be >= 1, got {cfg['attempts']!r}")
         self.retry: RetryConfig = cfg  # type: ignore[assignment]
 
-    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call ``fn(*args, **kwargs)``, retrying transient failures, wrapping errors."""
+    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn(*args, **kwargs)``, retrying transient failures, wrapping errors.
+
+        Returns whatever ``fn`` returns, typed ``Any``: Chroma rows are plain dicts to us.
+        """
         retrying = Retrying(
             stop=stop_after_attempt(self.retry["attempts"]),
             wait=wait_exponential_jitter(

@@ -447,7 +447,7 @@ class ChromaStore(BaseStore):
     # -- writes ---------------------------------------------------------------------------
 
     def _run_puts(self, puts: list[PutOp], now: float) -> None:
-        plans = []
+        plans: list[tuple[PutOp, str | None, tuple[float | None, float] | None]] = []
         for op in puts:  # validate everything before writing anything
             if not isinstance(op.key, str) or not op.key:
                 raise InvalidInputError(f"key must be a non-empty string, got {op.key!r}")
@@ -456,10 +456,9 @@ class ChromaStore(BaseStore):
             if op.value is None:
                 plans.append((op, None, None))
                 continue
-            value_json = layout.encode_value(op.namespace, op.key, op.value, self.max_value_bytes)
+            encoded = layout.encode_value(op.namespace, op.key, op.value, self.max_value_bytes)
             ttl = self._ttl_minutes(op.ttl)
-            exp = layout.expiry(now, ttl)
-            plans.append((op, value_json, (ttl, exp)))
+            plans.append((op, encoded, (ttl, layout.expiry(now, ttl))))
 
         ids = [layout.item_id(op.namespace, op.key) for op, _, _ in plans]
         old = self._get_items(ids=ids)
@@ -687,7 +686,7 @@ def _prepare_index(
 ) -> tuple[IndexConfig | None, Embeddings | None, list[tuple[str, Any]]]:
     if not index:
         return None, None, []
-    config = dict(index)
+    config: dict[str, Any] = dict(index)
     dims = config.get("dims")
     if not isinstance(dims, int) or dims <= 0:
         raise ConfigurationError(f"index['dims'] must be a positive int, got {dims!r}")
