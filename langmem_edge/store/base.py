@@ -19,7 +19,6 @@ The layout lives in :mod:`langmem_edge.store.layout`; the vector channel in
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
 import time
@@ -30,7 +29,6 @@ from chromadb.api import ClientAPI
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import (
-    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
@@ -54,6 +52,7 @@ from langmem_edge.embeddings import default_embeddings, text_hash
 from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
 from langmem_edge.store import layout
 from langmem_edge.store.ranking import Hit, pool_vector_hits
+from langmem_edge.store.ttl import TTLMixin
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +63,6 @@ DEFAULT_COLLECTION_PREFIX = "langmem_edge"
 
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
 """Largest value accepted, as UTF-8 JSON (4 MiB). Chroma stores it as a metadata string."""
-
-DEFAULT_SWEEP_INTERVAL_MINUTES = 5
-"""TTL sweeper interval when neither the call nor ``ttl["sweep_interval_minutes"]`` sets one."""
 
 CANDIDATE_FACTOR = 3
 """First vector fetch: ``(offset + limit) * CANDIDATE_FACTOR * paths + 10`` rows; x4 on retry."""
@@ -83,7 +79,7 @@ GET_PAGE = 5000
 Ranking = Literal["vector"]
 
 
-class ChromaStore(BaseStore):
+class ChromaStore(TTLMixin, BaseStore):
     """A LangGraph store on Chroma.
 
     Args:
@@ -588,97 +584,6 @@ class ChromaStore(BaseStore):
             for j, (_, text) in enumerate(pairs):
                 out[(iid, j)] = reuse.get(text_hash(text)) or fresh[text]
         return out
-
-    # -- TTL ------------------------------------------------------------------------------
-
-    def _ttl_minutes(self, ttl: Any) -> float | None:
-        if ttl is NOT_PROVIDED:
-            return (self.ttl_config or {}).get("default_ttl")
-        if ttl is not None and not isinstance(ttl, (int, float)):
-            raise InvalidInputError(f"ttl must be minutes (a number) or None, got {ttl!r}")
-        return ttl
-
-    def _should_refresh(self, refresh_ttl: bool | None) -> bool:
-        if refresh_ttl is not None:
-            return refresh_ttl
-        return bool((self.ttl_config or {}).get("refresh_on_read", True))
-
-    def _refresh_ttl(self, rows: dict[str, dict[str, Any]], now: float, skip: set[str]) -> None:
-        ids, metas = [], []
-        for iid, meta in rows.items():
-            ttl = float(meta.get("ttl") or 0.0)
-            if ttl > 0 and iid not in skip:
-                ids.append(iid)
-                metas.append({"exp": now + ttl * 60.0})
-        if ids:
-            self._call(self._items.update, ids=ids, metadatas=metas)
-
-    def sweep_ttl(self) -> int:
-        """Delete expired items (and their vectors) now. Returns how many were deleted."""
-        now = time.time()
-        expired = self._scan_items({"exp": {"$lte": now}})
-        if not expired:
-            return 0
-        ids = [layout.item_id(tuple(m["ns"].split(layout.NS_SEP)), m["k"]) for m in expired]
-        vec_ids = [
-            layout.vector_id(iid, j)
-            for iid, m in zip(ids, expired, strict=True)
-            for j in range(int(m["nv"]))
-        ]
-        if vec_ids:
-            self._call(self._vectors.delete, ids=vec_ids)
-        self._call(self._items.delete, ids=ids)
-        return len(ids)
-
-    async def asweep_ttl(self) -> int:
-        """``sweep_ttl`` on a worker thread."""
-        return await run_in_executor(None, self.sweep_ttl)
-
-    def start_ttl_sweeper(
-        self, sweep_interval_minutes: float | None = None
-    ) -> concurrent.futures.Future[None]:
-        """Sweep expired items every ``sweep_interval_minutes`` on a daemon thread.
-
-        The interval defaults to ``ttl["sweep_interval_minutes"]``, then 5 minutes. Returns a
-        future that completes when the sweeper stops (see :meth:`stop_ttl_sweeper`).
-        """
-        future: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if self._sweeper is not None and self._sweeper.is_alive():
-            future.set_result(None)
-            return future
-        interval = (
-            sweep_interval_minutes
-            or (self.ttl_config or {}).get("sweep_interval_minutes")
-            or DEFAULT_SWEEP_INTERVAL_MINUTES
-        )
-        self._sweeper_stop.clear()
-
-        def loop() -> None:
-            try:
-                while not self._sweeper_stop.wait(float(interval) * 60.0):
-                    try:
-                        n = self.sweep_ttl()
-                        if n:
-                            logger.info("TTL sweep deleted %d expired items", n)
-                    except Exception:
-                        logger.exception("TTL sweep failed; will retry next interval")
-            finally:
-                future.set_result(None)
-
-        self._sweeper = threading.Thread(target=loop, name="chroma-store-ttl", daemon=True)
-        self._sweeper.start()
-        return future
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread. Returns True if it stopped (or was not running)."""
-        if self._sweeper is None:
-            return True
-        self._sweeper_stop.set()
-        self._sweeper.join(timeout)
-        stopped = not self._sweeper.is_alive()
-        if stopped:
-            self._sweeper = None
-        return stopped
 
 
 def _prepare_index(
