@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from langmem_edge.checkpointers import CheckpointTTLConfig, ChromaSaver
     from langmem_edge.embeddings import default_embeddings
     from langmem_edge.errors import (
         BackendError,
@@ -29,6 +30,8 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "ChromaStore": "langmem_edge.store",
+    "ChromaSaver": "langmem_edge.checkpointers",
+    "CheckpointTTLConfig": "langmem_edge.checkpointers",
     "default_embeddings": "langmem_edge.embeddings",
     "BackendError": "langmem_edge.errors",
     "BackendUnavailableError": "langmem_edge.errors",
@@ -45,6 +48,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "BackendError",
     "BackendUnavailableError",
+    "CheckpointTTLConfig",
+    "ChromaSaver",
     "ChromaStore",
     "ConfigurationError",
     "DecryptionError",

@@ -5,6 +5,8 @@ import langmem_edge
 EXPECTED_ALL = [
     "BackendError",
     "BackendUnavailableError",
+    "CheckpointTTLConfig",
+    "ChromaSaver",
     "ChromaStore",
     "ConfigurationError",
     "DecryptionError",

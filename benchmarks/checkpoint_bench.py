@@ -1,0 +1,230 @@
+"""Checkpointer benchmark: ChromaSaver (embedded and server) vs SqliteSaver and InMemorySaver.
+
+Each of ``--n`` rounds puts one checkpoint of a ``--messages``-message chat state on one
+thread (a parent chain), then reads it back with ``get_tuple`` (latest, and by id) and lists
+the thread with ``list(limit=--list-limit)``. The savers run round-robin inside each round, so
+load from other processes hits them alike. For each Chroma backend the round also times one
+raw ``collection.upsert`` of the same serialized checkpoint (one record, base64 in a metadata
+string, the dummy vector): the floor for any Chroma-backed saver.
+
+Prints a Markdown table of medians (p50) and p90s in milliseconds, and the ratios the targets
+are about: ``put p50 / raw upsert p50`` (target <= 1.2) and ``get_tuple p50 / SqliteSaver's``
+(target <= 2). The server is a ``chroma run`` on 127.0.0.1 and a free port, started here and
+stopped by its PID.
+
+Usage::
+
+    python benchmarks/checkpoint_bench.py            # 1,000 rounds
+    python benchmarks/checkpoint_bench.py --n 100    # quick run
+    python benchmarks/checkpoint_bench.py --no-server
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from contextlib import nullcontext
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import chroma_server  # noqa: E402
+
+from langmem_edge.checkpointers import ChromaSaver  # noqa: E402
+from langmem_edge.checkpointers.layout import DUMMY_VECTOR  # noqa: E402
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+MESSAGE_CHARS = 240
+"""Characters of each message's text in the benchmark state."""
+
+
+def chat_state(n_messages: int) -> list[Any]:
+    """A chat history of ``n_messages`` alternating human/AI messages."""
+    words = "the quick brown fox jumps over the lazy dog and keeps running far away "
+    text = (words * (MESSAGE_CHARS // len(words) + 1))[:MESSAGE_CHARS]
+    return [
+        (HumanMessage if i % 2 == 0 else AIMessage)(content=f"{i}: {text}", id=str(uuid.uuid4()))
+        for i in range(n_messages)
+    ]
+
+
+def make_checkpoint(messages: list[Any], step: int) -> Checkpoint:
+    return Checkpoint(
+        v=4,
+        id=str(uuid6(clock_seq=step)),
+        ts=datetime.now(UTC).isoformat(),
+        channel_values={"messages": messages, "step": step},
+        channel_versions={"messages": step + 1, "step": step + 1},
+        versions_seen={"agent": {"messages": step}},
+        updated_channels=["messages", "step"],
+    )
+
+
+class Subject:
+    """One saver under test, with its thread and (for Chroma) a raw-upsert baseline."""
+
+    def __init__(self, name: str, saver: BaseCheckpointSaver, raw: tuple | None) -> None:
+        self.name = name
+        self.saver = saver
+        self.raw = raw
+        self.parent: dict[str, Any] | None = None
+        self.thread = f"bench-{uuid.uuid4().hex[:8]}"
+        self.times: dict[str, list[float]] = defaultdict(list)
+
+    def timed(self, op: str, fn: Callable[[], Any]) -> Any:
+        start = time.perf_counter()
+        out = fn()
+        self.times[op].append((time.perf_counter() - start) * 1000)
+        return out
+
+    def round(self, step: int, messages: list[Any], list_limit: int) -> None:
+        config: dict[str, Any] = {"configurable": {"thread_id": self.thread, "checkpoint_ns": ""}}
+        if self.parent:
+            config["configurable"]["checkpoint_id"] = self.parent["configurable"]["checkpoint_id"]
+        cp = make_checkpoint(messages, step)
+        metadata = {"source": "loop", "step": step, "parents": {}}
+        versions = {"messages": step + 1, "step": step + 1}
+        self.parent = self.timed("put", lambda: self.saver.put(config, cp, metadata, versions))
+        latest = {"configurable": {"thread_id": self.thread, "checkpoint_ns": ""}}
+        got = self.timed("get_tuple latest", lambda: self.saver.get_tuple(latest))
+        assert got is not None and got.checkpoint["id"] == cp["id"]
+        self.timed("get_tuple by id", lambda: self.saver.get_tuple(self.parent))
+        n = self.timed("list", lambda: sum(1 for _ in self.saver.list(latest, limit=list_limit)))
+        assert n == min(step + 1, list_limit)
+        if self.raw is not None:
+            upsert, get = self.raw
+            self.timed("raw upsert", lambda: upsert(cp, step))
+            self.timed("raw get", lambda: get(step))
+
+
+def raw_ops(saver: ChromaSaver) -> tuple[Callable[[Checkpoint, int], None], Callable]:
+    """The floors: one raw upsert of the serialized checkpoint (one record, base64 in a
+    metadata string, the dummy vector) into a sibling collection, and one get of it by id."""
+    collection = saver.client.get_or_create_collection(
+        saver.collection_name + "-raw", embedding_function=None
+    )
+
+    def upsert(cp: Checkpoint, step: int) -> None:
+        typ, data = saver.serde.dumps_typed(cp)
+        collection.upsert(
+            ids=[f"raw-{step}"],
+            embeddings=[DUMMY_VECTOR],
+            metadatas=[{"p": base64.b64encode(data).decode("ascii")}],
+        )
+
+    def get(step: int) -> None:
+        got = collection.get(ids=[f"raw-{step}"], include=["metadatas"])
+        saver.serde.loads_typed(("msgpack", base64.b64decode(got["metadatas"][0]["p"])))
+
+    return upsert, get
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def table(subjects: list[Subject], n: int, state_bytes: int, list_limit: int) -> str:
+    sqlite = next(s for s in subjects if s.name.startswith("SqliteSaver"))
+    sqlite_get = statistics.median(sqlite.times["get_tuple latest"])
+    sqlite_get_id = statistics.median(sqlite.times["get_tuple by id"])
+    head = (
+        f"{n} rounds, state {state_bytes:,} bytes serialized; times in ms, p50 (p90).\n\n"
+        "| saver | put | raw upsert | put / raw upsert | get_tuple latest | get_tuple by id "
+        "| raw get | get_tuple / Sqlite's (latest, by id) | get_tuple / raw get (latest, by id) "
+        f"| list(limit={list_limit}) |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    rows = [head]
+    for s in subjects:
+        t = s.times
+
+        def cell(op: str, t: dict[str, list[float]] = t) -> str:
+            if not t.get(op):
+                return "-"
+            return f"{statistics.median(t[op]):.2f} ({pct(t[op], 0.9):.2f})"
+
+        def ratio(a: str, b: str, t: dict[str, list[float]] = t) -> str:
+            if not t.get(a) or not t.get(b):
+                return "-"
+            return f"{statistics.median(t[a]) / statistics.median(t[b]):.2f}x"
+
+        get = statistics.median(t["get_tuple latest"])
+        get_id = statistics.median(t["get_tuple by id"])
+        vs_sqlite = f"{get / sqlite_get:.2f}x, {get_id / sqlite_get_id:.2f}x"
+        vs_raw = (
+            f"{ratio('get_tuple latest', 'raw get')}, {ratio('get_tuple by id', 'raw get')}"
+            if t.get("raw get")
+            else "-"
+        )
+        rows.append(
+            f"| {s.name} | {cell('put')} | {cell('raw upsert')} | {ratio('put', 'raw upsert')} "
+            f"| {cell('get_tuple latest')} | {cell('get_tuple by id')} | {cell('raw get')} "
+            f"| {vs_sqlite} | {vs_raw} | {cell('list')} |"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=1000, help="rounds (default 1000)")
+    parser.add_argument("--messages", type=int, default=20, help="messages in the state")
+    parser.add_argument("--list-limit", type=int, default=100, help="list(limit=...)")
+    parser.add_argument("--no-server", action="store_true", help="skip ChromaSaver on a server")
+    args = parser.parse_args(argv)
+
+    messages = chat_state(args.messages)
+    folder = tempfile.mkdtemp(prefix="checkpoint-bench-")
+    subjects: list[Subject] = []
+    try:
+        with nullcontext() if args.no_server else chroma_server() as url:
+            embedded = ChromaSaver.from_path(str(Path(folder) / "chroma"))
+            subjects.append(Subject("ChromaSaver embedded", embedded, raw_ops(embedded)))
+            if url:
+                server = ChromaSaver.from_url(url)
+                subjects.append(Subject("ChromaSaver server", server, raw_ops(server)))
+            conn = sqlite3.connect(str(Path(folder) / "bench.sqlite"), check_same_thread=False)
+            sqlite = SqliteSaver(conn)
+            sqlite.setup()
+            subjects.append(Subject("SqliteSaver (file)", sqlite, None))
+            subjects.append(Subject("InMemorySaver", InMemorySaver(), None))
+            state_bytes = len(embedded.serde.dumps_typed(make_checkpoint(messages, 0))[1])
+            started = time.monotonic()
+            for step in range(args.n):
+                for subject in subjects:
+                    subject.round(step, messages, args.list_limit)
+                if (step + 1) % 100 == 0:
+                    elapsed = time.monotonic() - started
+                    print(f"  {step + 1}/{args.n} rounds, {elapsed:.0f} s", file=sys.stderr)
+            print(table(subjects, args.n, state_bytes, args.list_limit))
+            conn.close()
+            for s in subjects:
+                if isinstance(s.saver, ChromaSaver):
+                    s.saver.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
