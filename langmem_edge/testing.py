@@ -20,6 +20,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
 
 __all__ = ["FakeEmbeddings", "ScriptedChatModel"]
 
@@ -66,7 +68,8 @@ class ScriptedChatModel(BaseChatModel):
     """A chat model that replies from a script.
 
     Args:
-        responses: Replies returned in order (strings or ``AIMessage``); the last one repeats.
+        responses: Replies returned in order (strings, ``AIMessage``, dicts or pydantic
+            models for structured output, or an exception to raise); the last one repeats.
         respond: Alternatively, a function from the prompt messages to a reply.
     """
 
@@ -82,15 +85,34 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        """Record the tools; a scripted dict or pydantic reply becomes a call to the first.
+
+        This is what ``with_structured_output(Schema)`` uses, so scripted structured replies
+        work: script ``{"field": ...}`` or a ``Schema(...)`` instance.
+        """
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _next(
+        self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None
+    ) -> AIMessage:
         self.calls.append(list(messages))
         if self.respond is not None:
             reply = self.respond(messages)
         elif self.responses:
-            index = min(len(self.calls) - 1, len(self.responses) - 1)
-            reply = self.responses[index]
+            reply = self.responses[min(len(self.calls), len(self.responses)) - 1]
         else:
             reply = ""
+        if isinstance(reply, BaseException):
+            raise reply
+        if tools and isinstance(reply, (dict, BaseModel)):
+            args = reply.model_dump() if isinstance(reply, BaseModel) else reply
+            call = {
+                "name": tools[0]["function"]["name"],
+                "args": args,
+                "id": f"call_{len(self.calls)}",
+            }
+            return AIMessage(content="", tool_calls=[call])
         return reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply))
 
     def _generate(
@@ -100,4 +122,5 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
+        message = self._next(messages, kwargs.get("tools"))
+        return ChatResult(generations=[ChatGeneration(message=message)])

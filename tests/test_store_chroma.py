@@ -104,6 +104,18 @@ def test_dotted_filter_keys(open_store: Any) -> None:
     assert [r.key for r in store.search(("f",), filter={"meta.tier": "literal"})] == ["z"]
 
 
+def test_range_filters_skip_values_that_are_not_numbers(open_store: Any) -> None:
+    """InMemoryStore raises ValueError here; a persistent store must not fail a whole search
+    because one stored value is not a number, so those items simply do not match."""
+    store = open_store()
+    store.put(("r",), "num", {"x": 7})
+    store.put(("r",), "word", {"x": "seven"})
+    store.put(("r",), "nested", {"x": {"y": 1}})
+    store.put(("r",), "missing", {"z": 1})
+    assert [r.key for r in store.search(("r",), filter={"x": {"$gt": 1}})] == ["num"]
+    assert [r.key for r in store.search(("r",), query="x", filter={"x": {"$lt": 100}})] == ["num"]
+
+
 def test_unknown_filter_operator_is_a_clear_error(open_store: Any) -> None:
     store = open_store()
     with pytest.raises(InvalidInputError, match=r"\$regex"):

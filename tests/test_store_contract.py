@@ -389,3 +389,27 @@ async def test_async_does_not_block_the_event_loop(make_store: MakeStore) -> Non
     await store.aput(("slow",), "k", {"text": "takes a while to embed"})
     task.cancel()
     assert ticks >= 5, "the event loop was blocked while the store embedded"
+
+
+def test_range_filters_convert_like_python(store: BaseStore) -> None:
+    """Ranges compare float(value): numeric strings and bools count (InMemoryStore's rule)."""
+    rows = {
+        "int": 5,
+        "float": 5.5,
+        "str": "6",
+        "bool": True,
+        "big": 2**60,
+        "tiny": 0.1 + 0.2,
+    }
+    for k, v in rows.items():
+        store.put(("r",), k, {"x": v})
+
+    def found(**flt: Any) -> set[str]:
+        return {r.key for r in store.search(("r",), filter={"x": flt}, limit=20)}
+
+    assert found(**{"$gt": 5}) == {"float", "str", "big"}
+    assert found(**{"$lte": 1}) == {"bool", "tiny"}
+    assert found(**{"$gte": 0.30000000000000004, "$lt": 0.31}) == {"tiny"}
+    assert {r.key for r in store.search(("r",), filter={"x": 5})} == {"int"}
+    assert {r.key for r in store.search(("r",), filter={"x": 1})} == {"bool"}
+    assert {r.key for r in store.search(("r",), filter={"x": 2**60})} == {"big"}

@@ -390,10 +390,11 @@ class ChromaStore(TTLMixin, BaseStore):
         clauses: list[dict[str, Any] | None] = []
         for cond in op.match_conditions or ():
             if cond.match_type == "prefix":
-                clauses.append(
-                    layout.and_where(
-                        {f"n{i}": label} for i, label in enumerate(cond.path) if label != "*"
-                    )
+                path = tuple(cond.path)
+                lead = path.index("*") if "*" in path else len(path)
+                clauses.append(layout.prefix_where(path[:lead]))
+                clauses.extend(
+                    {f"n{i}": label} for i, label in enumerate(path) if i > lead and label != "*"
                 )
         namespaces = {
             tuple(m["ns"].split(layout.NS_SEP))

@@ -9,18 +9,19 @@ breaking:
     embedding a constant 1-d vector (Chroma needs one; items are never vector-searched)
     document  reserved for the keyword channel (analysed token text)
     metadata  ``ns`` (labels joined by U+001F), ``nd`` (depth), ``n0``..``n{d-1}`` (one field
-              per level: Chroma has no prefix match, so a namespace prefix is an ``$and`` of
-              equalities), ``k`` (key), ``v`` (value as JSON), ``ca``/``ua`` (created/updated,
+              per level, for wildcard listings) and ``p1``..``p{d}`` (each prefix, joined:
+              Chroma has no prefix match, so a namespace prefix is one equality),
+              ``k`` (key), ``v`` (value as JSON), ``ca``/``ua`` (created/updated,
               epoch seconds), ``exp`` (expiry, epoch seconds; ``EXP_NEVER`` when none),
-              ``ttl`` (minutes, 0 when none), ``nv`` (number of vector rows), and ``f:<path>``
-              copies of short string/bool leaves of the value so equality filters run inside
-              Chroma.
+              ``ttl`` (minutes, 0 when none), ``nv`` (number of vector rows), ``f:<path>``
+              copies of short string/bool leaves and ``g:<path>`` float copies of numeric
+              leaves, so equality and range filters run inside Chroma.
 
 ``vectors``: one row per indexed text of an item (``a[*].b`` yields one row per element).
     id        ``<item id>:<j>``, j in ``range(nv)``
     metadata  ``i`` (item id), ``p`` (the JSON path, ``path.j`` for list elements as
               InMemoryStore names them), ``h`` (sha256 of the text: an unchanged text keeps
-              its vector without calling the model), and the item's ``n*`` and ``f:*``
+              its vector without calling the model), and the item's ``n*``, ``p*``, ``f:*``, ``g:*``
               fields, so a prefix and an equality filter narrow the vector query itself.
 """
 
@@ -52,6 +53,9 @@ ITEM_VECTOR = [1.0]
 FILTER_FIELD_PREFIX = "f:"
 """Prefix of the metadata fields that mirror value leaves for filtering inside Chroma."""
 
+NUMBER_FIELD_PREFIX = "g:"
+"""Prefix of the metadata fields that mirror numeric leaves (as floats) for range filters."""
+
 MAX_FILTER_STRING = 256
 """Longest string leaf mirrored into metadata; longer strings are filtered in Python."""
 
@@ -74,16 +78,23 @@ def vector_id(iid: str, j: int) -> str:
 
 
 def namespace_fields(namespace: tuple[str, ...]) -> dict[str, Any]:
-    """``n0``..``n{d-1}`` and ``nd`` for a namespace."""
+    """``n0``..``n{d-1}`` (each label), ``p1``..``p{d}`` (each prefix, joined) and ``nd``."""
     fields: dict[str, Any] = {f"n{i}": label for i, label in enumerate(namespace)}
+    for depth in range(1, len(namespace) + 1):
+        fields[f"p{depth}"] = NS_SEP.join(namespace[:depth])
     fields["nd"] = len(namespace)
     return fields
 
 
 def prefix_where(prefix: tuple[str, ...]) -> dict[str, Any] | None:
-    """A Chroma ``where`` matching every namespace that starts with ``prefix``."""
-    clauses = [{f"n{i}": label} for i, label in enumerate(prefix)]
-    return and_where(clauses)
+    """A Chroma ``where`` matching every namespace that starts with ``prefix``.
+
+    One equality on the joined prefix (``p{d}``): Chroma evaluates an ``$and`` of one clause
+    per level several times slower than a single clause.
+    """
+    if not prefix:
+        return None
+    return {f"p{len(prefix)}": NS_SEP.join(prefix)}
 
 
 def and_where(clauses: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
@@ -106,7 +117,7 @@ def and_where(clauses: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | N
 
 
 def where_matches(meta: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
-    """Evaluate, in Python, a ``where`` built here (an ``$and`` of field equalities)."""
+    """Evaluate, in Python, a ``where`` built here (an ``$and`` of equalities and ranges)."""
     if not where:
         return True
     clauses = where["$and"] if set(where) == {"$and"} else [where]
@@ -148,12 +159,26 @@ def encode_value(
     return text
 
 
-def filter_fields(value: Mapping[str, Any]) -> dict[str, str | bool]:
-    """Short string and bool leaves of ``value`` as ``f:<dotted.path>`` metadata fields.
+def _number(v: Any) -> float | None:
+    """``float(v)`` as Python's range filters compute it, or None (non-finite or not numeric)."""
+    if isinstance(v, (Mapping, list, tuple)) or v is None:
+        return None
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
 
-    Keys containing ``.`` are skipped (their dotted path would be ambiguous); so are lists.
+
+def filter_fields(value: Mapping[str, Any]) -> dict[str, str | bool | float]:
+    """Leaves of ``value`` mirrored as metadata so filters can run inside Chroma.
+
+    ``f:<dotted.path>`` holds short strings and bools (equality); ``g:<dotted.path>`` holds
+    ``float(leaf)`` for every leaf Python's range filters can convert (numbers, bools, numeric
+    strings), so comparisons pushed down agree with the Python check. Keys containing ``.`` are
+    skipped (their dotted path would be ambiguous); so are lists.
     """
-    out: dict[str, str | bool] = {}
+    out: dict[str, str | bool | float] = {}
 
     def walk(node: Mapping[str, Any], path: str, depth: int) -> None:
         for k, v in node.items():
@@ -164,6 +189,8 @@ def filter_fields(value: Mapping[str, Any]) -> dict[str, str | bool]:
             p = f"{path}.{k}" if path else k
             if isinstance(v, bool) or (isinstance(v, str) and len(v) <= MAX_FILTER_STRING):
                 out[FILTER_FIELD_PREFIX + p] = v
+            if (x := _number(v)) is not None:
+                out[NUMBER_FIELD_PREFIX + p] = x
             elif isinstance(v, Mapping) and depth < MAX_FILTER_DEPTH:
                 walk(v, p, depth + 1)
 
@@ -171,15 +198,27 @@ def filter_fields(value: Mapping[str, Any]) -> dict[str, str | bool]:
     return out
 
 
-def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The part of a store ``filter`` Chroma can evaluate exactly, as a ``where``.
+_RANGE_PUSH = {"$gt", "$gte", "$lt", "$lte"}
 
-    Only equality on a short string or a bool, on keys without dots, is pushed down. The
-    full filter is always re-checked in Python (``matches_filter``), so this only narrows.
+
+def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A ``where`` Chroma can evaluate that keeps every item the ``filter`` keeps.
+
+    Pushed down: equality on a short string (``f:``), equality on a number or bool and the
+    range operators on anything numeric (``g:``, as floats), on keys without dots. ``$ne`` and
+    anything else stay in Python. The full filter is always re-checked in Python
+    (``matches_filter``), so this only narrows the candidates, never decides.
     """
     if not filter:
         return None
     clauses: list[dict[str, Any]] = []
+
+    def equality(p: str, v: Any) -> None:
+        if isinstance(v, str):
+            if len(v) <= MAX_FILTER_STRING:
+                clauses.append({FILTER_FIELD_PREFIX + p: v})
+        elif isinstance(v, (bool, int, float)) and (x := _number(v)) is not None:
+            clauses.append({NUMBER_FIELD_PREFIX + p: x})
 
     def walk(node: Mapping[str, Any], path: str, depth: int) -> None:
         for k, v in node.items():
@@ -188,23 +227,20 @@ def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
             p = f"{path}.{k}" if path else k
             if isinstance(v, Mapping):
                 ops = {o: x for o, x in v.items() if isinstance(o, str) and o.startswith("$")}
-                if ops:
-                    if _pushable(ops.get("$eq", _MISSING)) and "$eq" in ops:
-                        clauses.append({FILTER_FIELD_PREFIX + p: ops["$eq"]})
-                elif depth < MAX_FILTER_DEPTH:
-                    walk(v, p, depth + 1)
-            elif _pushable(v):
-                clauses.append({FILTER_FIELD_PREFIX + p: v})
+                if not ops:
+                    if depth < MAX_FILTER_DEPTH:
+                        walk(v, p, depth + 1)
+                    continue
+                if "$eq" in ops:
+                    equality(p, ops["$eq"])
+                for op in _RANGE_PUSH & ops.keys():
+                    if (x := _number(ops[op])) is not None:
+                        clauses.append({NUMBER_FIELD_PREFIX + p: {op: x}})
+            else:
+                equality(p, v)
 
     walk(filter, "", 1)
     return and_where(clauses)
-
-
-_MISSING = object()
-
-
-def _pushable(v: Any) -> bool:
-    return isinstance(v, bool) or (isinstance(v, str) and len(v) <= MAX_FILTER_STRING)
 
 
 def lookup(value: Mapping[str, Any], key: str) -> Any:

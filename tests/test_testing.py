@@ -1,0 +1,40 @@
+"""The public fakes behave as documented."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from langmem_edge.testing import FakeEmbeddings, ScriptedChatModel
+
+
+class Verdict(BaseModel):
+    replaces: float
+    reason: str
+
+
+def test_fake_embeddings_are_deterministic_and_similarity_tracks_words() -> None:
+    emb = FakeEmbeddings(64)
+    a, b, c = emb.embed_documents(["dark mode theme", "dark mode", "quarterly revenue"])
+    assert a == FakeEmbeddings(64).embed_query("dark mode theme")
+    dot = lambda x, y: sum(p * q for p, q in zip(x, y, strict=True))  # noqa: E731
+    assert dot(a, b) > dot(a, c)
+    assert dot(a, a) == pytest.approx(1.0)
+
+
+def test_scripted_replies_in_order_then_last_repeats() -> None:
+    model = ScriptedChatModel(responses=["one", "two"])
+    assert [model.invoke("hi").content for _ in range(3)] == ["one", "two", "two"]
+    assert len(model.calls) == 3
+
+
+def test_scripted_structured_output_and_errors() -> None:
+    model = ScriptedChatModel(
+        responses=[{"replaces": 0.9, "reason": "newer"}, Verdict(replaces=0.1, reason="no")]
+    )
+    structured = model.with_structured_output(Verdict)
+    assert structured.invoke("judge") == Verdict(replaces=0.9, reason="newer")
+    assert structured.invoke("judge") == Verdict(replaces=0.1, reason="no")
+    failing = ScriptedChatModel(responses=[TimeoutError("scripted outage")])
+    with pytest.raises(TimeoutError):
+        failing.invoke("hi")
