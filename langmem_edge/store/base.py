@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from chromadb.api import ClientAPI
 from langchain_core.embeddings import Embeddings
@@ -32,13 +32,11 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
-    Item,
     ListNamespacesOp,
     MatchCondition,
     Op,
     PutOp,
     Result,
-    SearchItem,
     SearchOp,
     TTLConfig,
     ensure_embeddings,
@@ -50,8 +48,16 @@ from langgraph.store.base import (
 from langmem_edge import _chroma
 from langmem_edge.embeddings import default_embeddings, text_hash
 from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
+from langmem_edge.retrieval import (
+    ChromaKeywordSource,
+    HybridConfig,
+    KeywordIndex,
+    SyncWriter,
+    encode_document,
+    resolve_hybrid_config,
+)
 from langmem_edge.store import layout
-from langmem_edge.store.ranking import Hit, pool_vector_hits
+from langmem_edge.store.search import RANKINGS, Ranking, SearchMixin
 from langmem_edge.store.ttl import TTLMixin
 
 logger = logging.getLogger(__name__)
@@ -64,22 +70,11 @@ DEFAULT_COLLECTION_PREFIX = "langmem_edge"
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
 """Largest value accepted, as UTF-8 JSON (4 MiB). Chroma stores it as a metadata string."""
 
-CANDIDATE_FACTOR = 3
-"""First vector fetch: ``(offset + limit) * CANDIDATE_FACTOR * paths + 10`` rows; x4 on retry."""
-
-MAX_UNFILTERED_CANDIDATES = 2000
-"""Largest neighbour list asked for without a ``where`` before letting Chroma filter."""
-
-ADMIT_SLACK = 5
-"""Extra item rows read per slice when admitting hits (covers a few expired/filtered ones)."""
-
 GET_PAGE = 5000
 """Rows fetched per page when scanning items (filters, listing, sweeping)."""
 
-Ranking = Literal["vector"]
 
-
-class ChromaStore(TTLMixin, BaseStore):
+class ChromaStore(SearchMixin, TTLMixin, BaseStore):
     """A LangGraph store on Chroma.
 
     Args:
@@ -92,8 +87,15 @@ class ChromaStore(TTLMixin, BaseStore):
             with a query returns unranked items, as InMemoryStore does.
         ttl: langgraph ``TTLConfig``: ``default_ttl`` (minutes, default none),
             ``refresh_on_read`` (default True), ``sweep_interval_minutes`` (default 5).
-        collection_prefix: Collections are ``<prefix>-items`` and ``<prefix>-vectors``; two
-            stores on one Chroma with different prefixes see nothing of each other.
+        ranking: How ``search(query=...)`` ranks: ``"vector"`` (default: InMemoryStore's
+            order and cosine scores, so it is a drop-in) or ``"hybrid"`` (weighted RRF of
+            vector, BM25 keyword and exact-key channels; see :mod:`langmem_edge.store.search`).
+            :meth:`hybrid_search` and :meth:`explain_search` rank hybrid whatever this says.
+        hybrid: :class:`~langmem_edge.retrieval.HybridConfig`: channel ``weights`` (vector 1,
+            keyword 1, key 1.5), ``rrf_k`` (60), ``depth`` (50) and the ``keyword`` analyser
+            and BM25 options. Keyword text comes from the index ``fields``.
+        collection_prefix: Collections are ``<prefix>-items``, ``<prefix>-vectors`` and
+            ``<prefix>-sync``; stores with different prefixes see nothing of each other.
         max_value_bytes: Largest value as UTF-8 JSON (default 4 MiB).
         retry: How transient server failures are retried (see ``RetryConfig``).
 
@@ -117,6 +119,8 @@ class ChromaStore(TTLMixin, BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        ranking: Ranking = "vector",
+        hybrid: HybridConfig | None = None,
         collection_prefix: str = DEFAULT_COLLECTION_PREFIX,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
         retry: _chroma.RetryConfig | None = None,
@@ -130,17 +134,24 @@ class ChromaStore(TTLMixin, BaseStore):
         self.max_value_bytes = max_value_bytes
         self.ttl_config: TTLConfig | None = dict(ttl) if ttl else None  # type: ignore[assignment]
         self.index_config, self.embeddings, self._fields = _prepare_index(index)
-        self._items = _chroma.open_collection(
-            client,
-            f"{collection_prefix}-items",
-            schema_version=layout.SCHEMA_VERSION,
-            call=self._call,
+        if ranking not in RANKINGS:
+            raise ConfigurationError(f"ranking must be one of {RANKINGS}, got {ranking!r}")
+        self.ranking = ranking
+        self.hybrid_config = resolve_hybrid_config(hybrid)
+        self._items, self._vectors, self._sync = (
+            _chroma.open_collection(
+                client,
+                f"{collection_prefix}-{part}",
+                schema_version=layout.SCHEMA_VERSION,
+                call=self._call,
+            )
+            for part in ("items", "vectors", "sync")
         )
-        self._vectors = _chroma.open_collection(
-            client,
-            f"{collection_prefix}-vectors",
-            schema_version=layout.SCHEMA_VERSION,
-            call=self._call,
+        self._writer = SyncWriter()
+        self._write_lock = threading.Lock()
+        self._keywords = KeywordIndex(
+            ChromaKeywordSource(self._items, self._sync, call=self._call),
+            config=self.hybrid_config["keyword"],
         )
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
@@ -167,7 +178,7 @@ class ChromaStore(TTLMixin, BaseStore):
     def setup(self) -> None:
         """Make sure the collections exist. The constructor already did; kept so code written
         for ``SqliteStore``/``PostgresStore`` (which must call ``setup()``) runs unchanged."""
-        for collection in (self._items, self._vectors):
+        for collection in (self._items, self._vectors, self._sync):
             _chroma.open_collection(
                 self._client,
                 collection.name,
@@ -254,138 +265,6 @@ class ChromaStore(TTLMixin, BaseStore):
             if self._should_refresh(op.refresh_ttl):
                 refresh[layout.item_id(op.namespace, op.key)] = meta
 
-    def _run_searches(
-        self,
-        searches: list[tuple[int, SearchOp]],
-        results: list[Result],
-        refresh: dict[str, dict[str, Any]],
-        now: float,
-    ) -> None:
-        for _, op in searches:
-            layout.validate_filter(op.filter)
-            if op.limit < 0 or op.offset < 0:
-                raise InvalidInputError(
-                    f"search limit and offset must be >= 0, got limit={op.limit}, "
-                    f"offset={op.offset}"
-                )
-        queries = sorted({op.query for _, op in searches if op.query})
-        vectors = self._embed_queries(queries) if (queries and self.embeddings) else {}
-        for i, op in searches:
-            if op.query and op.query in vectors:
-                found = self._search_ranked(op, vectors[op.query], now)
-            else:
-                found = self._search_unranked(op, now)
-            results[i] = [item for item, _ in found]
-            if self._should_refresh(op.refresh_ttl):
-                for item, meta in found:
-                    refresh[layout.item_id(item.namespace, item.key)] = meta
-
-    def _embed_queries(self, queries: list[str]) -> dict[str, list[float]]:
-        assert self.embeddings is not None
-        try:
-            vecs = [self.embeddings.embed_query(q) for q in queries]
-        except Exception as e:
-            raise EmbeddingError(f"embedding the search query failed: {e}") from e
-        return dict(zip(queries, vecs, strict=True))
-
-    def _search_where(self, op: SearchOp) -> dict[str, Any] | None:
-        return layout.and_where(
-            [layout.prefix_where(op.namespace_prefix), layout.pushdown_where(op.filter)]
-        )
-
-    def _search_unranked(self, op: SearchOp, now: float) -> list[tuple[SearchItem, dict[str, Any]]]:
-        rows = [
-            m
-            for m in self._scan_items(self._search_where(op), now)
-            if layout.matches_filter(_value(m), op.filter)
-        ]
-        rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
-        page = rows[op.offset : op.offset + op.limit]
-        return [(_search_item(m, None), m) for m in page]
-
-    def _search_ranked(
-        self, op: SearchOp, query: list[float], now: float
-    ) -> list[tuple[SearchItem, dict[str, Any]]]:
-        want = op.offset + op.limit
-        kept = self._rank_vector(op, query, want, now)
-        page = kept[op.offset : want]
-        out = [(_search_item(m, hit.score), m) for hit, m in page]
-        if len(out) < op.limit:
-            # InMemoryStore's corner case: fill with items that have no vectors, unscored.
-            where = layout.and_where([self._search_where(op), {"nv": 0}])
-            rows = [
-                m
-                for m in self._scan_items(where, now)
-                if layout.matches_filter(_value(m), op.filter)
-            ]
-            rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
-            out.extend((_search_item(m, None), m) for m in rows[: op.limit - len(out)])
-        return out
-
-    def _rank_vector(
-        self, op: SearchOp, query: list[float], want: int, now: float
-    ) -> list[tuple[Hit, dict[str, Any]]]:
-        """Vector-channel hits that are alive and pass the filter, best first, >= ``want``.
-
-        Chroma evaluates a ``where`` by scanning every row it matches (a ``where`` matching
-        all 10k rows turns a 3 ms query into a 40 ms one), so the first try asks for
-        neighbours without it and checks the namespace and filter fields in Python; only if
-        too few survive does it ask Chroma to filter (cheap exactly when the where is
-        selective). The candidate count grows x4 until enough items survive or none are left.
-        """
-        if want <= 0:
-            return []
-        where = self._search_where(op)
-        n = want * CANDIDATE_FACTOR * max(1, len(self._fields)) + 10
-        filtered = where is None
-        while True:
-            res = self._call(
-                self._vectors.query,
-                query_embeddings=[query],
-                n_results=n,
-                where=where if filtered else None,
-                include=["metadatas", "distances"],
-            )
-            ids = (res.get("ids") or [[]])[0]
-            metas = res["metadatas"][0] if ids else []
-            dists = res["distances"][0] if ids else []
-            if not filtered:
-                keep = [i for i, m in enumerate(metas) if layout.where_matches(m, where)]
-                metas, dists = [metas[i] for i in keep], [dists[i] for i in keep]
-            kept = self._admit(pool_vector_hits(metas, dists), op, want, now)
-            if len(kept) >= want or len(ids) < n:
-                return kept
-            if filtered:
-                n *= 4
-                continue
-            # Too few survived the Python check: widen the unfiltered query if the namespace
-            # is common enough among the neighbours, else let Chroma filter.
-            needed = n * want * 2 // max(1, len(kept))
-            if kept and needed <= MAX_UNFILTERED_CANDIDATES:
-                n = needed
-            else:
-                filtered = True
-
-    def _admit(
-        self, hits: list[Hit], op: SearchOp, want: int, now: float
-    ) -> list[tuple[Hit, dict[str, Any]]]:
-        """The first ``want`` hits whose items are alive and pass the filter.
-
-        Item rows are fetched in slices of the hit list (best first), so a page of 10 reads
-        about 10 rows rather than every candidate's.
-        """
-        kept: list[tuple[Hit, dict[str, Any]]] = []
-        start = 0
-        while start < len(hits) and len(kept) < want:
-            chunk = hits[start : start + max(want - len(kept), 1) + ADMIT_SLACK]
-            start += len(chunk)
-            rows = self._get_items(ids=[h.item_id for h in chunk], now=now)
-            for h in chunk:
-                meta = rows.get(h.item_id)
-                if meta is not None and layout.matches_filter(_value(meta), op.filter):
-                    kept.append((h, meta))
-        return kept
-
     def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
         clauses: list[dict[str, Any] | None] = []
         for cond in op.match_conditions or ():
@@ -467,7 +346,7 @@ class ChromaStore(TTLMixin, BaseStore):
         vectors = self._vectors_for(texts, old)
 
         vec_ids, vec_embs, vec_metas = [], [], []
-        item_ids, item_metas = [], []
+        item_ids, item_metas, item_docs = [], [], []
         stale: list[str] = []
         deletes: list[str] = []
         for iid, (op, value_json, ttl_exp) in zip(ids, plans, strict=True):
@@ -479,7 +358,7 @@ class ChromaStore(TTLMixin, BaseStore):
                     stale.extend(layout.vector_id(iid, j) for j in range(prev_nv))
                 continue
             pairs = texts[iid]
-            for j, (path, text) in enumerate(pairs):
+            for j, (_, path, text) in enumerate(pairs):
                 vec_ids.append(layout.vector_id(iid, j))
                 vec_embs.append(vectors[(iid, j)])
                 vec_metas.append(
@@ -507,22 +386,54 @@ class ChromaStore(TTLMixin, BaseStore):
                     n_vectors=len(pairs),
                 )
             )
-        if vec_ids:
-            self._call(self._vectors.upsert, ids=vec_ids, embeddings=vec_embs, metadatas=vec_metas)
-        if item_ids:
-            self._call(
-                self._items.upsert,
-                ids=item_ids,
-                embeddings=[layout.ITEM_VECTOR] * len(item_ids),
-                metadatas=item_metas,
-            )
-        if deletes:
-            self._call(self._items.delete, ids=deletes)
-        if stale:
-            self._call(self._vectors.delete, ids=stale)
+            item_docs.append(_keyword_document(pairs))
+        self._write(
+            vectors=(vec_ids, vec_embs, vec_metas),
+            items=(item_ids, item_metas, item_docs),
+            deletes=deletes,
+            stale=stale,
+        )
 
-    def _texts(self, op: PutOp) -> list[tuple[str, str]]:
-        """(path, text) pairs to embed for a put, named as InMemoryStore names them."""
+    def _write(
+        self,
+        *,
+        vectors: tuple[list[str], list[list[float]], list[dict[str, Any]]] = ([], [], []),
+        items: tuple[list[str], list[dict[str, Any]], list[str]] = ([], [], []),
+        deletes: list[str] = (),  # type: ignore[assignment]
+        stale: list[str] = (),  # type: ignore[assignment]
+    ) -> None:
+        """Apply one write following the keyword index's change protocol
+        (:mod:`langmem_edge.retrieval.chroma_sync`): rows carry this writer's sequence number,
+        deletes leave tombstones, and the marker goes last, so any process that sees the
+        marker sees everything this write did. Vectors go first, then items, then removals:
+        a crash in between leaves at worst orphan vector rows, which search ignores."""
+        with self._write_lock:
+            seq = self._writer.next_seq()
+            stamp = self._writer.stamp(seq)
+            vec_ids, vec_embs, vec_metas = vectors
+            if vec_ids:
+                self._call(
+                    self._vectors.upsert, ids=vec_ids, embeddings=vec_embs, metadatas=vec_metas
+                )
+            item_ids, item_metas, item_docs = items
+            if item_ids:
+                self._call(
+                    self._items.upsert,
+                    ids=item_ids,
+                    embeddings=[layout.ITEM_VECTOR] * len(item_ids),
+                    metadatas=[{**m, **stamp} for m in item_metas],
+                    documents=item_docs,
+                )
+            if deletes:
+                self._call(self._sync.upsert, **self._writer.tombstones(deletes, seq))
+                self._call(self._items.delete, ids=list(deletes))
+            if stale:
+                self._call(self._vectors.delete, ids=list(stale))
+            self._call(self._sync.upsert, **self._writer.marker(seq))
+
+    def _texts(self, op: PutOp) -> list[tuple[str, str, str]]:
+        """(field, path, text) for each text to index: the configured field, the vector path
+        as InMemoryStore names it (``field.i`` for the i-th of several), the text."""
         if not self.embeddings or op.index is False or op.value is None:
             return []
         if op.index is None:
@@ -533,17 +444,17 @@ class ChromaStore(TTLMixin, BaseStore):
                     f"index must be False, None or a list of JSON paths, got {op.index!r}"
                 )
             fields = [(p, tokenize_path(p) if p != "$" else p) for p in op.index]
-        pairs: list[tuple[str, str]] = []
+        triples: list[tuple[str, str, str]] = []
         for path, tokens in fields:
             found = get_text_at_path(op.value, tokens)
             if len(found) > 1:
-                pairs.extend((f"{path}.{i}", t) for i, t in enumerate(found))
+                triples.extend((path, f"{path}.{i}", t) for i, t in enumerate(found))
             elif found:
-                pairs.append((path, found[0]))
-        return pairs
+                triples.append((path, path, found[0]))
+        return triples
 
     def _vectors_for(
-        self, texts: dict[str, list[tuple[str, str]]], old: dict[str, dict[str, Any]]
+        self, texts: dict[str, list[tuple[str, str, str]]], old: dict[str, dict[str, Any]]
     ) -> dict[tuple[str, int], list[float]]:
         """A vector for every (item id, j): reused when the text is unchanged, else embedded."""
         if not any(texts.values()):
@@ -563,7 +474,7 @@ class ChromaStore(TTLMixin, BaseStore):
                 reuse[meta["h"]] = [float(x) for x in emb]
         missing = list(
             dict.fromkeys(
-                t for pairs in texts.values() for _, t in pairs if text_hash(t) not in reuse
+                t for pairs in texts.values() for _, _, t in pairs if text_hash(t) not in reuse
             )
         )
         fresh: dict[str, list[float]] = {}
@@ -582,7 +493,7 @@ class ChromaStore(TTLMixin, BaseStore):
                 fresh[text] = [float(x) for x in vec]
         out: dict[tuple[str, int], list[float]] = {}
         for iid, pairs in texts.items():
-            for j, (_, text) in enumerate(pairs):
+            for j, (_, _, text) in enumerate(pairs):
                 out[(iid, j)] = reuse.get(text_hash(text)) or fresh[text]
         return out
 
@@ -605,22 +516,13 @@ def _prepare_index(
     return config, embeddings, tokenized  # type: ignore[return-value]
 
 
-def _value(meta: dict[str, Any]) -> dict[str, Any]:
-    import json
-
-    return json.loads(meta["v"])
-
-
-def _search_item(meta: dict[str, Any], score: float | None) -> SearchItem:
-    item: Item = layout.row_to_item(meta)
-    return SearchItem(
-        namespace=item.namespace,
-        key=item.key,
-        value=item.value,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        score=score,
-    )
+def _keyword_document(triples: list[tuple[str, str, str]]) -> str:
+    """The item row's document: its indexed texts by configured field (several values of one
+    field, as ``a[*].b`` gives, joined by newlines), for the keyword channel."""
+    fields: dict[str, list[str]] = {}
+    for field, _, text in triples:
+        fields.setdefault(field, []).append(text)
+    return encode_document({f: "\n".join(texts) for f, texts in fields.items()})
 
 
 def _matches(cond: MatchCondition, ns: Sequence[str]) -> bool:

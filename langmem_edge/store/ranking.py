@@ -28,7 +28,7 @@ class Hit:
 
     item_id: str
     score: float
-    channels: dict[str, dict[str, float]] = field(default_factory=dict)
+    channels: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
 
 def pool_vector_hits(metas: Sequence[dict[str, Any]], distances: Sequence[float]) -> list[Hit]:

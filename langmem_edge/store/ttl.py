@@ -20,6 +20,7 @@ from langgraph.store.base import NOT_PROVIDED, TTLConfig
 
 from langmem_edge import _chroma
 from langmem_edge.errors import InvalidInputError
+from langmem_edge.retrieval import SyncWriter, purge_sync_rows
 from langmem_edge.store import layout
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,9 @@ class TTLMixin:
     _sweeper: threading.Thread | None
     _sweeper_stop: threading.Event
 
+    _sync: Any
+    _writer: SyncWriter
+    _write: Callable[..., None]
     _scan_items: Callable[..., list[dict[str, Any]]]  # ChromaStore's paged item scan
 
     def _ttl_minutes(self, ttl: Any) -> float | None:
@@ -63,8 +67,12 @@ class TTLMixin:
             self._call(self._items.update, ids=ids, metadatas=metas)
 
     def sweep_ttl(self) -> int:
-        """Delete expired items (and their vectors) now. Returns how many were deleted."""
+        """Delete expired items (and their vectors) now. Returns how many were deleted.
+
+        Also purges the keyword index's change markers and tombstones older than a day
+        (readers idle that long reload in full)."""
         now = time.time()
+        purge_sync_rows(self._sync, keep_writer=self._writer.writer_id, call=self._call)
         expired = self._scan_items({"exp": {"$lte": now}})
         if not expired:
             return 0
@@ -74,9 +82,7 @@ class TTLMixin:
             for iid, m in zip(ids, expired, strict=True)
             for j in range(int(m["nv"]))
         ]
-        if vec_ids:
-            self._call(self._vectors.delete, ids=vec_ids)
-        self._call(self._items.delete, ids=ids)
+        self._write(deletes=ids, stale=vec_ids)
         return len(ids)
 
     async def asweep_ttl(self) -> int:

@@ -1,0 +1,265 @@
+"""An in-memory BM25 inverted index, updatable document by document.
+
+Scoring is Okapi BM25 with the Lucene idf (never negative)::
+
+    idf(t)    = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    score(d)  = sum over distinct query terms t in d of
+                idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * len(d) / avglen))
+
+Defaults ``k1 = 1.2``, ``b = 0.75`` are the textbook values (Robertson & Zaragoza 2009) that
+Lucene and Elasticsearch ship; they are configurable.
+
+**Fields.** A document is a mapping ``field -> terms``; each field has a weight (default 1.0).
+Term frequencies and lengths are the weighted sums over fields, the simple form of BM25F
+(Robertson, Zaragoza & Taylor 2004): a word in a weak field (say, a turn's surrounding
+context) counts for less than the same word in the main text, and a long weak field barely
+stretches the length normalisation.
+
+**Namespaces.** Every document carries a namespace tuple. A search names a namespace prefix,
+and *all* statistics (N, average length, document frequencies) are computed over the
+documents under that prefix only. Scores therefore never depend on documents outside the
+prefix: another profile's data cannot change, or leak through, this profile's ranking, and a
+search returns what a fresh index of just that prefix would.
+
+**Updates.** :meth:`BM25Index.upsert` and :meth:`BM25Index.remove` are O(terms of the
+document); an index built incrementally is identical to one rebuilt from scratch (tested).
+Ties are broken by document id so results are deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from langmem_edge.errors import ConfigurationError
+
+__all__ = ["DEFAULT_B", "DEFAULT_K1", "BM25Index", "ScoredDoc"]
+
+DEFAULT_K1 = 1.2
+"""BM25 term-frequency saturation (Lucene's default)."""
+
+DEFAULT_B = 0.75
+"""BM25 length normalisation, 0 (none) to 1 (full) (Lucene's default)."""
+
+Namespace = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredDoc:
+    """One BM25 result: document id and its score (higher is better)."""
+
+    id: str
+    score: float
+
+
+class BM25Index:
+    """BM25 over documents made of weighted fields, with namespace-scoped statistics.
+
+    Args:
+        k1: Term-frequency saturation. Default :data:`DEFAULT_K1`.
+        b: Length normalisation in [0, 1]. Default :data:`DEFAULT_B`.
+        field_weights: Weight of each field; fields not listed weigh ``default_field_weight``.
+        default_field_weight: Weight of unlisted fields. Default 1.0.
+
+    Not thread-safe: the caller serialises writes against reads (``KeywordIndex`` does).
+    """
+
+    def __init__(
+        self,
+        *,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        field_weights: Mapping[str, float] | None = None,
+        default_field_weight: float = 1.0,
+    ) -> None:
+        if k1 < 0:
+            raise ConfigurationError(f"bm25 k1 must be >= 0, got {k1}")
+        if not 0 <= b <= 1:
+            raise ConfigurationError(f"bm25 b must be within [0, 1], got {b}")
+        weights = dict(field_weights or {})
+        for name, w in [*weights.items(), ("<default>", default_field_weight)]:
+            if w < 0:
+                raise ConfigurationError(f"field weight of {name!r} must be >= 0, got {w}")
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.field_weights = weights
+        self.default_field_weight = float(default_field_weight)
+        self._slot: dict[str, int] = {}
+        self._ids: list[str | None] = []
+        self._ns: list[Namespace] = []
+        self._len: list[float] = []
+        self._terms: list[tuple[str, ...]] = []
+        self._free: list[int] = []
+        self._postings: dict[str, dict[int, float]] = {}
+        self._ns_stats: dict[Namespace, list[float]] = {}  # ns -> [doc count, total length]
+        self._prefix_cache: dict[Namespace, tuple[int, float]] = {}
+
+    # ----------------------------------------------------------------- writes
+
+    def _weighted_tf(self, fields: Mapping[str, Sequence[str]]) -> tuple[dict[str, float], float]:
+        tf: dict[str, float] = {}
+        length = 0.0
+        for name, terms in fields.items():
+            w = self.field_weights.get(name, self.default_field_weight)
+            if w == 0 or not terms:
+                continue
+            for term, n in Counter(terms).items():
+                tf[term] = tf.get(term, 0.0) + w * n
+            length += w * len(terms)
+        return tf, length
+
+    def upsert(
+        self, doc_id: str, fields: Mapping[str, Sequence[str]], *, namespace: Namespace = ()
+    ) -> None:
+        """Add a document, or replace the one with the same id.
+
+        Args:
+            doc_id: The document id (the store's item id).
+            fields: Analysed terms of each field, e.g. ``{"text": [...], "context": [...]}``.
+            namespace: The document's namespace.
+        """
+        self.remove(doc_id)
+        tf, length = self._weighted_tf(fields)
+        if self._free:
+            slot = self._free.pop()
+            self._ids[slot] = doc_id
+            self._ns[slot] = namespace
+            self._len[slot] = length
+            self._terms[slot] = tuple(tf)
+        else:
+            slot = len(self._ids)
+            self._ids.append(doc_id)
+            self._ns.append(namespace)
+            self._len.append(length)
+            self._terms.append(tuple(tf))
+        self._slot[doc_id] = slot
+        for term, n in tf.items():
+            self._postings.setdefault(term, {})[slot] = n
+        stats = self._ns_stats.setdefault(namespace, [0, 0.0])
+        stats[0] += 1
+        stats[1] += length
+        self._prefix_cache.clear()
+
+    def remove(self, doc_id: str) -> bool:
+        """Remove a document; returns whether it was there."""
+        slot = self._slot.pop(doc_id, None)
+        if slot is None:
+            return False
+        for term in self._terms[slot]:
+            posting = self._postings[term]
+            del posting[slot]
+            if not posting:
+                del self._postings[term]
+        ns = self._ns[slot]
+        stats = self._ns_stats[ns]
+        stats[0] -= 1
+        stats[1] -= self._len[slot]
+        if stats[0] <= 0:
+            del self._ns_stats[ns]
+        self._ids[slot] = None
+        self._terms[slot] = ()
+        self._free.append(slot)
+        self._prefix_cache.clear()
+        return True
+
+    def clear(self) -> None:
+        """Remove every document."""
+        self.__init__(  # type: ignore[misc]
+            k1=self.k1,
+            b=self.b,
+            field_weights=self.field_weights,
+            default_field_weight=self.default_field_weight,
+        )
+
+    # ----------------------------------------------------------------- reads
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._slot
+
+    def ids(self) -> list[str]:
+        """Ids of every document, sorted."""
+        return sorted(self._slot)
+
+    def namespace_of(self, doc_id: str) -> Namespace | None:
+        """The namespace a document was indexed under, or None if absent."""
+        slot = self._slot.get(doc_id)
+        return None if slot is None else self._ns[slot]
+
+    def prefix_stats(self, prefix: Namespace = ()) -> tuple[int, float]:
+        """(document count, average length) of the documents under ``prefix``."""
+        cached = self._prefix_cache.get(prefix)
+        if cached is None:
+            n = 0
+            total = 0.0
+            k = len(prefix)
+            for ns, (count, length) in self._ns_stats.items():
+                if ns[:k] == prefix:
+                    n += int(count)
+                    total += length
+            cached = (n, total / n if n else 0.0)
+            self._prefix_cache[prefix] = cached
+        return cached
+
+    def idf(self, df: int, n: int) -> float:
+        """Lucene's BM25 idf for a term in ``df`` of ``n`` documents."""
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def search(
+        self,
+        terms: Iterable[str],
+        *,
+        namespace_prefix: Namespace = (),
+        limit: int | None = None,
+        accept: Callable[[str], bool] | None = None,
+    ) -> list[ScoredDoc]:
+        """Documents under ``namespace_prefix`` matching any of ``terms``, best first.
+
+        Args:
+            terms: Query terms (analysed like the documents). Repeats are ignored.
+            namespace_prefix: Only documents whose namespace starts with this tuple.
+            limit: Most results to return; None for every match.
+            accept: Optional predicate on a document id (the store's ``filter``); rejected
+                documents are skipped *before* ranking, so ranks count accepted documents.
+
+        Returns:
+            :class:`ScoredDoc` sorted by score descending, then id ascending.
+        """
+        query = list(dict.fromkeys(terms))
+        n, avglen = self.prefix_stats(namespace_prefix)
+        if not query or n == 0:
+            return []
+        k = len(namespace_prefix)
+        ns_of = self._ns
+        ids = self._ids
+        k1 = self.k1
+        b = self.b
+        lens = self._len
+        scores: dict[int, float] = {}
+        for term in query:
+            posting = self._postings.get(term)
+            if not posting:
+                continue
+            if k:
+                inside = [(s, f) for s, f in posting.items() if ns_of[s][:k] == namespace_prefix]
+            else:
+                inside = list(posting.items())
+            if not inside:
+                continue
+            idf = self.idf(len(inside), n)
+            for slot, tf in inside:
+                norm = k1 * (1.0 - b + b * lens[slot] / avglen) if avglen else k1
+                scores[slot] = scores.get(slot, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        if accept is not None:
+            scores = {s: v for s, v in scores.items() if accept(ids[s])}  # type: ignore[arg-type]
+        ranked = [(-v, ids[s], v) for s, v in scores.items()]
+        if limit is not None and limit < len(ranked):
+            top = heapq.nsmallest(limit, ranked)
+        else:
+            top = sorted(ranked)
+        return [ScoredDoc(doc_id, v) for _, doc_id, v in top]  # type: ignore[arg-type]

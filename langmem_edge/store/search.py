@@ -1,0 +1,404 @@
+"""Search for ``ChromaStore``: unranked listing, vector ranking, and hybrid ranking.
+
+Two rankings, chosen store-wide by ``ChromaStore(ranking=...)`` for ``search(query=...)`` and
+per call by :meth:`SearchMixin.hybrid_search`:
+
+``"vector"`` (the default)
+    InMemoryStore's order and scores exactly: cosine similarity of the query to the item's
+    best-matching vector; items without vectors follow, unscored, when the page is not full.
+    The default because ``ChromaStore`` is a drop-in for ``InMemoryStore``: code that
+    thresholds ``SearchItem.score`` as a cosine keeps working.
+
+``"hybrid"``
+    Weighted reciprocal rank fusion of three channels, each restricted to the namespace prefix,
+    the filter and live items before ranks are counted: vector (as above), keyword (BM25 over
+    the index ``fields`` texts, stemmed, stopwords removed; :mod:`langmem_edge.retrieval`) and
+    exact key (key segments split on ``. : / _ -`` equal to a query token).
+    ``score = sum(weight / (rrf_k + rank))`` over the channels that ranked the item (higher is
+    better; with the defaults at most ``3.5 / 61``, about 0.057). A channel that fails is
+    logged and left out; a query without usable terms ranks by vector alone.
+
+The channels run one after the other: measured on two cores, running the keyword side on a
+thread saved nothing (docs/retrieval.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
+from langgraph.store.base import Result, SearchItem, SearchOp
+
+from langmem_edge import _chroma
+from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
+from langmem_edge.retrieval import (
+    HybridConfig,
+    KeywordIndex,
+    active_channels,
+    channel_depth,
+    fuse,
+    resolve_hybrid_config,
+)
+from langmem_edge.store import layout
+from langmem_edge.store.ranking import Hit, pool_vector_hits
+
+logger = logging.getLogger(__name__)
+
+Ranking = Literal["vector", "hybrid"]
+RANKINGS: tuple[str, ...] = ("vector", "hybrid")
+
+CANDIDATE_FACTOR = 3
+"""First vector fetch: ``(offset + limit) * CANDIDATE_FACTOR * paths + 10`` rows."""
+
+MAX_UNFILTERED_CANDIDATES = 2000
+"""Largest neighbour list asked for without a ``where`` before letting Chroma filter."""
+
+ADMIT_SLACK = 5
+"""Extra item rows read per slice when admitting hits (covers a few expired/filtered ones)."""
+
+PER_CALL_OPTIONS = frozenset({"weights", "rrf_k", "depth"})
+"""Hybrid options a single call may override (the keyword analyser is store-wide)."""
+
+
+@dataclass(frozen=True)
+class ExplainedItem:
+    """A search result with how each channel placed it.
+
+    Attributes:
+        item: The result (its ``score`` is the fused score in hybrid ranking).
+        channels: ``{channel: {"rank", "score", "contribution"}}``: 1-based rank and raw
+            score in that channel (None when the channel did not return the item) and what it
+            added to the fused score.
+    """
+
+    item: SearchItem
+    channels: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+
+
+class SearchMixin:
+    """Search behaviour of ``ChromaStore`` (needs its collections, caller and index)."""
+
+    embeddings: Embeddings | None
+    ranking: Ranking
+    hybrid_config: HybridConfig
+    _call: _chroma.ChromaCaller
+    _vectors: Any
+    _fields: list[tuple[str, Any]]
+    _keywords: KeywordIndex
+    _get_items: Callable[..., dict[str, dict[str, Any]]]
+    _scan_items: Callable[..., list[dict[str, Any]]]
+    _should_refresh: Callable[[bool | None], bool]
+    _refresh_ttl: Callable[..., None]
+    _write_lock: threading.Lock
+
+    # -- entry points ------------------------------------------------------------------------
+
+    def _run_searches(
+        self,
+        searches: list[tuple[int, SearchOp]],
+        results: list[Result],
+        refresh: dict[str, dict[str, Any]],
+        now: float,
+    ) -> None:
+        for _, op in searches:
+            _validate_op(op)
+        queries = sorted({op.query for _, op in searches if op.query})
+        vectors = self._embed_queries(queries) if queries else {}
+        for i, op in searches:
+            found = self._search_one(op, vectors, self.ranking, self.hybrid_config, now)
+            results[i] = [e.item for e, _ in found]
+            if self._should_refresh(op.refresh_ttl):
+                for e, meta in found:
+                    refresh[layout.item_id(e.item.namespace, e.item.key)] = meta
+
+    def hybrid_search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        hybrid: HybridConfig | None = None,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """``search`` ranked by hybrid fusion whatever the store's ``ranking``.
+
+        ``hybrid`` overrides ``weights``, ``rrf_k`` or ``depth`` for this call, e.g.
+        ``{"weights": {"vector": 0.5}}``.
+        """
+        explained = self.explain_search(
+            namespace_prefix,
+            query=query,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            hybrid=hybrid,
+            refresh_ttl=refresh_ttl,
+        )
+        return [e.item for e in explained]
+
+    def explain_search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        hybrid: HybridConfig | None = None,
+        ranking: Ranking = "hybrid",
+        refresh_ttl: bool | None = None,
+    ) -> list[ExplainedItem]:
+        """Search and return, for each result, its rank and raw score in every channel."""
+        op = SearchOp(tuple(namespace_prefix), filter, limit, offset, query, False)
+        _validate_op(op)
+        if ranking not in RANKINGS:
+            raise InvalidInputError(f"ranking must be one of {RANKINGS}, got {ranking!r}")
+        cfg = self._call_config(hybrid)
+        now = time.time()
+        vectors = self._embed_queries([query]) if query else {}
+        found = self._search_one(op, vectors, ranking, cfg, now)
+        if self._should_refresh(refresh_ttl):
+            self._refresh_ttl(
+                {layout.item_id(e.item.namespace, e.item.key): m for e, m in found},
+                now,
+                skip=set(),
+            )
+        return [e for e, _ in found]
+
+    async def ahybrid_search(
+        self, namespace_prefix: tuple[str, ...], /, **kwargs: Any
+    ) -> list[SearchItem]:
+        """``hybrid_search`` on a worker thread."""
+        return await run_in_executor(None, lambda: self.hybrid_search(namespace_prefix, **kwargs))
+
+    async def aexplain_search(
+        self, namespace_prefix: tuple[str, ...], /, **kwargs: Any
+    ) -> list[ExplainedItem]:
+        """``explain_search`` on a worker thread."""
+        return await run_in_executor(None, lambda: self.explain_search(namespace_prefix, **kwargs))
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _call_config(self, hybrid: HybridConfig | None) -> HybridConfig:
+        if not hybrid:
+            return self.hybrid_config
+        extra = set(hybrid) - PER_CALL_OPTIONS
+        if extra:
+            raise ConfigurationError(
+                f"per-call hybrid options may only set {sorted(PER_CALL_OPTIONS)}; "
+                f"{sorted(extra)} are store-wide (ChromaStore(hybrid=...))"
+            )
+        return resolve_hybrid_config(self.hybrid_config, hybrid)
+
+    def _embed_queries(self, queries: list[str]) -> dict[str, list[float]]:
+        """Query vectors; in hybrid ranking a failure only drops the vector channel."""
+        if not self.embeddings or not queries:
+            return {}
+        try:
+            return {q: self.embeddings.embed_query(q) for q in queries}
+        except Exception as e:
+            if self.ranking == "hybrid":
+                logger.warning("embedding the query failed; ranking without vectors: %s", e)
+                return {}
+            raise EmbeddingError(f"embedding the search query failed: {e}") from e
+
+    def _search_one(
+        self,
+        op: SearchOp,
+        vectors: dict[str, list[float]],
+        ranking: Ranking,
+        cfg: HybridConfig,
+        now: float,
+    ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
+        if op.query and ranking == "hybrid":
+            return self._search_hybrid(op, vectors.get(op.query), cfg, now)
+        if op.query and op.query in vectors:
+            return self._search_vector(op, vectors[op.query], now)
+        return self._search_unranked(op, now)
+
+    def _search_where(self, op: SearchOp) -> dict[str, Any] | None:
+        return layout.and_where(
+            [layout.prefix_where(op.namespace_prefix), layout.pushdown_where(op.filter)]
+        )
+
+    # -- unranked ------------------------------------------------------------------------------
+
+    def _search_unranked(
+        self, op: SearchOp, now: float
+    ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
+        rows = [
+            m
+            for m in self._scan_items(self._search_where(op), now)
+            if layout.matches_filter(_value(m), op.filter)
+        ]
+        rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
+        return [
+            (ExplainedItem(_search_item(m, None)), m)
+            for m in rows[op.offset : op.offset + op.limit]
+        ]
+
+    # -- vector --------------------------------------------------------------------------------
+
+    def _search_vector(
+        self, op: SearchOp, query: list[float], now: float
+    ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
+        want = op.offset + op.limit
+        page = self._rank_vector(op, query, want, now)[op.offset : want]
+        out = [(ExplainedItem(_search_item(m, h.score), h.channels), m) for h, m in page]
+        if len(out) < op.limit:
+            # InMemoryStore's corner case: fill with items that have no vectors, unscored.
+            where = layout.and_where([self._search_where(op), {"nv": 0}])
+            rows = [
+                m
+                for m in self._scan_items(where, now)
+                if layout.matches_filter(_value(m), op.filter)
+            ]
+            rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
+            out.extend(
+                (ExplainedItem(_search_item(m, None)), m) for m in rows[: op.limit - len(out)]
+            )
+        return out
+
+    def _rank_vector(
+        self, op: SearchOp, query: list[float], want: int, now: float
+    ) -> list[tuple[Hit, dict[str, Any]]]:
+        """Vector-channel hits that are alive and pass the filter, best first, >= ``want``.
+
+        Chroma evaluates a ``where`` by scanning every row it matches (a ``where`` matching
+        all 10k rows turns a 3 ms query into a 40 ms one), so the first try asks for
+        neighbours without it and checks the namespace and filter fields in Python; if too
+        few survive, it widens the unfiltered query by the share of the namespace seen among
+        the neighbours, and past ``MAX_UNFILTERED_CANDIDATES`` lets Chroma filter (cheap
+        exactly when the namespace is rare). Then the candidate count grows x4 until enough
+        items survive or none are left.
+        """
+        if want <= 0:
+            return []
+        where = self._search_where(op)
+        n = want * CANDIDATE_FACTOR * max(1, len(self._fields)) + 10
+        filtered = where is None
+        while True:
+            res = self._call(
+                self._vectors.query,
+                query_embeddings=[query],
+                n_results=n,
+                where=where if filtered else None,
+                include=["metadatas", "distances"],
+            )
+            ids = (res.get("ids") or [[]])[0]
+            metas = res["metadatas"][0] if ids else []
+            dists = res["distances"][0] if ids else []
+            if not filtered:
+                keep = [i for i, m in enumerate(metas) if layout.where_matches(m, where)]
+                metas, dists = [metas[i] for i in keep], [dists[i] for i in keep]
+            kept = self._admit(pool_vector_hits(metas, dists), op, want, now)
+            if len(kept) >= want or len(ids) < n:
+                return kept
+            if filtered:
+                n *= 4
+                continue
+            needed = n * want * 2 // max(1, len(kept))
+            if kept and needed <= MAX_UNFILTERED_CANDIDATES:
+                n = needed
+            else:
+                filtered = True
+
+    def _admit(
+        self, hits: list[Hit], op: SearchOp, want: int, now: float
+    ) -> list[tuple[Hit, dict[str, Any]]]:
+        """The first ``want`` hits whose items are alive and pass the filter.
+
+        Item rows are fetched in slices of the hit list (best first), so a page of 10 reads
+        about 15 rows rather than every candidate's.
+        """
+        kept: list[tuple[Hit, dict[str, Any]]] = []
+        start = 0
+        while start < len(hits) and len(kept) < want:
+            chunk = hits[start : start + max(want - len(kept), 1) + ADMIT_SLACK]
+            start += len(chunk)
+            rows = self._get_items(ids=[h.item_id for h in chunk], now=now)
+            for h in chunk:
+                meta = rows.get(h.item_id)
+                if meta is not None and layout.matches_filter(_value(meta), op.filter):
+                    kept.append((h, meta))
+        return kept
+
+    # -- hybrid --------------------------------------------------------------------------------
+
+    def _search_hybrid(
+        self, op: SearchOp, query_vector: list[float] | None, cfg: HybridConfig, now: float
+    ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
+        assert op.query
+        want = op.offset + op.limit
+        depth = channel_depth(cfg, limit=op.limit, offset=op.offset)
+        channels = active_channels(cfg)
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        rows: dict[str, dict[str, Any]] = {}
+
+        def admitted(name: str, ranked: list[tuple[str, float]]) -> None:
+            hits = [Hit(i, s) for i, s in ranked]
+            kept = self._admit(hits, op, depth, now)
+            rankings[name] = [(h.item_id, h.score) for h, _ in kept]
+            rows.update((h.item_id, m) for h, m in kept)
+
+        if "vector" in channels and query_vector is not None:
+            kept = self._rank_vector(op, query_vector, depth, now)
+            rankings["vector"] = [(h.item_id, h.score) for h, _ in kept]
+            rows.update((h.item_id, m) for h, m in kept)
+        if {"keyword", "key"} & set(channels):
+            try:
+                self._keywords.sync()
+                # Rank the whole prefix when a filter may reject many: it is in-process.
+                limit = None if op.filter else depth + ADMIT_SLACK * 4
+                for name, search in (
+                    ("keyword", self._keywords.search_keyword),
+                    ("key", self._keywords.search_key),
+                ):
+                    if name in channels:
+                        ranked = search(
+                            op.query, namespace_prefix=tuple(op.namespace_prefix), limit=limit
+                        )
+                        admitted(name, ranked)
+            except Exception:
+                logger.warning("keyword channels failed; ranking by the others", exc_info=True)
+        fused = fuse(rankings, cfg, limit=want)[op.offset :]
+        return [
+            (ExplainedItem(_search_item(rows[h.id], h.score), h.explain()), rows[h.id])
+            for h in fused
+        ]
+
+
+def _validate_op(op: SearchOp) -> None:
+    layout.validate_filter(op.filter)
+    if op.limit < 0 or op.offset < 0:
+        raise InvalidInputError(
+            f"search limit and offset must be >= 0, got limit={op.limit}, offset={op.offset}"
+        )
+
+
+def _value(meta: dict[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(meta["v"])
+    return value
+
+
+def _search_item(meta: dict[str, Any], score: float | None) -> SearchItem:
+    item = layout.row_to_item(meta)
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=score,
+    )

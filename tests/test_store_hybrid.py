@@ -1,0 +1,190 @@
+"""Hybrid search in ChromaStore: keyword (BM25) and exact-key channels fused with vectors."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from langmem_edge import ChromaStore, ConfigurationError
+from langmem_edge.testing import FakeEmbeddings
+
+DIMS = 32
+
+
+class BlindEmbeddings(FakeEmbeddings):
+    """Every text gets the same vector: the vector channel cannot tell items apart."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * (self.dims - 1) for _ in texts]
+
+
+class BrokenQueryEmbeddings(FakeEmbeddings):
+    def embed_query(self, text: str) -> list[float]:
+        raise RuntimeError("embedding service down")
+
+
+@pytest.fixture(params=["chroma", pytest.param("server", marks=pytest.mark.server)])
+def open_store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+    made: list[ChromaStore] = []
+    run = uuid.uuid4().hex[:10]
+
+    def open_(name: str = "a", *, embed: Any = None, **kwargs: Any) -> ChromaStore:
+        kwargs.setdefault(
+            "index", {"dims": DIMS, "embed": embed or FakeEmbeddings(DIMS), "fields": ["text"]}
+        )
+        kwargs.setdefault("ranking", "hybrid")
+        if request.param == "chroma":
+            store = ChromaStore.from_path(str(tmp_path / name), **kwargs)
+        else:
+            url = request.getfixturevalue("chroma_server_url")
+            store = ChromaStore.from_url(url, collection_prefix=f"h{run}-{name}", **kwargs)
+        made.append(store)
+        return store
+
+    yield open_
+    for store in made:
+        store.close()
+
+
+def fill(store: ChromaStore) -> None:
+    store.put(("u", "alice"), "note1", {"text": "Booked a flight to Lisbon for the conference"})
+    store.put(("u", "alice"), "note2", {"text": "Prefers window seats on long flights"})
+    store.put(("u", "alice"), "preference.ui_theme", {"text": "Likes dark colours"})
+    store.put(("u", "alice"), "note3", {"text": "Allergic to peanuts", "kind": "health"})
+    store.put(("u", "bob"), "note1", {"text": "Flying to Lisbon next week"})
+
+
+def test_keyword_channel_finds_what_vectors_cannot(open_store: Any) -> None:
+    store = open_store(embed=BlindEmbeddings(DIMS))
+    fill(store)
+    results = store.explain_search(("u", "alice"), query="lisbon conference", limit=3)
+    top = results[0]
+    assert top.item.key == "note1"
+    assert top.channels["keyword"]["rank"] == 1
+    assert top.channels["vector"]["rank"] is not None
+    assert set(top.channels) == {"vector", "keyword", "key"}
+    assert top.item.score == pytest.approx(
+        sum(c["contribution"] for c in top.channels.values())
+    )
+
+
+def test_stemming_matches_word_forms(open_store: Any) -> None:
+    store = open_store(embed=BlindEmbeddings(DIMS))
+    fill(store)
+    top = store.explain_search(("u", "alice"), query="bookings of seating", limit=2)
+    assert {r.item.key for r in top} == {"note1", "note2"}  # booked/bookings, seats/seating
+    assert all(r.channels["keyword"]["rank"] is not None for r in top)
+
+
+def test_exact_key_channel(open_store: Any) -> None:
+    store = open_store(embed=BlindEmbeddings(DIMS))
+    fill(store)
+    top = store.explain_search(("u", "alice"), query="ui theme", limit=1)[0]
+    assert top.item.key == "preference.ui_theme"
+    assert top.channels["key"]["rank"] == 1
+    assert top.channels["keyword"]["rank"] is None
+
+
+def test_prefix_and_filter_apply_inside_every_channel(open_store: Any) -> None:
+    store = open_store()
+    fill(store)
+    results = store.explain_search(("u", "alice"), query="lisbon flight note1", limit=10)
+    assert {r.item.namespace for r in results} == {("u", "alice")}
+    filtered = store.explain_search(
+        ("u",), query="lisbon peanuts note1", filter={"kind": "health"}, limit=10
+    )
+    assert [r.item.key for r in filtered] == ["note3"]
+    for channel in filtered[0].channels.values():
+        assert channel["rank"] in (None, 1)  # ranks are counted after the filter
+
+
+def test_expired_and_deleted_items_never_appear(open_store: Any) -> None:
+    store = open_store()
+    store.put(("t",), "gone", {"text": "ephemeral lisbon note"}, ttl=0.3 / 60)
+    store.put(("t",), "deleted", {"text": "deleted lisbon note"})
+    store.put(("t",), "kept", {"text": "permanent lisbon note"})
+    store.delete(("t",), "deleted")
+    time.sleep(0.4)
+    assert [r.key for r in store.search(("t",), query="lisbon note")] == ["kept"]
+
+
+def test_store_wide_ranking_and_per_call_weights(open_store: Any) -> None:
+    store = open_store(ranking="vector", embed=BlindEmbeddings(DIMS))
+    fill(store)
+    vector_scores = [r.score for r in store.search(("u", "alice"), query="lisbon")]
+    assert vector_scores == pytest.approx([1.0] * 4)  # blind vectors: all equal cosine
+    keyword_only = store.hybrid_search(
+        ("u", "alice"), query="lisbon", hybrid={"weights": {"vector": 0, "key": 0}}
+    )
+    assert [r.key for r in keyword_only] == ["note1"]
+    assert keyword_only[0].score == pytest.approx(1 / 61)
+    with pytest.raises(ConfigurationError, match="store-wide"):
+        store.hybrid_search(("u",), query="x", hybrid={"keyword": {"k1": 2.0}})
+    with pytest.raises(ConfigurationError):
+        store.hybrid_search(("u",), query="x", hybrid={"weights": {"bogus": 1}})
+
+
+def test_failed_query_embedding_degrades_to_keyword(open_store: Any) -> None:
+    store = open_store(embed=BrokenQueryEmbeddings(DIMS))
+    fill(store)
+    results = store.explain_search(("u", "alice"), query="peanuts", limit=2)
+    assert results[0].item.key == "note3"
+    assert results[0].channels["vector"]["rank"] is None
+
+
+def test_failed_keyword_channel_degrades_to_vector(open_store: Any, caplog: Any) -> None:
+    store = open_store()
+    fill(store)
+
+    def boom() -> None:
+        raise RuntimeError("index unavailable")
+
+    store._keywords.sync = boom
+    results = store.search(("u", "alice"), query="allergic to peanuts", limit=1)
+    assert results[0].key == "note3"
+    assert "keyword channels failed" in caplog.text
+
+
+def test_stopword_only_query_gets_vector_results(open_store: Any) -> None:
+    store = open_store()
+    fill(store)
+    results = store.explain_search(("u", "alice"), query="the and of", limit=2)
+    assert len(results) == 2
+    assert all(r.channels["keyword"]["rank"] is None for r in results)
+
+
+def test_ties_are_deterministic(open_store: Any) -> None:
+    store = open_store(embed=BlindEmbeddings(DIMS))
+    for i in range(6):
+        store.put(("d",), f"k{i}", {"text": "identical words"})
+    orders = {tuple(r.key for r in store.search(("d",), query="identical", limit=6))
+              for _ in range(3)}
+    assert len(orders) == 1
+
+
+def test_another_clients_writes_reach_the_next_search(open_store: Any) -> None:
+    writer, reader = open_store("shared"), open_store("shared")
+    reader.put(("s",), "seed", {"text": "unrelated seed text"})
+    assert reader.search(("s",), query="zanzibar") != []  # loads the index
+    writer.put(("s",), "new", {"text": "trip to zanzibar"})
+    assert reader.search(("s",), query="zanzibar", limit=1)[0].key == "new"
+    writer.delete(("s",), "new")
+    assert all(r.key != "new" for r in reader.search(("s",), query="zanzibar"))
+
+
+async def test_async_twins(open_store: Any) -> None:
+    store = open_store()
+    fill(store)
+    found = await store.ahybrid_search(("u", "alice"), query="peanuts", limit=1)
+    assert found[0].key == "note3"
+    explained = await store.aexplain_search(("u", "alice"), query="peanuts", limit=1)
+    assert explained[0].channels["keyword"]["rank"] == 1
+
+
+def test_bad_ranking_is_a_configuration_error(tmp_path: Any) -> None:
+    with pytest.raises(ConfigurationError, match="ranking"):
+        ChromaStore.from_path(str(tmp_path), ranking="bm25")
