@@ -327,10 +327,22 @@ class StoreBackend:
         self.namespace = conv.namespace
 
     def rank(self, question: str, depth: int) -> Rankings:
+        """The fused ranking (``store.search``) and each channel alone, all through the store
+        (``hybrid_search`` with the other channels' weights at 0)."""
+        out: Rankings = {}
         start = time.perf_counter()
         items = self.store.search(self.namespace, query=question, limit=depth)
         self.timing.query["fused"].append(time.perf_counter() - start)
-        return {"fused": [(self.back[it.key], float(it.score or 0.0)) for it in items]}
+        out["fused"] = [(self.back[it.key], float(it.score or 0.0)) for it in items]
+        for channel in ("vector", "keyword", "key"):
+            weights = {c: (1.0 if c == channel else 0.0) for c in ("vector", "keyword", "key")}
+            start = time.perf_counter()
+            alone = self.store.hybrid_search(
+                self.namespace, query=question, limit=depth, hybrid={"weights": weights}
+            )
+            self.timing.query[channel].append(time.perf_counter() - start)
+            out[channel] = [(self.back[it.key], float(it.score or 0.0)) for it in alone]
+        return out
 
 
 # --------------------------------------------------------------------------- scoring

@@ -140,56 +140,91 @@ def test_filtered_vector_search_finds_rare_matches_among_many(open_store: Any) -
 # -- TTL ----------------------------------------------------------------------------------
 
 
+class Clock:
+    """A settable wall clock for the store: TTL tests advance time instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def with_clock(store: ChromaStore) -> Clock:
+    clock = Clock()
+    store._clock = clock
+    return clock
+
+
 def test_ttl_expired_items_are_never_returned_and_are_swept(open_store: Any) -> None:
     store = open_store()
-    store.put(("t",), "short", {"text": "gone soon"}, ttl=0.5 / 60)  # half a second
+    clock = with_clock(store)
+    store.put(("t",), "short", {"text": "gone soon"}, ttl=1)  # minutes
     store.put(("t",), "long", {"text": "stays"}, ttl=60)
     store.put(("t",), "forever", {"text": "stays"})
-    time.sleep(0.7)
+    clock.advance(61)
     assert store.get(("t",), "short") is None
     assert {r.key for r in store.search(("t",))} == {"long", "forever"}
     assert {r.key for r in store.search(("t",), query="gone soon")} == {"long", "forever"}
+    assert {r.key for r in store.hybrid_search(("t",), query="gone soon")} == {"long", "forever"}
+    assert store.list_namespaces() == [("t",)]
     assert store.sweep_ttl() == 1
     assert store.sweep_ttl() == 0
 
 
 def test_default_ttl_and_refresh_on_read(open_store: Any) -> None:
-    store = open_store(ttl={"default_ttl": 1.0 / 60, "refresh_on_read": True})  # 1 s
+    store = open_store(ttl={"default_ttl": 1.0, "refresh_on_read": True})
+    clock = with_clock(store)
     store.put(("t",), "k", {"text": "refreshed"})
     store.put(("t",), "cold", {"text": "not read"})
     for _ in range(3):
-        time.sleep(0.45)
-        assert store.get(("t",), "k") is not None  # each read pushes expiry 1 s out
+        clock.advance(45)
+        assert store.get(("t",), "k") is not None  # each read pushes expiry 60 s out
     assert store.get(("t",), "cold") is None
-    time.sleep(0.2)
+    clock.advance(45)
     assert store.get(("t",), "k", refresh_ttl=False) is not None
-    time.sleep(1.0)
+    clock.advance(20)
     assert store.get(("t",), "k") is None
 
 
 def test_sqlite_style_ttl_flow(open_store: Any) -> None:
     """The flow of langgraph's SQLite TTL tests: setup(), refresh by search, sweep counts."""
-    store = open_store(ttl={"default_ttl": 1.0 / 60, "refresh_on_read": True})
+    store = open_store(ttl={"default_ttl": 1.0, "refresh_on_read": True})
+    clock = with_clock(store)
     store.setup()
     store.put(("docs", "u1"), "item1", {"text": "content1", "id": 1})
     store.put(("docs", "u1"), "item2", {"text": "content2", "id": 2})
-    time.sleep(0.6)
+    clock.advance(40)
     assert [r.key for r in store.search(("docs", "u1"), filter={"id": 1})] == ["item1"]
-    time.sleep(0.6)
+    clock.advance(40)
     assert store.sweep_ttl() == 1  # item2 expired; item1 was refreshed by the search
     assert store.get(("docs", "u1"), "item1", refresh_ttl=False) is not None
-    time.sleep(1.1)
+    clock.advance(61)
     assert store.sweep_ttl() == 1
     assert store.search(("docs",)) == []
 
 
 def test_refresh_disabled_by_config(open_store: Any) -> None:
-    store = open_store(ttl={"default_ttl": 0.6 / 60, "refresh_on_read": False})
+    store = open_store(ttl={"default_ttl": 1.0, "refresh_on_read": False})
+    clock = with_clock(store)
     store.put(("t",), "k", {"text": "x"})
-    time.sleep(0.4)
+    clock.advance(40)
     assert store.get(("t",), "k") is not None
-    time.sleep(0.4)
+    clock.advance(40)
     assert store.get(("t",), "k") is None
+
+
+def test_a_write_resets_the_expiry(open_store: Any) -> None:
+    store = open_store(ttl={"default_ttl": 1.0})
+    clock = with_clock(store)
+    store.put(("t",), "k", {"text": "v1"})
+    clock.advance(50)
+    store.put(("t",), "k", {"text": "v2"})
+    clock.advance(50)
+    assert store.get(("t",), "k").value == {"text": "v2"}
 
 
 async def test_ttl_sweeper_thread(open_store: Any) -> None:

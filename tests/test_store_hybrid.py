@@ -104,11 +104,13 @@ def test_prefix_and_filter_apply_inside_every_channel(open_store: Any) -> None:
 
 def test_expired_and_deleted_items_never_appear(open_store: Any) -> None:
     store = open_store()
-    store.put(("t",), "gone", {"text": "ephemeral lisbon note"}, ttl=0.3 / 60)
+    now = time.time()
+    store._clock = lambda: now
+    store.put(("t",), "gone", {"text": "ephemeral lisbon note"}, ttl=1)
     store.put(("t",), "deleted", {"text": "deleted lisbon note"})
     store.put(("t",), "kept", {"text": "permanent lisbon note"})
     store.delete(("t",), "deleted")
-    time.sleep(0.4)
+    store._clock = lambda: now + 61
     assert [r.key for r in store.search(("t",), query="lisbon note")] == ["kept"]
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from chromadb.api import ClientAPI
@@ -153,6 +153,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             ChromaKeywordSource(self._items, self._sync, call=self._call),
             config=self.hybrid_config["keyword"],
         )
+        self._clock: Callable[[], float] = time.time  # epoch seconds; tests may replace it
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
 
@@ -222,7 +223,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
                 raise InvalidInputError(f"Unknown operation type: {type(op).__name__}")
             validate_op_namespace(op)
-        now = time.time()
+        now = self._clock()
         results: list[Result] = [None] * len(ops)
         refresh: dict[str, dict[str, Any]] = {}
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -39,6 +38,7 @@ from langgraph.store.base import Result, SearchItem, SearchOp
 from langmem_edge import _chroma
 from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
 from langmem_edge.retrieval import (
+    FusedHit,
     HybridConfig,
     KeywordIndex,
     active_channels,
@@ -89,6 +89,7 @@ class SearchMixin:
     ranking: Ranking
     hybrid_config: HybridConfig
     _call: _chroma.ChromaCaller
+    _clock: Callable[[], float]
     _vectors: Any
     _fields: list[tuple[str, Any]]
     _keywords: KeywordIndex
@@ -165,7 +166,7 @@ class SearchMixin:
         if ranking not in RANKINGS:
             raise InvalidInputError(f"ranking must be one of {RANKINGS}, got {ranking!r}")
         cfg = self._call_config(hybrid)
-        now = time.time()
+        now = self._clock()
         vectors = self._embed_queries([query]) if query else {}
         found = self._search_one(op, vectors, ranking, cfg, now)
         if self._should_refresh(refresh_ttl):
@@ -285,25 +286,12 @@ class SearchMixin:
         """
         if want <= 0:
             return []
-        where = self._search_where(op)
         n = want * CANDIDATE_FACTOR * max(1, len(self._fields)) + 10
-        filtered = where is None
+        filtered = self._search_where(op) is None
         while True:
-            res = self._call(
-                self._vectors.query,
-                query_embeddings=[query],
-                n_results=n,
-                where=where if filtered else None,
-                include=["metadatas", "distances"],
-            )
-            ids = (res.get("ids") or [[]])[0]
-            metas = res["metadatas"][0] if ids else []
-            dists = res["distances"][0] if ids else []
-            if not filtered:
-                keep = [i for i, m in enumerate(metas) if layout.where_matches(m, where)]
-                metas, dists = [metas[i] for i in keep], [dists[i] for i in keep]
-            kept = self._admit(pool_vector_hits(metas, dists), op, want, now)
-            if len(kept) >= want or len(ids) < n:
+            hits, returned = self._vector_round(op, query, n, filtered=filtered)
+            kept = self._admit(hits, op, want, now)
+            if len(kept) >= want or returned < n:
                 return kept
             if filtered:
                 n *= 4
@@ -313,6 +301,28 @@ class SearchMixin:
                 n = needed
             else:
                 filtered = True
+
+    def _vector_round(
+        self, op: SearchOp, query: list[float], n: int, *, filtered: bool
+    ) -> tuple[list[Hit], int]:
+        """One vector query for ``n`` neighbours: pooled hits inside the prefix and pushed-down
+        filter (checked by Chroma when ``filtered``, else in Python), and how many rows
+        Chroma returned (fewer than ``n``: nothing more to find)."""
+        where = self._search_where(op)
+        res = self._call(
+            self._vectors.query,
+            query_embeddings=[query],
+            n_results=n,
+            where=where if filtered else None,
+            include=["metadatas", "distances"],
+        )
+        ids = (res.get("ids") or [[]])[0]
+        metas = res["metadatas"][0] if ids else []
+        dists = res["distances"][0] if ids else []
+        if not filtered and where is not None:
+            keep = [i for i, m in enumerate(metas) if layout.where_matches(m, where)]
+            metas, dists = [metas[i] for i in keep], [dists[i] for i in keep]
+        return pool_vector_hits(metas, dists), len(ids)
 
     def _admit(
         self, hits: list[Hit], op: SearchOp, want: int, now: float
@@ -334,6 +344,41 @@ class SearchMixin:
                     kept.append((h, meta))
         return kept
 
+    def _admit_lists(
+        self,
+        lists: dict[str, list[tuple[str, float]]],
+        op: SearchOp,
+        want: int,
+        now: float,
+        rows: dict[str, dict[str, Any]],
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Several channels' rankings cut to their first ``want`` admitted items (alive, passing
+        the filter), reading the item rows of all channels together: one ``get`` per round
+        for the union of the candidates not yet in ``rows`` (which it fills)."""
+        out: dict[str, list[tuple[str, float]]] = {name: [] for name in lists}
+        pos = dict.fromkeys(lists, 0)
+        rejected: set[str] = set()
+        while True:
+            slices = {}
+            for name, ranked in lists.items():
+                short = want - len(out[name])
+                if short > 0 and pos[name] < len(ranked):
+                    slices[name] = ranked[pos[name] : pos[name] + short + ADMIT_SLACK]
+                    pos[name] += len(slices[name])
+            if not slices:
+                return out
+            missing = {i for part in slices.values() for i, _ in part} - rows.keys() - rejected
+            fetched = self._get_items(ids=sorted(missing), now=now) if missing else {}
+            for iid in missing:
+                meta = fetched.get(iid)
+                if meta is not None and layout.matches_filter(_value(meta), op.filter):
+                    rows[iid] = meta
+                else:
+                    rejected.add(iid)
+            for name, part in slices.items():
+                room = want - len(out[name])
+                out[name].extend([(i, sc) for i, sc in part if i in rows][:room])
+
     # -- hybrid --------------------------------------------------------------------------------
 
     def _search_hybrid(
@@ -345,38 +390,58 @@ class SearchMixin:
         channels = active_channels(cfg)
         rankings: dict[str, list[tuple[str, float]]] = {}
         rows: dict[str, dict[str, Any]] = {}
-
-        def admitted(name: str, ranked: list[tuple[str, float]]) -> None:
-            hits = [Hit(i, s) for i, s in ranked]
-            kept = self._admit(hits, op, depth, now)
-            rankings[name] = [(h.item_id, h.score) for h, _ in kept]
-            rows.update((h.item_id, m) for h, m in kept)
+        found: dict[str, list[tuple[str, float]]] = {}
 
         if "vector" in channels and query_vector is not None:
-            kept = self._rank_vector(op, query_vector, depth, now)
-            rankings["vector"] = [(h.item_id, h.score) for h, _ in kept]
-            rows.update((h.item_id, m) for h, m in kept)
+            # One round (two when the namespace is rare): a slightly short vector list only
+            # shortens that channel's contribution, and its rows are read with the others'.
+            factor = CANDIDATE_FACTOR if op.filter else 1
+            n = depth * factor * max(1, len(self._fields)) + 10
+            filtered = self._search_where(op) is None
+            hits, returned = self._vector_round(op, query_vector, n, filtered=filtered)
+            if not filtered and len(hits) < depth and returned == n:
+                hits, _ = self._vector_round(op, query_vector, n, filtered=True)
+            found["vector"] = [(h.item_id, h.score) for h in hits]
         if {"keyword", "key"} & set(channels):
             try:
                 self._keywords.sync()
-                # Rank the whole prefix when a filter may reject many: it is in-process.
-                limit = None if op.filter else depth + ADMIT_SLACK * 4
+                # With a filter, rank the whole prefix (in-process, cheap): it may reject many.
+                limit = None if op.filter else depth + ADMIT_SLACK
                 for name, search in (
                     ("keyword", self._keywords.search_keyword),
                     ("key", self._keywords.search_key),
                 ):
                     if name in channels:
-                        ranked = search(
+                        found[name] = search(
                             op.query, namespace_prefix=tuple(op.namespace_prefix), limit=limit
                         )
-                        admitted(name, ranked)
             except Exception:
                 logger.warning("keyword channels failed; ranking by the others", exc_info=True)
-        fused = fuse(rankings, cfg, limit=want)[op.offset :]
+        if op.filter:
+            # Ranks are counted among the items that pass the whole filter, in every channel.
+            rankings.update(self._admit_lists(found, op, depth, now, rows))
+            fused = fuse(rankings, cfg, limit=want)[op.offset :]
+        else:
+            # The channels already kept to the prefix; only expiry is left to check, so the
+            # rows of the fused list are read lazily, a page at a time.
+            fused = self._admit_fused(fuse(found, cfg), want, now, rows)[op.offset :]
         return [
             (ExplainedItem(_search_item(rows[h.id], h.score), h.explain()), rows[h.id])
             for h in fused
         ]
+
+    def _admit_fused(
+        self, fused: list[FusedHit], want: int, now: float, rows: dict[str, dict[str, Any]]
+    ) -> list[FusedHit]:
+        """The first ``want`` fused hits whose items are alive, reading rows in slices."""
+        kept: list[FusedHit] = []
+        start = 0
+        while start < len(fused) and len(kept) < want:
+            chunk = fused[start : start + want - len(kept) + ADMIT_SLACK]
+            start += len(chunk)
+            rows.update(self._get_items(ids=[h.id for h in chunk], now=now))
+            kept.extend(h for h in chunk if h.id in rows)
+        return kept[:want]
 
 
 def _validate_op(op: SearchOp) -> None:

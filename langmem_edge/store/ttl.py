@@ -11,7 +11,6 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +33,7 @@ class TTLMixin:
 
     ttl_config: TTLConfig | None
     _call: _chroma.ChromaCaller
+    _clock: Callable[[], float]
     _items: Any
     _vectors: Any
     _sweeper: threading.Thread | None
@@ -71,7 +71,7 @@ class TTLMixin:
 
         Also purges the keyword index's change markers and tombstones older than a day
         (readers idle that long reload in full)."""
-        now = time.time()
+        now = self._clock()
         purge_sync_rows(self._sync, keep_writer=self._writer.writer_id, call=self._call)
         expired = self._scan_items({"exp": {"$lte": now}})
         if not expired:
