@@ -67,9 +67,7 @@ def test_keyword_channel_finds_what_vectors_cannot(open_store: Any) -> None:
     assert top.channels["keyword"]["rank"] == 1
     assert top.channels["vector"]["rank"] is not None
     assert set(top.channels) == {"vector", "keyword", "key"}
-    assert top.item.score == pytest.approx(
-        sum(c["contribution"] for c in top.channels.values())
-    )
+    assert top.item.score == pytest.approx(sum(c["contribution"] for c in top.channels.values()))
 
 
 def test_stemming_matches_word_forms(open_store: Any) -> None:
@@ -163,8 +161,9 @@ def test_ties_are_deterministic(open_store: Any) -> None:
     store = open_store(embed=BlindEmbeddings(DIMS))
     for i in range(6):
         store.put(("d",), f"k{i}", {"text": "identical words"})
-    orders = {tuple(r.key for r in store.search(("d",), query="identical", limit=6))
-              for _ in range(3)}
+    orders = {
+        tuple(r.key for r in store.search(("d",), query="identical", limit=6)) for _ in range(3)
+    }
     assert len(orders) == 1
 
 
@@ -190,3 +189,18 @@ async def test_async_twins(open_store: Any) -> None:
 def test_bad_ranking_is_a_configuration_error(tmp_path: Any) -> None:
     with pytest.raises(ConfigurationError, match="ranking"):
         ChromaStore.from_path(str(tmp_path), ranking="bm25")
+
+
+def test_conversation_preset_is_a_valid_store_config(tmp_path: Any) -> None:
+    from langmem_edge.retrieval import CONVERSATION_HYBRID
+
+    store = ChromaStore.from_path(
+        str(tmp_path),
+        ranking="hybrid",
+        hybrid=CONVERSATION_HYBRID,
+        index={"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text", "context"]},
+    )
+    assert store.hybrid_config["rrf_k"] == 10.0
+    store.put(("c",), "t1", {"text": "we adopted a puppy", "context": "talking about pets"})
+    store.put(("c",), "t2", {"text": "the weather is nice", "context": "we adopted a puppy"})
+    assert [r.key for r in store.search(("c",), query="adopted puppy", limit=2)] == ["t1", "t2"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from langmem_edge.retrieval.bm25 import BM25Index, ScoredDoc
 from langmem_edge.retrieval.chroma_sync import ChromaKeywordSource, SyncWriter, purge_sync_rows
 from langmem_edge.retrieval.config import (
+    CONVERSATION_HYBRID,
     DEFAULT_HYBRID_CONFIG,
     DEFAULT_KEYWORD_CONFIG,
     HybridConfig,
@@ -41,6 +42,7 @@ from langmem_edge.retrieval.keys import KeyIndex, key_segments
 from langmem_edge.retrieval.text import Analyzer
 
 __all__ = [
+    "CONVERSATION_HYBRID",
     "DEFAULT_HYBRID_CONFIG",
     "DEFAULT_KEYWORD_CONFIG",
     "Analyzer",
