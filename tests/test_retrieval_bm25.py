@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 
 import pytest
@@ -115,6 +116,56 @@ def test_incremental_updates_equal_a_rebuild(first, second, drop) -> None:  # ty
         assert live.search(VOCAB, namespace_prefix=prefix) == rebuilt.search(
             VOCAB, namespace_prefix=prefix
         )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vectorised_search_matches_a_pure_python_reference(seed: int) -> None:
+    """Random updates (upserts, re-upserts, removals) over several namespaces and weighted
+    fields; every search equals the formula computed from scratch, ties ordered by id."""
+    rng = random.Random(seed)
+    vocab = [f"t{i}" for i in range(rng.choice([4, 12, 40]))]
+    namespaces = [(), ("a",), ("a", "x"), ("a", "y", "z"), ("b",), ("b", "a")]
+    prefixes = [(), ("a",), ("a", "x"), ("b",), ("a", "y"), ("nowhere",)]
+    # Dyadic weights keep weighted tfs and lengths exact, so the reference's scores (and ties)
+    # are bit-for-bit the index's whatever the order documents came and went in.
+    weights = {"context": 0.5, "title": 2.0, "skip": 0.0}
+    k1, b = rng.choice([(1.2, 0.75), (0.0, 0.75), (2.0, 1.0), (1.2, 0.0)])
+    index = BM25Index(k1=k1, b=b, field_weights=weights)
+    docs: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {}
+    ties_seen = 0
+    for step in range(400):
+        doc_id = f"d{rng.randrange(60)}"
+        roll = rng.random()
+        if roll < 0.55:
+            fields = {
+                name: rng.choices(vocab, k=rng.randint(0, size))
+                for name, size in [("text", 8), ("context", 6), ("title", 3), ("skip", 3)]
+                if name == "text" or rng.random() < 0.5
+            }
+            if docs and rng.random() < 0.2:  # a copy of another document: guaranteed ties
+                ns, fields = docs[rng.choice(sorted(docs))]
+            else:
+                ns = rng.choice(namespaces)
+            index.upsert(doc_id, fields, namespace=ns)
+            docs[doc_id] = (ns, fields)
+        elif roll < 0.8:
+            assert index.remove(doc_id) == (docs.pop(doc_id, None) is not None)
+        else:
+            query = rng.choices([*vocab, "absent"], k=rng.randint(1, 5))
+            prefix = rng.choice(prefixes)
+            limit = rng.choice([None, 1, 3, 10])
+            accept = rng.choice([None, lambda d: int(d[1:]) % 3 != 0])
+            expected = brute_force(docs, query, prefix, k1=k1, b=b, weights=weights)
+            ranked = sorted(
+                (-v, i) for i, v in expected.items() if accept is None or accept(i)
+            )[:limit]
+            got = index.search(query, namespace_prefix=prefix, limit=limit, accept=accept)
+            assert [h.id for h in got] == [i for _, i in ranked], (step, query, prefix)
+            for h, (neg, _) in zip(got, ranked, strict=True):
+                assert h.score == pytest.approx(-neg, rel=1e-9)
+            ties_seen += len(got) - len({h.score for h in got})
+    assert index.ids() == sorted(docs)
+    assert ties_seen > 0
 
 
 def test_statistics_come_from_the_prefix_only() -> None:

@@ -22,17 +22,26 @@ prefix: another profile's data cannot change, or leak through, this profile's ra
 search returns what a fresh index of just that prefix would.
 
 **Updates.** :meth:`BM25Index.upsert` and :meth:`BM25Index.remove` are O(terms of the
-document); an index built incrementally is identical to one rebuilt from scratch (tested).
-Ties are broken by document id so results are deterministic.
+document), amortised; an index built incrementally is identical to one rebuilt from scratch
+(tested). Ties are broken by document id so results are deterministic.
+
+**Search** is vectorised with numpy: each document slot has its length and a namespace number
+in flat arrays, each queried term keeps numpy copies of its posting list (rebuilt lazily once a
+write touches the term), a namespace prefix becomes a cached boolean mask over namespace
+numbers, and scores accumulate in a dense array. The arithmetic is the formula above evaluated
+in the same order as the straightforward per-posting loop, so scores (and with them the ties)
+are bit-for-bit what that loop gives; only the best ``limit`` candidates are sorted in Python.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from langmem_edge.errors import ConfigurationError
 
@@ -45,6 +54,10 @@ DEFAULT_B = 0.75
 """BM25 length normalisation, 0 (none) to 1 (full) (Lucene's default)."""
 
 Namespace = tuple[str, ...]
+
+_FloatArray = npt.NDArray[np.float64]
+_IntArray = npt.NDArray[np.intp]
+_BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +103,22 @@ class BM25Index:
         self._slot: dict[str, int] = {}
         self._ids: list[str | None] = []
         self._ns: list[Namespace] = []
-        self._len: list[float] = []
         self._terms: list[tuple[str, ...]] = []
         self._free: list[int] = []
         self._postings: dict[str, dict[int, float]] = {}
         self._ns_stats: dict[Namespace, list[float]] = {}  # ns -> [doc count, total length]
         self._prefix_cache: dict[Namespace, tuple[int, float]] = {}
+        # Numpy side. Per slot (capacity grows by doubling): weighted length, namespace number.
+        self._len: _FloatArray = np.zeros(0, dtype=np.float64)
+        self._nsno: _IntArray = np.zeros(0, dtype=np.intp)
+        # Namespace numbers live while the namespace has documents, then are reused.
+        self._ns_number: dict[Namespace, int] = {}
+        self._number_ns: list[Namespace | None] = []
+        self._free_numbers: list[int] = []
+        # prefix -> mask over namespace numbers; cleared when a namespace appears or vanishes.
+        self._mask_cache: dict[Namespace, _BoolArray] = {}
+        # term -> (slots, weighted tfs) of its posting; dropped whenever the posting changes.
+        self._arrays: dict[str, tuple[_IntArray, _FloatArray]] = {}
 
     # ----------------------------------------------------------------- writes
 
@@ -127,38 +150,72 @@ class BM25Index:
             slot = self._free.pop()
             self._ids[slot] = doc_id
             self._ns[slot] = namespace
-            self._len[slot] = length
             self._terms[slot] = tuple(tf)
         else:
             slot = len(self._ids)
             self._ids.append(doc_id)
             self._ns.append(namespace)
-            self._len.append(length)
             self._terms.append(tuple(tf))
+            if slot >= len(self._len):
+                self._grow(slot + 1)
         self._slot[doc_id] = slot
+        arrays = self._arrays
         for term, n in tf.items():
             self._postings.setdefault(term, {})[slot] = n
-        stats = self._ns_stats.setdefault(namespace, [0, 0.0])
+            arrays.pop(term, None)
+        stats = self._ns_stats.get(namespace)
+        if stats is None:
+            stats = self._ns_stats[namespace] = [0, 0.0]
+            self._number_namespace(namespace)
         stats[0] += 1
         stats[1] += length
+        self._len[slot] = length
+        self._nsno[slot] = self._ns_number[namespace]
         self._prefix_cache.clear()
+
+    def _grow(self, need: int) -> None:
+        capacity = max(16, 2 * len(self._len), need)
+        lens = np.zeros(capacity, dtype=np.float64)
+        lens[: len(self._len)] = self._len
+        nsno = np.zeros(capacity, dtype=np.intp)
+        nsno[: len(self._nsno)] = self._nsno
+        self._len, self._nsno = lens, nsno
+
+    def _number_namespace(self, namespace: Namespace) -> None:
+        if self._free_numbers:
+            number = self._free_numbers.pop()
+            self._number_ns[number] = namespace
+        else:
+            number = len(self._number_ns)
+            self._number_ns.append(namespace)
+        self._ns_number[namespace] = number
+        self._mask_cache.clear()
+
+    def _forget_namespace(self, namespace: Namespace) -> None:
+        number = self._ns_number.pop(namespace)
+        self._number_ns[number] = None
+        self._free_numbers.append(number)
+        self._mask_cache.clear()
 
     def remove(self, doc_id: str) -> bool:
         """Remove a document; returns whether it was there."""
         slot = self._slot.pop(doc_id, None)
         if slot is None:
             return False
+        arrays = self._arrays
         for term in self._terms[slot]:
             posting = self._postings[term]
             del posting[slot]
             if not posting:
                 del self._postings[term]
+            arrays.pop(term, None)
         ns = self._ns[slot]
         stats = self._ns_stats[ns]
         stats[0] -= 1
-        stats[1] -= self._len[slot]
+        stats[1] -= float(self._len[slot])
         if stats[0] <= 0:
             del self._ns_stats[ns]
+            self._forget_namespace(ns)
         self._ids[slot] = None
         self._terms[slot] = ()
         self._free.append(slot)
@@ -234,32 +291,88 @@ class BM25Index:
         n, avglen = self.prefix_stats(namespace_prefix)
         if not query or n == 0:
             return []
-        k = len(namespace_prefix)
-        ns_of = self._ns
-        ids = self._ids
+        # Every document is under the prefix (always so for ()): no per-posting filter.
+        mask = None if n == len(self._slot) else self._prefix_mask(namespace_prefix)
         k1 = self.k1
         b = self.b
-        lens = self._len
-        scores: dict[int, float] = {}
+        size = len(self._ids)
+        scores = np.zeros(size, dtype=np.float64)
+        matched = np.zeros(size, dtype=np.bool_)
         for term in query:
             posting = self._postings.get(term)
             if not posting:
                 continue
-            if k:
-                inside = [(s, f) for s, f in posting.items() if ns_of[s][:k] == namespace_prefix]
-            else:
-                inside = list(posting.items())
-            if not inside:
+            slots, tfs = self._posting_arrays(term, posting)
+            if mask is not None:
+                inside = mask[self._nsno[slots]]
+                slots = slots[inside]
+                tfs = tfs[inside]
+            if not len(slots):
                 continue
-            idf = self.idf(len(inside), n)
-            for slot, tf in inside:
-                norm = k1 * (1.0 - b + b * lens[slot] / avglen) if avglen else k1
-                scores[slot] = scores.get(slot, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
-        if accept is not None:
-            scores = {s: v for s, v in scores.items() if accept(ids[s])}  # type: ignore[arg-type]
-        ranked = [(-v, ids[s], v) for s, v in scores.items()]
-        if limit is not None and limit < len(ranked):
-            top = heapq.nsmallest(limit, ranked)
-        else:
-            top = sorted(ranked)
-        return [ScoredDoc(doc_id, v) for _, doc_id, v in top]  # type: ignore[arg-type]
+            idf = self.idf(len(slots), n)
+            # Same operations, in the same order, as the scalar formula (bit-identical scores).
+            if avglen:
+                norm: _FloatArray | float = k1 * ((1.0 - b) + b * self._len[slots] / avglen)
+            else:
+                norm = k1
+            scores[slots] += idf * tfs * (k1 + 1.0) / (tfs + norm)
+            matched[slots] = True
+        found = np.flatnonzero(matched)
+        if accept is not None and len(found):
+            ids = self._ids
+            keep = np.array([bool(accept(ids[s])) for s in found.tolist()],  # type: ignore[arg-type]
+                            dtype=np.bool_)
+            found = found[keep]
+        return self._rank(found, scores[found], limit)
+
+    def _posting_arrays(
+        self, term: str, posting: dict[int, float]
+    ) -> tuple[_IntArray, _FloatArray]:
+        cached = self._arrays.get(term)
+        if cached is None:
+            count = len(posting)
+            cached = (
+                np.fromiter(posting.keys(), dtype=np.intp, count=count),
+                np.fromiter(posting.values(), dtype=np.float64, count=count),
+            )
+            self._arrays[term] = cached
+        return cached
+
+    def _prefix_mask(self, prefix: Namespace) -> _BoolArray:
+        """Which namespace numbers lie under ``prefix``."""
+        mask = self._mask_cache.get(prefix)
+        if mask is None:
+            k = len(prefix)
+            mask = np.fromiter(
+                (ns is not None and ns[:k] == prefix for ns in self._number_ns),
+                dtype=np.bool_,
+                count=len(self._number_ns),
+            )
+            if len(self._mask_cache) >= 256:
+                self._mask_cache.clear()
+            self._mask_cache[prefix] = mask
+        return mask
+
+    def _rank(self, slots: _IntArray, scores: _FloatArray, limit: int | None) -> list[ScoredDoc]:
+        """Order by score descending, then id ascending; keep the first ``limit``."""
+        if not len(slots) or (limit is not None and limit <= 0):
+            return []
+        if limit is not None and limit < len(slots):
+            # Everything scoring at least the limit-th best score (ties included) can be
+            # in the top ``limit``; the exact order is settled below.
+            negated = -scores
+            bound = np.partition(negated, limit - 1)[limit - 1]
+            near = negated <= bound
+            slots = slots[near]
+            scores = scores[near]
+        order = np.argsort(-scores, kind="stable")
+        ids = self._ids
+        ranked = [
+            (-v, ids[s], v)
+            for v, s in zip(scores[order].tolist(), slots[order].tolist(), strict=True)
+        ]
+        # Already sorted by score; this only orders ids within tied scores (timsort runs).
+        ranked.sort()
+        if limit is not None:
+            del ranked[limit:]
+        return [ScoredDoc(doc_id, v) for _, doc_id, v in ranked]  # type: ignore[arg-type]
