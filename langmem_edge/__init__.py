@@ -24,11 +24,27 @@ if TYPE_CHECKING:
         LimitExceededError,
         NotFoundError,
     )
+    from langmem_edge.memory import (
+        AgentMemory,
+        Candidate,
+        MemoryConfig,
+        MemoryRecord,
+        Profile,
+        RecallResult,
+        generate_encryption_key,
+    )
     from langmem_edge.store import ChromaStore
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "AgentMemory": "langmem_edge.memory",
+    "Candidate": "langmem_edge.memory",
+    "MemoryConfig": "langmem_edge.memory",
+    "MemoryRecord": "langmem_edge.memory",
+    "Profile": "langmem_edge.memory",
+    "RecallResult": "langmem_edge.memory",
+    "generate_encryption_key": "langmem_edge.memory",
     "ChromaStore": "langmem_edge.store",
     "ChromaSaver": "langmem_edge.checkpointers",
     "CheckpointTTLConfig": "langmem_edge.checkpointers",
@@ -46,6 +62,13 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AgentMemory",
+    "Candidate",
+    "MemoryConfig",
+    "MemoryRecord",
+    "Profile",
+    "RecallResult",
+    "generate_encryption_key",
     "BackendError",
     "BackendUnavailableError",
     "CheckpointTTLConfig",

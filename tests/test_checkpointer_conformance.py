@@ -23,9 +23,7 @@ EXPECTED_TESTS = 81
 
 def assert_fully_passing(report) -> None:
     """Every capability detected and passing, and all 81 tests ran."""
-    failures = {
-        cap: res.failures for cap, res in report.results.items() if res.passed is not True
-    }
+    failures = {cap: res.failures for cap, res in report.results.items() if res.passed is not True}
     assert not failures, f"conformance failures: {failures}"
     assert {c.value for c in ALL_CAPABILITIES} <= {
         cap for cap, res in report.results.items() if res.detected

@@ -51,8 +51,12 @@ def test_multi_step_run_accumulates_state(saver: ChromaSaver) -> None:
     graph.invoke({"messages": [HumanMessage(content="hi")]}, config)
     out = graph.invoke({"messages": [HumanMessage(content="again")]}, config)
     assert contents(out) == [
-        "hi", "thinking about hi", "answer #1",
-        "again", "thinking about again", "answer #2",
+        "hi",
+        "thinking about hi",
+        "answer #1",
+        "again",
+        "thinking about again",
+        "answer #2",
     ]
     state = graph.get_state(config)
     assert state.values["turns"] == 2 and state.next == ()
@@ -122,9 +126,18 @@ def test_time_travel_resumes_from_an_older_checkpoint(saver: ChromaSaver) -> Non
     assert got["before_think"][-1] == "two"
     assert got["replayed"][-2:] == ["thinking about two", "answer #2"]
     assert got["forked_next"] == ("think",)
-    assert got["out"] == got["latest"] == [
-        "one", "thinking about one", "answer #1", "three", "thinking about three", "answer #2",
-    ]
+    assert (
+        got["out"]
+        == got["latest"]
+        == [
+            "one",
+            "thinking about one",
+            "answer #1",
+            "three",
+            "thinking about three",
+            "answer #2",
+        ]
+    )
     assert got["old_branch"][3] == "two"  # the abandoned branch stays readable by id
     assert got == time_travel(build_chat_graph(InMemorySaver()), tid)
 
@@ -195,5 +208,7 @@ def test_a_second_process_reads_and_continues_the_thread(tmp_path: Path) -> None
         # this process still has the open client and a head hint; it must see the child's turn
         state = graph.get_state(cfg(tid))
         assert contents(state.values)[-3:] == [
-            "from the child", "thinking about from the child", "answer #2",
+            "from the child",
+            "thinking about from the child",
+            "answer #2",
         ]

@@ -180,8 +180,9 @@ def test_list_across_threads_pages_and_pending_writes(backend: Any) -> None:
     everything = list(saver.list(None, filter={"step": 7}))
     assert {t.config["configurable"]["thread_id"] for t in everything} >= set(threads)
     mine = [t for t in everything if t.config["configurable"]["thread_id"] in threads]
-    assert all(t.pending_writes == [("task", "ch", t.config["configurable"]["thread_id"])]
-               for t in mine)
+    assert all(
+        t.pending_writes == [("task", "ch", t.config["configurable"]["thread_id"])] for t in mine
+    )
     assert ids(everything) == sorted(ids(everything), reverse=True)
 
 
@@ -221,8 +222,12 @@ def test_delete_for_runs_moves_the_head_back(saver: ChromaSaver) -> None:
     latest = saver.get_tuple(config(tid))
     assert latest is not None and latest.config == stored[1]
     assert saver.get_tuple(stored[2]) is None
-    assert saver.collection.get(where={"g": stored[2]["configurable"]["checkpoint_id"]},
-                                include=[])["ids"] == []
+    assert (
+        saver.collection.get(where={"g": stored[2]["configurable"]["checkpoint_id"]}, include=[])[
+            "ids"
+        ]
+        == []
+    )
     saver.delete_for_runs(["run-a"])
     assert saver.get_tuple(config(tid)) is None
     saver.delete_for_runs([])
@@ -239,8 +244,9 @@ def test_copy_thread_copies_every_namespace_and_write(saver: ChromaSaver) -> Non
     assert got[0].checkpoint["channel_values"] == {"v": 2}
     assert got[0].pending_writes == saver.get_tuple(config(src)).pending_writes
     assert got[0].parent_config == config(dst, "", root[1]["configurable"]["checkpoint_id"])
-    assert saver.get_tuple(config(dst, "sub:1")).checkpoint["id"] == (
-        child[-1]["configurable"]["checkpoint_id"]
+    assert (
+        saver.get_tuple(config(dst, "sub:1")).checkpoint["id"]
+        == (child[-1]["configurable"]["checkpoint_id"])
     )
     # a newer checkpoint already on the target stays its head
     newer = put_chain(saver, dst, 1)
@@ -437,8 +443,12 @@ def test_ttl_sweeper_thread_runs_and_stops(backend: Any) -> None:
 
 @pytest.mark.parametrize(
     "ttl",
-    [{"default_ttl": 0}, {"default_ttl": 5, "strategy": "archive"},
-     {"default_ttl": 5, "sweep_interval_minutes": -1}, {"default_ttl": 5, "ttl": 3}],
+    [
+        {"default_ttl": 0},
+        {"default_ttl": 5, "strategy": "archive"},
+        {"default_ttl": 5, "sweep_interval_minutes": -1},
+        {"default_ttl": 5, "ttl": 3},
+    ],
 )
 def test_bad_ttl_config_is_refused(backend: Any, ttl: Any) -> None:
     with pytest.raises(ConfigurationError):
@@ -544,7 +554,8 @@ def test_schema_version_is_recorded_and_newer_layouts_refused(saver: ChromaSaver
     assert saver.collection.metadata[SCHEMA_KEY] == SCHEMA_VERSION
     prefix = unique_prefix("schema")
     saver.client.get_or_create_collection(
-        f"{prefix}-checkpoints", metadata={SCHEMA_KEY: SCHEMA_VERSION + 1},
+        f"{prefix}-checkpoints",
+        metadata={SCHEMA_KEY: SCHEMA_VERSION + 1},
         embedding_function=None,
     )
     try:

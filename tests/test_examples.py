@@ -15,7 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_store_demo_runs(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "store_demo.py"), "--path", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
     ).stdout
     assert "ui_theme: Prefers dark mode" in out
     assert "home: Lives in Singapore" in out

@@ -3,6 +3,13 @@
 import langmem_edge
 
 EXPECTED_ALL = [
+    "AgentMemory",
+    "Candidate",
+    "MemoryConfig",
+    "MemoryRecord",
+    "Profile",
+    "RecallResult",
+    "generate_encryption_key",
     "BackendError",
     "BackendUnavailableError",
     "CheckpointTTLConfig",

@@ -1,0 +1,173 @@
+"""Episodic tier: ingest throughput and compaction-window assembly time, measured in one run.
+
+    python benchmarks/ingest_bench.py                      # 3 x 1,000 messages; 10,000 for windows
+    python benchmarks/ingest_bench.py --n 500 --rounds 1 --window-n 2000 --backends memory
+
+Part 1, ingest (real default model, all-MiniLM-L6-v2, offline): messages/s of
+``EpisodicTier.add_messages`` (batches of 500, the per-call limit) and of ``EpisodicTier.ingest``
+(the same plus rule-based extraction), each on its own set of distinct texts, against the
+embedding model's own throughput on those same texts (``embed_documents`` of the wrapped model,
+cache bypassed, batches of 500), measured just before. The ratio is the share of the model's
+speed the tier keeps: 1.0 would mean the tier costs nothing on top of embedding. Each variant
+runs ``--rounds`` times on fresh texts; medians are reported (the ratio is the median of the
+per-round ratios, which cancels most of the noise of a shared machine).
+
+Part 2, window assembly (no embeddings involved): a session of ``--window-n`` messages; the
+time of the first ``window()`` (which also summarises one range into an overlay and runs the
+pre-compaction flush, model-free) and of a steady-state ``window(compact=False)`` (median of 5),
+against one ``search`` of a 10-row history page on the same store (median of 20).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import median, table, timed  # noqa: E402
+from langgraph.store.base import BaseStore  # noqa: E402
+from langgraph.store.memory import InMemoryStore  # noqa: E402
+
+from langmem_edge.embeddings import default_embeddings  # noqa: E402
+from langmem_edge.memory.compaction import page_ops  # noqa: E402
+from langmem_edge.memory.episodic import EpisodicTier  # noqa: E402
+from langmem_edge.memory.offline import rule_based_memories  # noqa: E402
+from langmem_edge.testing import FakeEmbeddings  # noqa: E402
+
+ROOT = ("bench", "profiles", "p")
+BATCH = 500
+SUBJECTS = ("I", "My sister", "We", "The team", "My manager", "Our landlord", "You")
+VERBS = ("prefer", "booked", "moved to", "need to renew", "decided to buy", "love", "visited",
+         "will meet", "asked about", "cancelled")
+OBJECTS = ("a flight to Lisbon", "the blue sofa", "version 2.3 of the app", "dark mode",
+           "a table for four at 8pm", "the dentist on June 20", "tickets for $120",
+           "the quarterly report", "a new apartment in Porto", "the marathon in October")
+TAILS = ("", " because it is cheaper", " next week", " with my brother Tom", " again",
+         " before the deadline", ", which matters a lot to me", " if possible")
+
+
+def conversation(n: int, seed: int) -> list[dict[str, str]]:
+    """``n`` distinct chat messages (user/assistant alternating), 40-160 characters."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        parts = [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}"
+                 f"{rng.choice(TAILS)}." for _ in range(rng.randint(1, 3))]
+        out.append({"role": "user" if i % 2 == 0 else "assistant",
+                    "content": f"({seed}-{i}) " + " ".join(parts)})
+    return out
+
+
+def make_store(backend: str, embed: object | None, folder: str) -> BaseStore:
+    index = None if embed is None else {"dims": 384, "embed": embed, "fields": ["text"]}
+    if backend == "memory":
+        return InMemoryStore(index=index)  # type: ignore[arg-type]
+    from langmem_edge.store import ChromaStore
+
+    return ChromaStore.from_path(folder, index=index)  # type: ignore[arg-type]
+
+
+def bench_ingest(
+    backend: str, n: int, seed: int, extract: bool, folder: str
+) -> tuple[float, float]:
+    """(model messages/s, tier messages/s) on one fresh text set: the model first, then the
+    tier on the same texts (the content-hash cache is bypassed for the model and cold for the
+    tier)."""
+    msgs = conversation(n, seed)
+    texts = [m["content"] for m in msgs]
+    cached = default_embeddings()
+    inner = cached.inner  # type: ignore[attr-defined]
+    model_s = sum(timed(lambda i=i: inner.embed_documents(texts[i : i + BATCH]))
+                  for i in range(0, n, BATCH))
+    tier = EpisodicTier(make_store(backend, cached, folder), ROOT)
+    call = tier.ingest if extract else tier.add_messages
+    tier_s = sum(timed(lambda i=i: call(msgs[i : i + BATCH], f"s{seed}"))
+                 for i in range(0, n, BATCH))
+    close = getattr(tier.store, "close", None)
+    if close:
+        close()
+    return n / model_s, n / tier_s
+
+
+def bench_rules(n: int) -> float:
+    """Messages/s of rule-based extraction alone (no store, no embeddings)."""
+    tier = EpisodicTier(InMemoryStore(), ROOT)
+    stored = tier.add_messages(conversation(min(n, BATCH), 7), "r")
+    seconds = timed(lambda: rule_based_memories(stored, source="turn", confidence=0.5,
+                                                session_id="r"))
+    return len(stored) / seconds
+
+
+def bench_window(backend: str, n: int, budget: int, folder: str) -> dict[str, float]:
+    store = make_store(backend, FakeEmbeddings(384) if backend != "memory" else None, folder)
+    tier = EpisodicTier(store, ROOT)
+    msgs = conversation(n, 99)
+    for i in range(0, n, BATCH):
+        tier.add_messages(msgs[i : i + BATCH], "w")
+    first = timed(lambda: tier.window("w", budget))
+    steady = median([timed(lambda: tier.window("w", budget, compact=False)) for _ in range(5)])
+    page = page_ops(tier.messages_namespace("w"), tier.profile, n - 10, n, 10)
+    one_page = median([timed(lambda: store.batch(page)) for _ in range(20)])
+    w = tier.window("w", budget, compact=False)
+    return {"first": first, "steady": steady, "page": one_page, "rows": w.rows_scanned,
+            "tail": len(w.tail)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=1000,
+                        help="messages ingested per variant and round")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds per variant (fresh texts each); medians are reported")
+    parser.add_argument("--window-n", type=int, default=10_000,
+                        help="messages in the window-assembly session")
+    parser.add_argument("--budget", type=int, default=4000, help="window budget in tokens")
+    parser.add_argument("--backends", default="memory,chroma",
+                        help="comma-separated: memory (InMemoryStore), chroma (embedded)")
+    args = parser.parse_args()
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+
+    default_embeddings().embed_documents(["warm-up sentence"])  # load the model once
+    rows = []
+    seed = 1
+    for backend in backends:
+        for extract in (False, True):
+            rounds = []
+            for _ in range(args.rounds):
+                with tempfile.TemporaryDirectory() as folder:
+                    rounds.append(bench_ingest(backend, args.n, seed, extract, folder))
+                seed += 1
+            model_rate = median([r[0] for r in rounds])
+            tier_rate = median([r[1] for r in rounds])
+            ratio = median([r[1] / r[0] for r in rounds])
+            rows.append([backend, "ingest (rule-based extraction)" if extract else
+                         "add_messages", args.n, f"{model_rate:,.0f}", f"{tier_rate:,.0f}",
+                         f"{ratio:.2f}"])
+    rules = bench_rules(args.n)
+    print(f"\n### Ingest throughput ({args.n} messages, batches of {BATCH}, default model)\n")
+    print(table(["backend", "call", "messages", "model alone (msg/s)", "tier (msg/s)",
+                 "tier / model (median of rounds)"], rows))
+    print(f"\nRule-based extraction alone: {rules:,.0f} messages/s.")
+
+    rows = []
+    for backend in backends:
+        with tempfile.TemporaryDirectory() as folder:
+            start = time.perf_counter()
+            r = bench_window(backend, args.window_n, args.budget, folder)
+            setup = time.perf_counter() - start
+        rows.append([backend, args.window_n, args.budget, f"{r['first'] * 1000:.1f}",
+                     f"{r['steady'] * 1000:.1f}", f"{r['page'] * 1000:.2f}",
+                     f"{r['steady'] / r['page']:.1f}x", int(r["rows"]), int(r["tail"])])
+        print(f"(window setup on {backend}: {setup:.1f} s)", file=sys.stderr)
+    print(f"\n### Window assembly ({args.window_n} messages, budget {args.budget} tokens)\n")
+    print(table(["backend", "messages", "budget", "first window, with overlay (ms)",
+                 "steady window (ms)", "one 10-row page (ms)", "steady / page",
+                 "rows scanned", "tail messages"], rows))
+
+
+if __name__ == "__main__":
+    main()

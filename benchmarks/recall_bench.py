@@ -1,0 +1,270 @@
+"""Recall latency of ``AgentMemory`` at 1k / 10k / 100k memories in one profile.
+
+The store holds 100 profiles: the measured one with N memories, 99 others with
+``--others`` memories each (default 100). Memories are written in bulk with precomputed
+vectors (``FakeEmbeddings``: hashed bag of words, or ``--embed minilm`` for real
+all-MiniLM-L6-v2 vectors), then ``--queries`` recalls are timed. Each query is embedded
+first, on its own clock, and the store's embedder serves the recall's query embedding from
+a cache, so the recall figure excludes query embedding (as the issue's target does).
+
+Reported per backend and size (milliseconds):
+
+* ``load``: the first recall of the profile (it builds the per-process index);
+* ``recall p50 / p95``: warm ``profile.recall(query)`` with the default config (thinking
+  level medium, model-free, relevance fill on, access counts written behind);
+* ``search p50``: the baseline, one ``store.search(query=..., limit=50)`` on the same
+  namespace and filter as the vector channel, measured in the same run;
+* ``outside the store``: recall time minus the time spent in ``store.batch`` (the memory
+  layer's own work: sync probe handling, BM25, key and temporal channels, fusion, fill);
+* ``recall / search``: recall p50 / search p50;
+* ``embed p50``: the query embedding, timed separately.
+
+Usage::
+
+    python benchmarks/recall_bench.py                                # both backends, all sizes
+    python benchmarks/recall_bench.py --backend memory --sizes 1000  # a quick run
+    python benchmarks/recall_bench.py --backend chroma --sizes 1000,10000,100000 --queries 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from langchain_core.embeddings import Embeddings  # noqa: E402
+from langgraph.store.base import BaseStore, PutOp  # noqa: E402
+from langgraph.store.memory import InMemoryStore  # noqa: E402
+
+from langmem_edge.memory import AgentMemory, MemoryRecord  # noqa: E402
+from langmem_edge.memory.records import new_memory_id, scope_of, utcnow  # noqa: E402
+from langmem_edge.testing import FakeEmbeddings  # noqa: E402
+
+DIMS = 384
+PROFILES = 100
+NAMESPACE = ("bench",)
+WRITE_BATCH = 1000
+VOCABULARY = 5000
+
+
+class QueryCache(Embeddings):
+    """Embeds documents with ``inner``; serves queries embedded beforehand from a cache."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner = inner
+        self.cache: dict[str, list[float]] = {}
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        vec = self.cache.get(text)
+        if vec is None:
+            vec = self.cache[text] = self.inner.embed_query(text)
+        return vec
+
+    def timed_embed(self, text: str) -> float:
+        """Embed a query into the cache; returns the seconds it took."""
+        start = time.perf_counter()
+        self.cache[text] = self.inner.embed_query(text)
+        return time.perf_counter() - start
+
+
+class TimedStore(BaseStore):
+    """A store that forwards to another and adds up the time spent in it."""
+
+    def __init__(self, inner: BaseStore) -> None:
+        self.inner = inner
+        self.index_config = getattr(inner, "index_config", None)
+        self.spent = 0.0
+
+    def batch(self, ops: Any) -> list[Any]:
+        start = time.perf_counter()
+        try:
+            return self.inner.batch(ops)
+        finally:
+            self.spent += time.perf_counter() - start
+
+    async def abatch(self, ops: Any) -> list[Any]:
+        return self.batch(ops)
+
+
+def make_embedder(kind: str) -> Embeddings:
+    if kind == "fake":
+        return FakeEmbeddings(DIMS)
+    from langmem_edge.embeddings import default_embeddings
+
+    return default_embeddings()
+
+
+def sentences(rng: random.Random, n: int) -> Iterator[str]:
+    """Synthetic memory texts: 8-14 words, Zipf-distributed over a fixed vocabulary."""
+    words = [f"w{i}" for i in range(VOCABULARY)]
+    weights = [1.0 / (i + 1) for i in range(VOCABULARY)]
+    templates = ["The user {}", "User mentioned {}", "Remember that {}", "{}"]
+    for _ in range(n):
+        body = " ".join(rng.choices(words, weights, k=rng.randint(8, 14)))
+        yield rng.choice(templates).format(body)
+
+
+def record_values(profile: str, n: int, rng: random.Random) -> Iterator[tuple[dict[str, Any],
+                                                                              Any]]:
+    """``(value, index argument)`` of ``n`` memories of ``profile``."""
+    now = utcnow()
+    for text in sentences(rng, n):
+        kind = rng.choices(["fact", "event", "instruction", "task"], [70, 15, 10, 5])[0]
+        created = now - timedelta(days=rng.uniform(0, 365))
+        record = MemoryRecord(
+            id=new_memory_id(), profile=profile, text=text, kind=kind,
+            fact_type=None if kind == "fact" else kind,
+            key=f"topic.{text.split()[-1]}" if rng.random() < 0.1 else None,
+            created_at=created, updated_at=created, valid_from=created,
+            access_count=rng.choice([0, 0, 0, 1, 2, 5]),
+            embedding_status="skipped" if kind == "task" else "complete",
+            session_id="s1" if kind == "task" else None,
+        )
+        yield record.to_value(), (False if kind == "task" else ["text"])
+
+
+def load(store: BaseStore, size: int, others: int, seed: int) -> list[str]:
+    """Write the 100 profiles; returns the measured profile's texts."""
+    rng = random.Random(seed)
+    texts: list[str] = []
+    for p in range(PROFILES):
+        name = f"bench-{p:03d}"
+        ns = (*NAMESPACE, "profiles", name, "memories")
+        n = size if p == 0 else others
+        ops: list[PutOp] = []
+        for value, index in record_values(name, n, rng):
+            if p == 0:
+                texts.append(value["text"])
+            ops.append(PutOp(ns, value["id"], value, index=index))
+            if len(ops) == WRITE_BATCH:
+                store.batch(ops)
+                ops = []
+        if ops:
+            store.batch(ops)
+    return texts
+
+
+@contextmanager
+def open_store(backend: str, embedder: Embeddings) -> Iterator[BaseStore]:
+    index = {"dims": DIMS, "embed": embedder, "fields": ["text"]}
+    if backend == "memory":
+        yield InMemoryStore(index=index)  # type: ignore[arg-type]
+        return
+    from langmem_edge.store import ChromaStore
+
+    with tempfile.TemporaryDirectory(prefix="recall-bench-") as folder:
+        store = ChromaStore.from_path(folder, index=index)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def bench(backend: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
+    embedder = QueryCache(make_embedder(args.embed))
+    with open_store(backend, embedder) as store:
+        t0 = time.perf_counter()
+        texts = load(store, size, args.others, args.seed)
+        load_s = time.perf_counter() - t0
+        timed_store = TimedStore(store)
+        memory = AgentMemory(timed_store, namespace=NAMESPACE)
+        memory.rewrite_index = AgentMemory(store).rewrite_index  # as for the bare store
+        profile = memory.profile("bench-000")
+        rng = random.Random(args.seed + 1)
+        queries = [" ".join(rng.sample(t.split()[-6:], 3)) for t in rng.sample(texts,
+                                                                                 args.queries)]
+        cold = timed(lambda: profile.recall("warm up " + queries[0]))
+        ns = (*NAMESPACE, "profiles", "bench-000", "memories")
+        flt = {"profile": "bench-000", "scope": scope_of(None), "status": "active"}
+        embeds, recalls, searches, counts, own = [], [], [], [], []
+        gc.collect()
+        for q in queries:
+            embeds.append(embedder.timed_embed(q))
+            timed_store.spent = 0.0
+            start = time.perf_counter()
+            res = profile.recall(q)
+            recalls.append(time.perf_counter() - start)
+            own.append(recalls[-1] - timed_store.spent)
+            counts.append(res.count)
+            searches.append(timed(lambda q=q: store.search(ns, query=q, filter=flt, limit=50)))
+        memory.flush()
+    ms = 1000.0
+    return {
+        "backend": backend, "size": size, "total": size + (PROFILES - 1) * args.others,
+        "write_s": load_s, "load": cold * ms,
+        "p50": statistics.median(recalls) * ms, "p95": pct(recalls, 0.95) * ms,
+        "search": statistics.median(searches) * ms,
+        "embed": statistics.median(embeds) * ms,
+        "own": statistics.median(own) * ms, "own95": pct(own, 0.95) * ms,
+        "hits": statistics.mean(counts),
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| backend | memories in profile | in store | load (first recall) | recall p50 | "
+        "recall p95 | outside the store p50 / p95 | store.search p50 | recall / search | "
+        "query embed p50 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['backend']} | {r['size']:,} | {r['total']:,} | {r['load']:.0f} ms | "
+            f"{r['p50']:.1f} ms | {r['p95']:.1f} ms | {r['own']:.1f} / {r['own95']:.1f} ms | "
+            f"{r['search']:.1f} ms | {r['p50'] / r['search']:.2f}x | {r['embed']:.2f} ms |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", default="memory,chroma",
+                        help="memory, chroma, or both comma-separated (default both)")
+    parser.add_argument("--sizes", default="1000,10000,100000",
+                        help="memories in the measured profile, comma-separated")
+    parser.add_argument("--others", type=int, default=100,
+                        help="memories in each of the 99 other profiles (default 100)")
+    parser.add_argument("--queries", type=int, default=30, help="timed recalls (default 30)")
+    parser.add_argument("--embed", choices=["fake", "minilm"], default="fake",
+                        help="vectors: hashed bag of words (default) or all-MiniLM-L6-v2")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    rows = []
+    for backend in args.backend.split(","):
+        for size in (int(s) for s in args.sizes.split(",")):
+            row = bench(backend.strip(), size, args)
+            print(f"# {backend} {size:,}: wrote {row['total']:,} memories in "
+                  f"{row['write_s']:.0f} s; {row['hits']:.1f} candidates a recall",
+                  file=sys.stderr, flush=True)
+            rows.append(row)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,624 @@
+"""The episodic tier (L2): every message of every session, never rewritten.
+
+Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of any langgraph
+``BaseStore`` (only its public API: ``batch``/``abatch`` with ``GetOp``/``PutOp``/``SearchOp``):
+
+- ``(*R, "messages", session_id)``: one item per message, key = message id, value
+  ``{"kind": "message", "profile", "session_id", "seq", "page", "role", "text", "ts",
+  "contact"?, "name"?, "tool_call_id"?}``; ``text`` is the embedded field (the store's index
+  config decides whether it is embedded); ``page`` = ``str(seq // page_size)`` is how history
+  is read (see :mod:`.compaction`);
+- ``(*R, "overlays", session_id)``: compaction overlays (:mod:`.compaction`), not embedded;
+- ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
+  ``page_size``, first/last timestamps, contact. It is what makes ordering possible on any
+  backend.
+
+Every value carries ``profile`` and every read filters on it (a second guard besides the
+namespace).
+
+**Ingest.** A message is a LangChain message or a ``{"role", "content"}`` dict (optional
+``name``, ``tool_call_id``, ``timestamp`` as datetime, ISO string or epoch seconds). Roles:
+user, assistant, system, tool (``human``/``ai``/``function`` and LangChain's types map onto
+them). Its id is ``sha256(json([session_id, role, content]))[:32]``, so re-ingesting a
+conversation adds nothing; as a consequence the same text said twice by the same role in one
+session is stored once. Messages with empty content are skipped; an assistant message's tool
+calls are appended to its text as ``[tool call] name({...})``. New messages get ``seq`` =
+the session's ``next_seq`` onwards, in input order; re-ingesting never changes a stored seq.
+Limits: ``max_messages_per_call`` (500) messages and ``max_message_bytes`` (32 KB, UTF-8) a
+message; above either, :class:`~langmem_edge.errors.LimitExceededError` names the message and
+nothing is written. Everything is validated before the first write, extraction runs before
+the messages are written (a failing model leaves nothing behind), and the messages and the
+session record are then written in one ``batch``. Two processes ingesting *new* messages into
+the same session at the same moment may give two messages the same ``seq`` (ties are ordered
+by id); ingest a session from one writer at a time.
+
+**Extraction** on ingest covers the new messages, with up to ``extraction_context_messages``
+(2) earlier messages of the session shown as context: with a model,
+:func:`~.extraction.model_extraction_plan`; without, :func:`~.offline.rule_based_memories`.
+Results are :class:`~.extraction.ExtractedMemory` with source ``"turn"`` (per-turn extraction) and
+confidence 0.5; the Profile writes them through the semantic tier.
+
+**Recall.** ``recall_conversation(query, mode=...)`` searches raw messages. ``"semantic"`` is the
+store's own ``search(query=...)`` over the messages namespace (vector or hybrid, as the store
+does it). ``"keyword"`` fetches the messages in scope (pages of ``scan_page_size``, at most
+``keyword_scan_limit`` rows, in the store's order) and ranks them with BM25
+(:func:`~.offline.bm25_scores`, k1 1.2, b 0.75); messages without a query term are left out.
+Scopes: ``"conversation"`` (needs ``session_id``), ``"contact"`` (messages ingested with that
+``contact``; with no contact given it is the whole profile), ``"all"`` (the whole profile).
+
+**Deletion.** :meth:`EpisodicTier.delete_session` removes the session's messages, overlays and
+session record (a no-op for an unknown session); the Profile removes the session's memories.
+When the Profile deletes a memory, the messages it was extracted from are deleted too, but only
+those no other remaining memory cites: :func:`orphaned_messages` computes them and
+:meth:`EpisodicTier.delete_messages` deletes them together with every overlay whose range
+contains one of them (its summary may repeat the deleted text; the range is summarised again,
+from what is left, by a later compaction).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from langmem_edge.errors import ConfigurationError, InvalidInputError, LimitExceededError
+from langmem_edge.memory import tokens as _tokens
+from langmem_edge.memory.compaction import (
+    ContextWindow,
+    Overlay,
+    in_range,
+    page_ops,
+    window_plan,
+)
+from langmem_edge.memory.extraction import ExtractedMemory, StoredMessage, model_extraction_plan
+from langmem_edge.memory.offline import bm25_scores, rule_based_memories
+from langmem_edge.memory.plans import Plan, RetryPolicy, StoreStep, arun_plan, run_plan
+
+__all__ = [
+    "EpisodicConfig",
+    "EpisodicTier",
+    "ExtractedMemory",
+    "IngestOutcome",
+    "StoredMessage",
+    "message_id",
+    "orphaned_messages",
+]
+
+ROLE_ALIASES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
+                "system": "system", "tool": "tool", "function": "tool"}
+"""Accepted role names (and LangChain message types) and the role each is stored as."""
+
+
+class EpisodicConfig(BaseModel):
+    """Every number of the episodic tier, with its default (DESIGN.md's table where it has one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    # ingest
+    max_messages_per_call: int = Field(500, ge=1)
+    """Messages accepted by one ingest call."""
+    max_message_bytes: int = Field(32 * 1024, ge=1)
+    """Largest message content, in UTF-8 bytes (32 KB)."""
+    extraction_context_messages: int = Field(2, ge=0)
+    """Earlier messages of the session shown to extraction as context."""
+    # extraction
+    chunk_chars: int = Field(10_000, ge=1)
+    """Characters of message content per extraction chunk."""
+    chunk_overlap_messages: int = Field(2, ge=0)
+    """Messages a chunk repeats from the previous one."""
+    max_concurrency: int = Field(4, ge=1)
+    """Model calls (chunks, windows, checks) run at once."""
+    detail_min_messages: int = Field(9, ge=1)
+    """Conversations with at least this many messages get the detail pass."""
+    detail_window_messages: int = Field(8, ge=1)
+    """Messages per detail-pass window."""
+    detail_overlap_messages: int = Field(2, ge=0)
+    """Messages consecutive detail windows share."""
+    extraction_source: str = "turn"
+    """Source of memories extracted on ingest."""
+    extraction_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    """Confidence of memories extracted on ingest (DESIGN.md: per-turn 0.5)."""
+    max_attempts: int = Field(3, ge=1)
+    """Attempts per model call on transient errors (tenacity)."""
+    retry_wait_initial: float = Field(0.5, ge=0.0)
+    """Backoff multiplier in seconds (exponential: 0.5, 1, 2, ...)."""
+    retry_wait_max: float = Field(8.0, ge=0.0)
+    """Longest wait between attempts, in seconds."""
+    # token estimate
+    cjk_threshold: float = Field(_tokens.CJK_THRESHOLD, ge=0.0, le=1.0)
+    """Share of CJK characters above which text counts as CJK."""
+    cjk_chars_per_token: float = Field(_tokens.CJK_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of CJK text."""
+    json_threshold: float = Field(_tokens.JSON_THRESHOLD, ge=0.0, le=1.0)
+    """Share of ``{}[]:"`` above which text counts as JSON-like."""
+    json_chars_per_token: float = Field(_tokens.JSON_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of JSON-like text."""
+    default_chars_per_token: float = Field(_tokens.DEFAULT_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of other text."""
+    message_overhead_tokens: int = Field(4, ge=0)
+    """Tokens counted per message in a window on top of its text (role, separators)."""
+    # compaction
+    head_messages: int = Field(2, ge=0)
+    """First messages of a session kept as the window's head."""
+    head_share: float = Field(0.10, ge=0.0, le=1.0)
+    """Share of the window budget for the head."""
+    overlay_share: float = Field(0.20, ge=0.0, le=1.0)
+    """Share of the window budget for overlays."""
+    tail_share: float = Field(0.70, ge=0.0, le=1.0)
+    """Share of the window budget for the tail (it also gets the rounding remainder)."""
+    min_range_messages: int = Field(3, ge=1)
+    """Smallest uncovered range summarised into an overlay."""
+    max_range_messages: int = Field(60, ge=1)
+    """Largest range one overlay summarises."""
+    page_size: int = Field(10, ge=1)
+    """History rows per page, read newest first. Each message stores its page number, so a
+    session keeps the page size it started with (it is in the session record)."""
+    max_rows_scanned: int = Field(200, ge=1)
+    """History rows a window reads at most."""
+    overlay_page_size: int = Field(100, ge=1)
+    """Overlays read per page."""
+    max_overlays: int = Field(1000, ge=1)
+    """Overlays of a session a window reads at most."""
+    overlay_summary_max_tokens: int = Field(200, ge=1)
+    """Longest overlay summary (also capped by the overlay budget of the window making it)."""
+    flush_max_facts: int = Field(10, ge=0)
+    """Memories the pre-compaction flush lifts from a range at most."""
+    flush_confidence: float = Field(0.6, ge=0.0, le=1.0)
+    """Confidence of pre-compaction memories."""
+    flush_source: str = "pre-compaction"
+    """Source of pre-compaction memories."""
+    # recall
+    recall_limit: int = Field(10, ge=1)
+    """Messages ``recall_conversation`` returns by default."""
+    keyword_scan_limit: int = Field(5000, ge=1)
+    """Messages keyword recall scores at most."""
+    scan_page_size: int = Field(500, ge=1)
+    """Rows per page when scanning a namespace (keyword recall, deletion)."""
+    bm25_k1: float = Field(1.2, ge=0.0)
+    """BM25 term-frequency saturation."""
+    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
+    """BM25 length normalisation."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise ConfigurationError(f"invalid EpisodicConfig: {e}") from e
+
+    @model_validator(mode="after")
+    def _shares(self) -> EpisodicConfig:
+        total = self.head_share + self.overlay_share + self.tail_share
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(
+                f"head_share + overlay_share + tail_share must be 1.0, got {total:.3f}")
+        if self.min_range_messages > self.max_range_messages:
+            raise ValueError("min_range_messages must be <= max_range_messages")
+        return self
+
+
+class IngestOutcome(BaseModel):
+    """What an ingest did: the messages it added and the memories extracted from them."""
+
+    messages: list[StoredMessage] = Field(default_factory=list)
+    memories: list[ExtractedMemory] = Field(default_factory=list)
+
+
+def message_id(session_id: str, role: str, content: str) -> str:
+    """A message's id: 32 hex chars of sha256 over JSON ``[session_id, role, content]``."""
+    raw = json.dumps([session_id, role, content], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+def orphaned_messages(deleted: Iterable[str], still_cited: Iterable[Iterable[str]]) -> list[str]:
+    """Message ids cited by a deleted memory (``deleted``) that no remaining memory cites.
+
+    ``still_cited`` is the ``source_message_ids`` of every other memory of the profile.
+    """
+    cited = {mid for ids in still_cited for mid in ids}
+    return [mid for mid in dict.fromkeys(deleted) if mid not in cited]
+
+
+def validate_session_id(session_id: object) -> str:
+    """Check a session id: a non-empty string of at most 200 chars, no ``.`` or NUL."""
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
+    if len(session_id) > 200 or "." in session_id or "\x00" in session_id:
+        raise InvalidInputError(
+            f"session_id {session_id[:40]!r} is not allowed: at most 200 characters, "
+            "no '.' or NUL (they are namespace labels)")
+    return session_id
+
+
+def _text_of(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [c if isinstance(c, str) else c.get("text", "") for c in content
+                 if isinstance(c, str) or (isinstance(c, dict) and c.get("type") == "text")]
+        return "".join(parts)
+    raise InvalidInputError(f"{where}: content must be a string or a list of content blocks, "
+                            f"got {type(content).__name__}")
+
+
+def _timestamp(value: Any, now: datetime, where: str) -> datetime:
+    if value is None:
+        return now
+    try:
+        if isinstance(value, datetime):
+            when = value
+        elif isinstance(value, int | float):
+            when = datetime.fromtimestamp(value, tz=UTC)
+        else:
+            when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError) as e:
+        raise InvalidInputError(f"{where}: timestamp {value!r} is not a datetime, ISO 8601 "
+                                "string or epoch seconds") from e
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _normalize_one(raw: Any, index: int, now: datetime) -> dict[str, Any] | None:
+    where = f"message {index}"
+    if isinstance(raw, BaseMessage):
+        kind = raw.type
+        role = getattr(raw, "role", None) if kind == "chat" else kind
+        text = _text_of(raw.content, where)
+        calls = getattr(raw, "tool_calls", None) or []
+        text += "".join(f"\n[tool call] {c['name']}({json.dumps(c.get('args', {}))})"
+                        for c in calls)
+        fields = {"name": raw.name, "tool_call_id": getattr(raw, "tool_call_id", None),
+                  "ts": now}
+    elif isinstance(raw, Mapping):
+        if "role" not in raw or "content" not in raw:
+            raise InvalidInputError(f"{where}: a dict message needs 'role' and 'content'")
+        role = raw["role"]
+        text = _text_of(raw["content"], where)
+        fields = {"name": raw.get("name"), "tool_call_id": raw.get("tool_call_id"),
+                  "ts": _timestamp(raw.get("timestamp"), now, where)}
+    else:
+        raise InvalidInputError(f"{where}: expected a LangChain message or a dict with 'role' "
+                                f"and 'content', got {type(raw).__name__}")
+    if not isinstance(role, str) or role.lower() not in ROLE_ALIASES:
+        allowed = ", ".join(sorted(ROLE_ALIASES))
+        raise InvalidInputError(f"{where}: role {role!r} is not one of {allowed}")
+    if not text.strip():
+        return None
+    return {"role": ROLE_ALIASES[role.lower()], "content": text, **fields}
+
+
+def normalize_messages(
+    messages: Sequence[Any], config: EpisodicConfig, *, now: datetime
+) -> list[dict[str, Any]]:
+    """Validate and normalise a batch (limits included) before anything is written."""
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages must be a list of messages")
+    if len(messages) > config.max_messages_per_call:
+        raise LimitExceededError(
+            f"{len(messages)} messages in one call; the limit is "
+            f"{config.max_messages_per_call}: split the conversation into batches")
+    out: list[dict[str, Any]] = []
+    for i, raw in enumerate(messages):
+        norm = _normalize_one(raw, i, now)
+        if norm is None:
+            continue
+        size = len(norm["content"].encode("utf-8"))
+        if size > config.max_message_bytes:
+            raise LimitExceededError(
+                f"message {i} ({norm['role']}) is {size} bytes; the limit is "
+                f"{config.max_message_bytes} bytes a message. Nothing was written")
+        out.append(norm)
+    return out
+
+
+Scope = Literal["contact", "conversation", "all"]
+Mode = Literal["semantic", "keyword"]
+
+
+class EpisodicTier:
+    """Raw messages, conversation recall and compaction windows of one profile.
+
+    Args:
+        store: Any langgraph ``BaseStore``.
+        namespace_root: The profile's root, ``(*app_namespace, "profiles", profile)``.
+        config: Numbers; :class:`EpisodicConfig` defaults when omitted.
+        model: Chat model for extraction and summaries; ``None`` for the model-free paths.
+        profile: The profile name written into every value; default ``namespace_root[-1]``.
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        namespace_root: tuple[str, ...],
+        *,
+        config: EpisodicConfig | None = None,
+        model: BaseChatModel | None = None,
+        profile: str | None = None,
+    ) -> None:
+        if not namespace_root or not all(isinstance(x, str) and x for x in namespace_root):
+            raise ConfigurationError(f"namespace_root must be non-empty labels: {namespace_root}")
+        self.store = store
+        self.root = tuple(namespace_root)
+        self.config = config or EpisodicConfig()
+        self.model = model
+        self.profile = profile if profile is not None else self.root[-1]
+        self._policy = RetryPolicy.from_config(self.config)
+
+    # namespaces --------------------------------------------------------------------------
+    def messages_namespace(self, session_id: str | None = None) -> tuple[str, ...]:
+        """``(*root, "messages")`` or, with a session, ``(*root, "messages", session_id)``."""
+        return (*self.root, "messages") + ((session_id,) if session_id else ())
+
+    def overlays_namespace(self, session_id: str) -> tuple[str, ...]:
+        """``(*root, "overlays", session_id)``."""
+        return (*self.root, "overlays", session_id)
+
+    @property
+    def sessions_namespace(self) -> tuple[str, ...]:
+        """``(*root, "sessions")``: one record per session."""
+        return (*self.root, "sessions")
+
+    # plans -------------------------------------------------------------------------------
+    def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
+                     extract: bool) -> Plan[IngestOutcome]:
+        sid = validate_session_id(session_id)
+        if contact is not None and not isinstance(contact, str):
+            raise InvalidInputError(f"contact must be a string or None, got {contact!r}")
+        now = datetime.now(UTC)
+        unique: dict[str, dict[str, Any]] = {}
+        for norm in normalize_messages(messages, self.config, now=now):
+            unique.setdefault(message_id(sid, norm["role"], norm["content"]), norm)
+        ns = self.messages_namespace(sid)
+        found = yield StoreStep((GetOp(self.sessions_namespace, sid),
+                                 *(GetOp(ns, mid) for mid in unique)))
+        meta = found[0] if found[0] is not None and found[0].value.get("profile") == (
+            self.profile) else None
+        start = int(meta.value["next_seq"]) if meta else 0
+        ps = int(meta.value.get("page_size", self.config.page_size)) if meta else (
+            self.config.page_size)
+        fresh = [mid for mid, item in zip(unique, found[1:], strict=True) if item is None]
+        new = [StoredMessage(id=mid, session_id=sid, seq=start + i, contact=contact,
+                             **unique[mid]) for i, mid in enumerate(fresh)]
+        memories: list[ExtractedMemory] = []
+        if extract and new:
+            context: list[StoredMessage] = []
+            k = min(self.config.extraction_context_messages, start)
+            if k:
+                found = yield StoreStep(page_ops(ns, self.profile, start - k, start, ps))
+                context = in_range(found, start - k, start)
+            if self.model is not None:
+                memories = yield from model_extraction_plan(
+                    new, self.model, config=self.config, source=self.config.extraction_source,
+                    confidence=self.config.extraction_confidence, session_id=sid,
+                    context=context)
+            else:
+                memories = rule_based_memories(
+                    new, source=self.config.extraction_source,
+                    confidence=self.config.extraction_confidence, session_id=sid)
+        if new:
+            value: dict[str, Any] = dict(meta.value) if meta else {
+                "kind": "session", "profile": self.profile, "session_id": sid, "count": 0,
+                "page_size": ps, "first_ts": new[0].ts.isoformat()}
+            value.update(next_seq=start + len(new), count=int(value["count"]) + len(new),
+                         last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat())
+            if contact is not None:
+                value.setdefault("contact", contact)
+            yield StoreStep((*(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
+                             PutOp(self.sessions_namespace, sid, value, index=False)))
+        return IngestOutcome(messages=new, memories=memories)
+
+    def _list_plan(self, session_id: str, start: int, limit: int) -> Plan[list[StoredMessage]]:
+        sid = validate_session_id(session_id)
+        if start < 0 or limit < 1:
+            raise InvalidInputError("start must be >= 0 and limit >= 1")
+        (meta,) = yield StoreStep((GetOp(self.sessions_namespace, sid),))
+        if meta is None or meta.value.get("profile") != self.profile:
+            return []
+        ps = int(meta.value.get("page_size", self.config.page_size))
+        end = min(int(meta.value["next_seq"]), start + limit)
+        out: list[StoredMessage] = []
+        step = max(ps, self.config.scan_page_size // ps * ps)
+        for lo in range(start, end, step):
+            hi = min(end, lo + step)
+            found = yield StoreStep(page_ops(self.messages_namespace(sid), self.profile, lo, hi,
+                                             ps))
+            out += in_range(found, lo, hi)
+        return out
+
+    def _scan_plan(self, namespace: tuple[str, ...], flt: dict[str, Any], cap: int
+                   ) -> Plan[list[Item]]:
+        items: list[Item] = []
+        while len(items) < cap:
+            want = min(self.config.scan_page_size, cap - len(items))
+            (page,) = yield StoreStep((SearchOp(namespace, filter=flt, limit=want,
+                                                offset=len(items)),))
+            items += page
+            if len(page) < want:
+                break
+        return items
+
+    def _recall_plan(self, query: str, mode: str, limit: int | None, role: str | None,
+                     scope: str, session_id: str | None, contact: str | None
+                     ) -> Plan[list[StoredMessage]]:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
+        if mode not in ("semantic", "keyword"):
+            raise InvalidInputError(f"mode must be 'semantic' or 'keyword', got {mode!r}")
+        limit = self.config.recall_limit if limit is None else limit
+        if limit < 1:
+            raise InvalidInputError(f"limit must be >= 1, got {limit}")
+        flt: dict[str, Any] = {"profile": self.profile}
+        if scope == "conversation":
+            if session_id is None:
+                raise InvalidInputError("scope='conversation' needs session_id")
+            prefix = self.messages_namespace(validate_session_id(session_id))
+        elif scope in ("contact", "all"):
+            prefix = self.messages_namespace()
+            if scope == "contact" and contact is not None:
+                flt["contact"] = contact
+        else:
+            raise InvalidInputError(
+                f"scope must be 'contact', 'conversation' or 'all', got {scope!r}")
+        if role is not None:
+            if role.lower() not in ROLE_ALIASES:
+                raise InvalidInputError(f"role {role!r} is not one of "
+                                        f"{', '.join(sorted(ROLE_ALIASES))}")
+            flt["role"] = ROLE_ALIASES[role.lower()]
+        if mode == "semantic":
+            (items,) = yield StoreStep((SearchOp(prefix, filter=flt, limit=limit, query=query),))
+            return [StoredMessage.from_value(it.key, it.value, score=getattr(it, "score", None))
+                    for it in items if it.value.get("profile") == self.profile]
+        docs = yield from self._scan_plan(prefix, flt, self.config.keyword_scan_limit)
+        docs = [d for d in docs if d.value.get("profile") == self.profile]
+        scores = bm25_scores(query, [d.value["text"] for d in docs], k1=self.config.bm25_k1,
+                             b=self.config.bm25_b)
+        ranked = sorted((pair for pair in zip(scores, docs, strict=True) if pair[0] > 0),
+                        key=lambda p: (-p[0], -int(p[1].value["seq"])))
+        return [StoredMessage.from_value(d.key, d.value, score=s) for s, d in ranked[:limit]]
+
+    def _delete_session_plan(self, session_id: str) -> Plan[int]:
+        sid = validate_session_id(session_id)
+        flt = {"profile": self.profile}
+        cap = 10**9
+        msgs = yield from self._scan_plan(self.messages_namespace(sid), flt, cap)
+        overlays = yield from self._scan_plan(self.overlays_namespace(sid), flt, cap)
+        (meta,) = yield StoreStep((GetOp(self.sessions_namespace, sid),))
+        ops = [PutOp(it.namespace, it.key, None) for it in (*msgs, *overlays)]
+        if meta is not None:
+            ops.append(PutOp(self.sessions_namespace, sid, None))
+        if ops:
+            yield StoreStep(tuple(ops))
+        return len(msgs)
+
+    def _delete_messages_plan(self, session_id: str, message_ids: Iterable[str]) -> Plan[int]:
+        sid = validate_session_id(session_id)
+        ids = list(dict.fromkeys(message_ids))
+        ns = self.messages_namespace(sid)
+        found = yield StoreStep((GetOp(self.sessions_namespace, sid),
+                                 *(GetOp(ns, mid) for mid in ids)))
+        meta, items = found[0], [it for it in found[1:]
+                                 if it is not None and it.value.get("profile") == self.profile]
+        if not items:
+            return 0
+        seqs = {int(it.value["seq"]) for it in items}
+        overlays = yield from self._scan_plan(self.overlays_namespace(sid),
+                                              {"profile": self.profile}, 10**9)
+        stale = [ov for ov in overlays
+                 if any(ov.value["from_seq"] <= s <= ov.value["to_seq"] for s in seqs)]
+        ops = [PutOp(ns, it.key, None) for it in items]
+        ops += [PutOp(ov.namespace, ov.key, None) for ov in stale]
+        if meta is not None:
+            value = dict(meta.value)
+            value["count"] = max(0, int(value.get("count", 0)) - len(items))
+            ops.append(PutOp(self.sessions_namespace, sid, value, index=False))
+        yield StoreStep(tuple(ops))
+        return len(items)
+
+    def _window_plan(self, session_id: str, budget_tokens: int, compact: bool
+                     ) -> Plan[ContextWindow]:
+        sid = validate_session_id(session_id)
+        return window_plan(
+            messages_ns=self.messages_namespace(sid), overlays_ns=self.overlays_namespace(sid),
+            sessions_ns=self.sessions_namespace, profile=self.profile, session_id=sid,
+            budget_tokens=budget_tokens, config=self.config, model=self.model, compact=compact)
+
+    def _overlays_plan(self, session_id: str) -> Plan[list[Overlay]]:
+        sid = validate_session_id(session_id)
+        items = yield from self._scan_plan(self.overlays_namespace(sid),
+                                           {"profile": self.profile}, self.config.max_overlays)
+        return sorted((Overlay.from_value(it.value) for it in items), key=lambda o: o.from_seq)
+
+    def _run(self, plan: Plan[Any]) -> Any:
+        return run_plan(plan, store=self.store, policy=self._policy)
+
+    async def _arun(self, plan: Plan[Any]) -> Any:
+        return await arun_plan(plan, store=self.store, policy=self._policy)
+
+    # public API: each method is a thin shell over one plan --------------------------------
+    def ingest(self, messages: Sequence[Any], session_id: str, *, contact: str | None = None
+               ) -> IngestOutcome:
+        """Store the new messages and extract memories from them (extraction first: when it
+        fails, nothing is written). Idempotent: a re-ingest adds and extracts nothing."""
+        return self._run(self._ingest_plan(messages, session_id, contact, True))  # type: ignore
+
+    async def aingest(self, messages: Sequence[Any], session_id: str, *,
+                      contact: str | None = None) -> IngestOutcome:
+        """Async :meth:`ingest`."""
+        return await self._arun(self._ingest_plan(messages, session_id, contact, True))  # type: ignore
+
+    def add_messages(self, messages: Sequence[Any], session_id: str, *,
+                     contact: str | None = None) -> list[StoredMessage]:
+        """Store messages without extraction; returns only the ones that were new."""
+        return self._run(self._ingest_plan(messages, session_id, contact, False)).messages  # type: ignore
+
+    async def aadd_messages(self, messages: Sequence[Any], session_id: str, *,
+                            contact: str | None = None) -> list[StoredMessage]:
+        """Async :meth:`add_messages`."""
+        out = await self._arun(self._ingest_plan(messages, session_id, contact, False))
+        return out.messages  # type: ignore[no-any-return]
+
+    def list_messages(self, session_id: str, *, start: int = 0, limit: int = 100
+                      ) -> list[StoredMessage]:
+        """Messages of a session in order, from position ``start``, at most ``limit``."""
+        return self._run(self._list_plan(session_id, start, limit))  # type: ignore
+
+    async def alist_messages(self, session_id: str, *, start: int = 0, limit: int = 100
+                             ) -> list[StoredMessage]:
+        """Async :meth:`list_messages`."""
+        return await self._arun(self._list_plan(session_id, start, limit))  # type: ignore
+
+    def recall_conversation(self, query: str, *, mode: Mode = "semantic",
+                            limit: int | None = None, role: str | None = None,
+                            scope: Scope = "contact", session_id: str | None = None,
+                            contact: str | None = None) -> list[StoredMessage]:
+        """Search raw messages (see the module docstring); each result carries ``score``."""
+        return self._run(self._recall_plan(query, mode, limit, role, scope, session_id,  # type: ignore
+                                           contact))
+
+    async def arecall_conversation(self, query: str, *, mode: Mode = "semantic",
+                                   limit: int | None = None, role: str | None = None,
+                                   scope: Scope = "contact", session_id: str | None = None,
+                                   contact: str | None = None) -> list[StoredMessage]:
+        """Async :meth:`recall_conversation`."""
+        return await self._arun(self._recall_plan(query, mode, limit, role, scope,  # type: ignore
+                                                  session_id, contact))
+
+    def window(self, session_id: str, budget_tokens: int, *, compact: bool = True
+               ) -> ContextWindow:
+        """The model's view of a session for a token budget; with ``compact``, summarise the
+        oldest uncovered range into one new overlay and return its flushed memories."""
+        return self._run(self._window_plan(session_id, budget_tokens, compact))  # type: ignore
+
+    async def awindow(self, session_id: str, budget_tokens: int, *, compact: bool = True
+                      ) -> ContextWindow:
+        """Async :meth:`window`."""
+        return await self._arun(self._window_plan(session_id, budget_tokens, compact))  # type: ignore
+
+    def overlays(self, session_id: str) -> list[Overlay]:
+        """Every overlay of a session, in range order."""
+        return self._run(self._overlays_plan(session_id))  # type: ignore[no-any-return]
+
+    async def aoverlays(self, session_id: str) -> list[Overlay]:
+        """Async :meth:`overlays`."""
+        return await self._arun(self._overlays_plan(session_id))  # type: ignore
+
+    def delete_session(self, session_id: str) -> int:
+        """Delete a session's messages, overlays and record; returns the messages deleted."""
+        return self._run(self._delete_session_plan(session_id))  # type: ignore
+
+    async def adelete_session(self, session_id: str) -> int:
+        """Async :meth:`delete_session`."""
+        return await self._arun(self._delete_session_plan(session_id))  # type: ignore
+
+    def delete_messages(self, session_id: str, message_ids: Iterable[str]) -> int:
+        """Delete messages (see :func:`orphaned_messages`) and the overlays over them."""
+        return self._run(self._delete_messages_plan(session_id, message_ids))  # type: ignore
+
+    async def adelete_messages(self, session_id: str, message_ids: Iterable[str]) -> int:
+        """Async :meth:`delete_messages`."""
+        return await self._arun(self._delete_messages_plan(session_id, message_ids))  # type: ignore

@@ -1,0 +1,307 @@
+"""``AgentMemory``: the memory tiers over any langgraph ``BaseStore``.
+
+::
+
+    memory = AgentMemory(store, model=None)        # model=None: model-free mode
+    alice = memory.profile("user:alice")
+    alice.remember("Prefers dark mode", key="preference.ui_theme")
+    alice.recall("what theme does alice like?")
+
+It talks to the store only through its public API (``batch``/``abatch`` with ``GetOp``,
+``PutOp``, ``SearchOp``, ``ListNamespacesOp``), so ``InMemoryStore``, ``ChromaStore`` and any
+other ``BaseStore`` work. Vector search and write-time verification need a store with an
+index config (``index={"dims": ..., "embed": ..., "fields": ["text"]}``); without one,
+memories are found by the keyword, key and temporal channels and marked
+``embedding_status="skipped"``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
+
+from langmem_edge.errors import ConfigurationError, InvalidInputError
+from langmem_edge.memory.changelog import plan_commit, plan_sync
+from langmem_edge.memory.config import MemoryConfig, load_config
+from langmem_edge.memory.context import ProfileContext, check_label, check_profile_name
+from langmem_edge.memory.crypto import MemoryCipher
+from langmem_edge.memory.effects import Plan, batch, run_async, run_sync
+from langmem_edge.memory.profile import Profile
+from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
+from langmem_edge.memory.semantic import plan_flush_access
+from langmem_edge.memory.snapshot import ProfileIndex, ProfileLayout
+
+__all__ = ["AgentMemory"]
+
+MAX_NAMESPACE_LABEL = 200
+"""Longest label of the application namespace."""
+
+MAX_NAMESPACES = 100_000
+"""Namespaces listed at most by one ``list_namespaces`` call (profiles, deletion)."""
+
+
+class AgentMemory:
+    """Agent memory over a langgraph ``BaseStore``.
+
+    Args:
+        store: Any ``BaseStore`` (``ChromaStore``, ``InMemoryStore``, ...).
+        namespace: The application's namespace prefix (default ``("langmem_edge",)``).
+        model: Decision model for verification, HyDE and answers; ``None`` is model-free.
+        config: ``MemoryConfig`` or a dict of overrides.
+        embeddings: Optional embeddings used where the store gives no cosine (composite
+            scorer on non-vector hits). The store embeds memories itself.
+        encryption_key: 32-byte AES-256 key (or its URL-safe base64) for ``encrypted=True``
+            memories; reading one without the right key raises ``DecryptionError``.
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        namespace: tuple[str, ...] = ("langmem_edge",),
+        model: BaseChatModel | None = None,
+        config: MemoryConfig | dict[str, Any] | None = None,
+        embeddings: Embeddings | None = None,
+        encryption_key: bytes | str | None = None,
+    ) -> None:
+        if not isinstance(store, BaseStore):
+            raise ConfigurationError(
+                f"store must be a langgraph BaseStore, got {type(store).__name__}"
+            )
+        if isinstance(namespace, str) or not isinstance(namespace, tuple) or not namespace:
+            raise ConfigurationError(f"namespace must be a non-empty tuple of labels, "
+                                     f"got {namespace!r}")
+        for label in namespace:
+            try:
+                check_label(label, "namespace label", MAX_NAMESPACE_LABEL)
+            except InvalidInputError as e:
+                raise ConfigurationError(str(e)) from e
+        if namespace[0] == "langgraph":
+            raise ConfigurationError('namespace may not start with "langgraph" (reserved)')
+        ranking = getattr(store, "ranking", "vector")
+        if ranking != "vector":
+            raise ConfigurationError(
+                "AgentMemory reads cosine scores from store.search(query=...): open the store "
+                f"with ranking='vector' (the default), not {ranking!r}; "
+                "recall runs its own keyword and key channels and fuses them"
+            )
+        if model is not None and not isinstance(model, BaseChatModel):
+            raise ConfigurationError(f"model must be a BaseChatModel or None, got "
+                                     f"{type(model).__name__}")
+        self.store = store
+        self.namespace = tuple(namespace)
+        self.model = model
+        self.config = load_config(config)
+        self.embeddings = embeddings
+        self.cipher = MemoryCipher(encryption_key) if encryption_key is not None else None
+        self.has_vectors = bool(getattr(store, "index_config", None))
+        # see ProfileContext.rewrite_index
+        self.rewrite_index: Any = (
+            ["text"] if type(store).__module__.startswith("langmem_edge.store") else False
+        )
+        self._indexes: OrderedDict[str, ProfileIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"AgentMemory({type(self.store).__name__}, namespace={self.namespace!r})"
+
+    # -- profiles ----------------------------------------------------------------------------
+
+    def _index(self, name: str) -> ProfileIndex:
+        with self._lock:
+            index = self._indexes.get(name)
+            if index is None:
+                index = ProfileIndex(ProfileLayout(self.namespace, name), self.config.index,
+                                     self.config.recall)
+                self._indexes[name] = index
+            self._indexes.move_to_end(name)
+            while len(self._indexes) > self.config.index.cached_profiles:
+                self._indexes.popitem(last=False)
+            return index
+
+    def _context(self, name: str) -> ProfileContext:
+        name = check_profile_name(name, self.config.limits.max_profile_chars)
+        index = self._index(name)
+        return ProfileContext(store=self.store, layout=index.layout, index=index,
+                              config=self.config, model=self.model, cipher=self.cipher,
+                              embeddings=self.embeddings, has_vectors=self.has_vectors,
+                              rewrite_index=self.rewrite_index)
+
+    def profile(self, name: str) -> Profile:
+        """The profile ``name`` (1-100 characters, no '.'); created on first write."""
+        return Profile(self._context(name), self.config.episodic)
+
+    def _profiles_plan(self) -> Plan[list[str]]:
+        prefix = (*self.namespace, "profiles")
+        (namespaces,) = yield batch(self.store, [ListNamespacesOp(
+            match_conditions=(MatchCondition(match_type="prefix", path=prefix),),
+            max_depth=len(prefix) + 1, limit=MAX_NAMESPACES)])
+        names = sorted({ns[len(prefix)] for ns in namespaces if len(ns) > len(prefix)})
+        if not names:
+            return []
+        # some stores (InMemoryStore) keep listing namespaces whose items were all deleted
+        found = yield batch(self.store, [SearchOp((*prefix, n), limit=1) for n in names])
+        return [n for n, items in zip(names, found, strict=True) if items]
+
+    def list_profiles(self) -> list[str]:
+        """Names of the profiles that hold anything."""
+        return run_sync(self._profiles_plan())
+
+    async def alist_profiles(self) -> list[str]:
+        """Async :meth:`list_profiles`."""
+        return await run_async(self._profiles_plan())
+
+    def _delete_profile_plan(self, name: str) -> Plan[int]:
+        name = check_profile_name(name, self.config.limits.max_profile_chars)
+        root = ProfileLayout(self.namespace, name).root
+        (namespaces,) = yield batch(self.store, [ListNamespacesOp(
+            match_conditions=(MatchCondition(match_type="prefix", path=root),),
+            limit=MAX_NAMESPACES)])
+        page = self.config.index.page_size
+        deleted = 0
+        # the generation marker goes last, so a reader never sees a half-deleted profile
+        # under the old generation for longer than the deletion takes
+        for ns in sorted(namespaces, key=lambda n: n[len(root):len(root) + 1] == ("meta",)):
+            while True:
+                (items,) = yield batch(self.store, [SearchOp(ns, limit=page)])
+                if not items:
+                    break
+                yield batch(self.store, [PutOp(ns, it.key, None) for it in items])
+                deleted += len(items)
+        with self._lock:
+            self._indexes.pop(name, None)
+        return deleted
+
+    def delete_profile(self, name: str) -> int:
+        """Delete everything of a profile (memories, messages, overlays, logs); returns the
+        number of store items removed."""
+        return run_sync(self._delete_profile_plan(name))
+
+    async def adelete_profile(self, name: str) -> int:
+        """Async :meth:`delete_profile`."""
+        return await run_async(self._delete_profile_plan(name))
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def _reembed_plan(self, profile: str | None, limit: int | None) -> Plan[int]:
+        if not self.has_vectors:
+            return 0
+        names = [profile] if profile is not None else (yield from self._profiles_plan())
+        done = 0
+        max_attempts = self.config.limits.reembed_max_attempts
+        for name in names:
+            ctx = self._context(name)
+            yield from plan_sync(self.store, ctx.index)
+            pending = [mid for mid, v in ctx.index.values.items()
+                       if v.get("embedding_status") == "pending"]
+            if limit is not None:
+                pending = pending[: max(0, limit - done)]
+            if not pending:
+                continue
+            got = yield batch(self.store, [GetOp(ctx.layout.memories, m) for m in pending])
+            stamp = utcnow().isoformat()
+            values = [{**it.value, "embedding_status": "complete", "updated_at": stamp}
+                      for it in got if it is not None and it.value.get("profile") == name
+                      and it.value.get("embedding_status") == "pending"]
+            try:
+                yield from plan_commit(self.store, ctx.index, [(v, ["text"]) for v in values])
+                done += len(values)
+                continue
+            except Exception:
+                pass
+            for v in values:  # isolate the failures
+                try:
+                    yield from plan_commit(self.store, ctx.index, [(v, ["text"])])
+                    done += 1
+                except Exception:
+                    attempts = int(v.get("embedding_attempts") or 0) + 1
+                    status = "failed" if attempts >= max_attempts else "pending"
+                    failed = {**v, "embedding_status": status, "embedding_attempts": attempts}
+                    yield from plan_commit(self.store, ctx.index, [(failed, False)])
+        return done
+
+    def reembed(self, *, profile: str | None = None, limit: int | None = None) -> int:
+        """Embed memories stored ``pending`` (their embedding failed at write time); returns
+        how many now have a vector. A memory failing ``reembed_max_attempts`` (3) times is
+        marked ``failed``."""
+        return run_sync(self._reembed_plan(profile, limit))
+
+    async def areembed(self, *, profile: str | None = None, limit: int | None = None) -> int:
+        """Async :meth:`reembed`."""
+        return await run_async(self._reembed_plan(profile, limit))
+
+    def _stats_plan(self) -> Plan[MemoryStats]:
+        names = yield from self._profiles_plan()
+        stats = MemoryStats()
+        kinds: Counter[str] = Counter()
+        statuses: Counter[str] = Counter()
+        embeds: Counter[str] = Counter()
+        page = self.config.index.page_size
+        for name in names:
+            ns = ProfileLayout(self.namespace, name).memories
+            pk: Counter[str] = Counter()
+            ps: Counter[str] = Counter()
+            pe: Counter[str] = Counter()
+            offset = 0
+            while True:
+                (items,) = yield batch(self.store, [SearchOp(ns, limit=page, offset=offset)])
+                for it in items:
+                    v = it.value
+                    if v.get("profile") != name:
+                        continue
+                    pk[v.get("kind", "?")] += 1
+                    ps[v.get("status", "?")] += 1
+                    pe[v.get("embedding_status", "?")] += 1
+                if len(items) < page:
+                    break
+                offset += page
+            total = sum(pk.values())
+            if total:
+                stats.profiles[name] = ProfileStats(total=total, by_kind=dict(pk),
+                                                    by_status=dict(ps),
+                                                    by_embedding_status=dict(pe))
+            kinds += pk
+            statuses += ps
+            embeds += pe
+        stats.total = sum(kinds.values())
+        stats.by_kind, stats.by_status = dict(kinds), dict(statuses)
+        stats.by_embedding_status = dict(embeds)
+        return stats
+
+    def _flush_plan(self) -> Plan[int]:
+        with self._lock:
+            names = list(self._indexes)
+        done = 0
+        for name in names:
+            done += yield from plan_flush_access(self._context(name))
+        return done
+
+    def flush(self) -> int:
+        """Write pending access-count bumps of every profile this object touched (recalls
+        write them behind, at most ``access_flush_seconds`` later); returns records
+        updated. Call it before a process exits to keep the last counts."""
+        return run_sync(self._flush_plan())
+
+    async def aflush(self) -> int:
+        """Async :meth:`flush`."""
+        return await run_async(self._flush_plan())
+
+    def stats(self) -> MemoryStats:
+        """Memory counts by kind, status, embedding status and profile."""
+        return run_sync(self._stats_plan())
+
+    async def astats(self) -> MemoryStats:
+        """Async :meth:`stats`."""
+        return await run_async(self._stats_plan())

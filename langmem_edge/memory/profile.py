@@ -1,0 +1,484 @@
+"""The profile API: one user's (or contact's, tenant's, agent's) memory.
+
+A :class:`Profile` is the isolation unit: every call reads and writes only under
+``(*namespace, "profiles", name)`` and checks the ``profile`` field of every value it reads,
+so no call on one profile can return another's data, whatever the query, filter or key.
+
+Every method has an async twin (``aremember``, ``arecall``, ...). Both are thin shells over
+one plan (``effects.py``): the sync one runs it with ``run_sync``, the async one awaits
+``run_async``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from langmem_edge.errors import InvalidInputError
+from langmem_edge.memory.changelog import plan_sync
+from langmem_edge.memory.context import ProfileContext, to_utc
+from langmem_edge.memory.effects import Call, Plan, run_async, run_sync
+from langmem_edge.memory.recall import RecallRequest, plan_recall
+from langmem_edge.memory.records import (
+    NOT_PROVIDED,
+    IngestResult,
+    MemoryPage,
+    MemoryRecord,
+    RecallResult,
+    SessionDeletion,
+    utcnow,
+)
+from langmem_edge.memory.semantic import (
+    WriteSpec,
+    plan_delete,
+    plan_end_session,
+    plan_forget,
+    plan_get,
+    plan_history,
+    plan_list,
+    plan_update,
+    plan_write,
+    valid_at,
+)
+from langmem_edge.memory.snapshot import iso_to_epoch
+
+if TYPE_CHECKING:
+    from langmem_edge.memory.episodic import EpisodicTier
+
+__all__ = ["Profile", "ProfileView"]
+
+_KIND_TITLES = {"fact": "Facts", "instruction": "Instructions", "event": "Events",
+                "task": "Tasks"}
+
+
+class Profile:
+    """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
+
+    def __init__(self, ctx: ProfileContext, episodic: Any = None) -> None:
+        self._ctx = ctx
+        self._episodic_config = episodic
+        self._tier: EpisodicTier | None = None
+
+    def __repr__(self) -> str:
+        return f"Profile({self.name!r})"
+
+    @property
+    def name(self) -> str:
+        """The profile name."""
+        return self._ctx.profile
+
+    # -- remember ----------------------------------------------------------------------------
+
+    def _remember_plan(self, text: str, kw: dict[str, Any]) -> Plan[MemoryRecord]:
+        verify = kw.pop("verify", None)
+        return plan_write(self._ctx, WriteSpec(text=text, **kw), verify=verify)
+
+    def remember(
+        self,
+        text: str,
+        *,
+        key: str | None = None,
+        kind: str | None = None,
+        fact_type: str | None = None,
+        confidence: float | None = None,
+        source: str = "explicit",
+        writer: str | None = None,
+        contact: str | None = None,
+        session_id: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: dict[str, Any] | None = None,
+        valid_from: datetime | str | float | None = None,
+        valid_until: datetime | str | float | None = None,
+        encrypted: bool = False,
+        verify: bool | None = None,
+    ) -> MemoryRecord:
+        """Write a memory and return it.
+
+        Args:
+            text: What to remember.
+            key: Topic key; a fact or instruction under an active key supersedes it.
+            kind: fact (default), event, instruction or task.
+            fact_type: Finer type (decides the kind when ``kind`` is omitted).
+            confidence: 0-1; default by ``source`` (explicit 0.9).
+            source: explicit, turn, pre-compaction, reflection or consolidation.
+            writer: The agent, skill or persona writing it.
+            contact: Contact scope; ``None`` for agent-wide.
+            session_id: The conversation it belongs to.
+            tags: Labels. metadata: JSON-serialisable extras.
+            valid_from: When it became true (default now). valid_until: when it stops.
+            encrypted: Seal the text with the memory's ``encryption_key`` (AES-256-GCM).
+            verify: Override the verification switch for this write.
+        """
+        kw = dict(key=key, kind=kind, fact_type=fact_type, confidence=confidence, source=source,
+                  writer=writer, contact=contact, session_id=session_id, tags=tags,
+                  metadata=metadata, valid_from=valid_from, valid_until=valid_until,
+                  encrypted=encrypted, verify=verify)
+        return run_sync(self._remember_plan(text, kw))
+
+    async def aremember(self, text: str, **kwargs: Any) -> MemoryRecord:
+        """Async :meth:`remember` (same keyword arguments)."""
+        self._check_kwargs(kwargs, Profile.remember)
+        return await run_async(self._remember_plan(text, dict(kwargs)))
+
+    # -- recall ------------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        contact: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        writer: str | None = None,
+        tags: Sequence[str] = (),
+        scorer: str = "rrf",
+        reference_date: datetime | str | float | None = None,
+        thinking_level: str | None = None,
+        session_id: str | None = None,
+        fill: bool | None = None,
+    ) -> RecallResult:
+        """Recall memories for ``query``: ``RecallResult(count, answer, candidates)``.
+
+        Args:
+            query: The question or topic.
+            limit: Most candidates (default 20, at most 500).
+            contact: Recall that contact's memories first, then agent-wide ones. Without it,
+                agent-wide memories only.
+            kind: Only these kinds. writer: only memories by this writer.
+            tags: Tags the composite scorer matches.
+            scorer: ``"rrf"`` (fused channels) or ``"composite"``.
+            reference_date: Anchor of relative dates in the query ("last week"); default now.
+            thinking_level: ``low`` / ``medium`` / ``high``: deeper channels; with a model,
+                medium and high add the HyDE and raw-message channels.
+            session_id: The current session: tasks of other sessions rank lower.
+            fill: Override the relevance fill switch.
+        """
+        return run_sync(plan_recall(self._ctx, self._request(query, locals())))
+
+    async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
+        """Async :meth:`recall` (same keyword arguments)."""
+        self._check_kwargs(kwargs, Profile.recall)
+        return await run_async(plan_recall(self._ctx, self._request(query, kwargs)))
+
+    @staticmethod
+    def _request(query: str, args: dict[str, Any], as_of: datetime | None = None
+                 ) -> RecallRequest:
+        fields = {k: v for k, v in args.items()
+                  if k in RecallRequest.__dataclass_fields__ and k != "query"}
+        if fields.get("reference_date") is not None:
+            fields["reference_date"] = to_utc(fields["reference_date"], "reference_date")
+        return RecallRequest(query=query, as_of=as_of, **fields)
+
+    @staticmethod
+    def _check_kwargs(kwargs: dict[str, Any], method: Any) -> None:
+        allowed = set(method.__code__.co_varnames[: method.__code__.co_argcount
+                                                  + method.__code__.co_kwonlyargcount])
+        unknown = set(kwargs) - allowed
+        if unknown:
+            raise InvalidInputError(f"unexpected argument(s) {sorted(unknown)} for "
+                                    f"{method.__name__}")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _list_plan(self, kind: str | None, limit: int | None, cursor: str | None,
+                   kw: dict[str, Any]) -> Plan[MemoryPage]:
+        return plan_list(self._ctx, kind=kind, limit=limit, cursor=cursor,
+                         status=kw.get("status", "active"), contact=kw.get("contact", NOT_PROVIDED),
+                         writer=kw.get("writer"), session_id=kw.get("session_id"),
+                         newest_first=kw.get("newest_first", False), as_of=kw.get("as_of"))
+
+    def list(
+        self,
+        kind: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        *,
+        status: str = "active",
+        contact: Any = NOT_PROVIDED,
+        writer: str | None = None,
+        session_id: str | None = None,
+        newest_first: bool = False,
+    ) -> MemoryPage:
+        """A page of memories (oldest first), at most ``limit`` (default 50, at most 500).
+
+        ``status``: active (default), superseded, forgotten or all. ``contact``: only that
+        scope (``None``: agent-wide only; omitted: every scope). Pass ``next_cursor`` back as
+        ``cursor`` for the next page.
+        """
+        kw = dict(status=status, contact=contact, writer=writer, session_id=session_id,
+                  newest_first=newest_first)
+        return run_sync(self._list_plan(kind, limit, cursor, kw))
+
+    async def alist(self, kind: str | None = None, limit: int | None = None,
+                    cursor: str | None = None, **kwargs: Any) -> MemoryPage:
+        """Async :meth:`list`."""
+        self._check_kwargs(kwargs, Profile.list)
+        return await run_async(self._list_plan(kind, limit, cursor, kwargs))
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        """The memory with this id in this profile (any status), or ``None``."""
+        return run_sync(plan_get(self._ctx, memory_id))
+
+    async def aget(self, memory_id: str) -> MemoryRecord | None:
+        """Async :meth:`get`."""
+        return await run_async(plan_get(self._ctx, memory_id))
+
+    def history(self, key: str, *, contact: Any = NOT_PROVIDED) -> builtins.list[MemoryRecord]:
+        """The supersession chain of ``key`` (or of a memory id), oldest first."""
+        return run_sync(plan_history(self._ctx, key, contact))
+
+    async def ahistory(self, key: str, *, contact: Any = NOT_PROVIDED
+                       ) -> builtins.list[MemoryRecord]:
+        """Async :meth:`history`."""
+        return await run_async(plan_history(self._ctx, key, contact))
+
+    def at(self, timestamp: datetime | str | float) -> ProfileView:
+        """A read-only view of the profile as of ``timestamp``."""
+        ts = to_utc(timestamp, "timestamp")
+        assert ts is not None
+        return ProfileView(self, ts)
+
+    def summary(self) -> str:
+        """Markdown of what is remembered (active memories, by scope and kind)."""
+        return run_sync(self._summary_plan())
+
+    async def asummary(self) -> str:
+        """Async :meth:`summary`."""
+        return await run_async(self._summary_plan())
+
+    def _summary_plan(self) -> Plan[str]:
+        ctx = self._ctx
+        yield from plan_sync(ctx.store, ctx.index)
+        now = utcnow().timestamp()
+        groups: dict[str | None, dict[str, builtins.list[dict[str, Any]]]] = defaultdict(
+            lambda: defaultdict(builtins.list))
+        for mid in ctx.index.sorted_ids():
+            v = ctx.index.values[mid]
+            if v.get("status") == "active" and iso_to_epoch(v.get("valid_until")) > now:
+                groups[v.get("contact")][v.get("kind", "fact")].append(v)
+        if not groups:
+            return f"# Memory of {ctx.profile}\n\nNothing remembered yet.\n"
+        cap = ctx.config.limits.summary_max_per_kind
+        lines = [f"# Memory of {ctx.profile}", ""]
+        order = sorted(groups, key=lambda c: (c is not None, c or ""))
+        for contact in order:
+            level = "##"
+            if contact is not None:
+                lines += [f"## Contact: {contact}", ""]
+                level = "###"
+            for kind, title in _KIND_TITLES.items():
+                items = groups[contact].get(kind)
+                if not items:
+                    continue
+                lines += [f"{level} {title}", ""]
+                for v in items[-cap:][::-1]:
+                    record = ctx.record(v)
+                    extra = [f"`{record.key}`"] if record.key else []
+                    extra.append(f"confidence {record.confidence:.2f}")
+                    lines.append(f"- {record.text} ({', '.join(extra)})")
+                if len(items) > cap:
+                    lines.append(f"- ... and {len(items) - cap} older")
+                lines.append("")
+        return "\n".join(lines)
+
+    # -- editing -----------------------------------------------------------------------------
+
+    def update(self, memory_id: str, **changes: Any) -> MemoryRecord:
+        """Write a new version of an active memory (``text``, ``key``, ``kind``,
+        ``fact_type``, ``confidence``, ``tags``, ``metadata``, ``valid_from``,
+        ``valid_until``); it supersedes the old one and shows in ``history``."""
+        return run_sync(plan_update(self._ctx, memory_id, changes))
+
+    async def aupdate(self, memory_id: str, **changes: Any) -> MemoryRecord:
+        """Async :meth:`update`."""
+        return await run_async(plan_update(self._ctx, memory_id, changes))
+
+    def forget(self, memory_id: str, *, reason: str | None = None) -> MemoryRecord:
+        """Mark a memory forgotten (kept, never recalled); returns it."""
+        return run_sync(plan_forget(self._ctx, memory_id, reason))
+
+    async def aforget(self, memory_id: str, *, reason: str | None = None) -> MemoryRecord:
+        """Async :meth:`forget`."""
+        return await run_async(plan_forget(self._ctx, memory_id, reason))
+
+    def delete(self, memory_id: str) -> bool:
+        """Remove a memory for good (and the raw messages only it cited); ``False`` if none."""
+        return bool(run_sync(self._delete_plan([memory_id])))
+
+    async def adelete(self, memory_id: str) -> bool:
+        """Async :meth:`delete`."""
+        return bool(await run_async(self._delete_plan([memory_id])))
+
+    def end_session(self, session_id: str) -> int:
+        """Mark a session's task memories as ended (they rank lower); returns how many."""
+        return run_sync(plan_end_session(self._ctx, session_id))
+
+    async def aend_session(self, session_id: str) -> int:
+        """Async :meth:`end_session`."""
+        return await run_async(plan_end_session(self._ctx, session_id))
+
+    def _delete_plan(self, memory_ids: Sequence[str], cascade: bool = True) -> Plan[int]:
+        ctx = self._ctx
+        deleted = yield from plan_delete(ctx, memory_ids)
+        cited: dict[str, set[str]] = defaultdict(set)
+        for v in deleted:
+            if v.get("session_id") and v.get("source_message_ids"):
+                cited[v["session_id"]].update(v["source_message_ids"])
+        if cascade and cited:
+            from langmem_edge.memory.episodic import orphaned_messages
+
+            tier = self._episodic()
+            still = [v.get("source_message_ids") or () for v in ctx.index.values.values()]
+            for sid, ids in cited.items():
+                orphans = orphaned_messages(ids, still)
+                if orphans:
+                    yield Call(tier.delete_messages, tier.adelete_messages, (sid, orphans))
+        return len(deleted)
+
+    # -- episodic delegation -----------------------------------------------------------------
+
+    def _episodic(self) -> EpisodicTier:
+        if self._tier is None:
+            from langmem_edge.memory.episodic import EpisodicConfig, EpisodicTier
+
+            cfg = self._episodic_config
+            if isinstance(cfg, dict):
+                cfg = EpisodicConfig(**cfg)
+            self._tier = EpisodicTier(self._ctx.store, self._ctx.layout.root, config=cfg,
+                                      model=self._ctx.model, profile=self.name)
+        return self._tier
+
+    def _write_extracted(self, memories: Sequence[Any], contact: str | None,
+                         writer: str | None) -> Plan[builtins.list[MemoryRecord]]:
+        written = []
+        for m in memories:
+            spec = WriteSpec(text=m.text, key=m.key, kind=m.kind, fact_type=m.fact_type,
+                             confidence=m.confidence, source=m.source, writer=writer,
+                             contact=contact, session_id=m.session_id, tags=m.tags,
+                             valid_from=m.valid_from,
+                             extra={"source_message_ids": builtins.list(m.source_message_ids)})
+            written.append((yield from plan_write(self._ctx, spec)))
+        return written
+
+    def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
+                     writer: str | None) -> Plan[IngestResult]:
+        tier = self._episodic()
+        outcome = yield Call(tier.ingest, tier.aingest, (messages, session_id),
+                             {"contact": contact})
+        written = yield from self._write_extracted(outcome.memories, contact, writer)
+        return IngestResult(messages_added=len(outcome.messages), memories_written=written)
+
+    def ingest(self, messages: Sequence[Any], *, session_id: str, contact: str | None = None,
+               writer: str | None = None) -> IngestResult:
+        """Store a conversation's messages (idempotent) and remember what they teach.
+
+        New messages go to the episodic tier; memories extracted from them (by the model, or
+        the rule-based extractor without one) are written through the semantic write path,
+        contact-scoped when ``contact`` is given.
+        """
+        return run_sync(self._ingest_plan(messages, session_id, contact, writer))
+
+    async def aingest(self, messages: Sequence[Any], *, session_id: str,
+                      contact: str | None = None, writer: str | None = None) -> IngestResult:
+        """Async :meth:`ingest`."""
+        return await run_async(self._ingest_plan(messages, session_id, contact, writer))
+
+    def recall_conversation(self, query: str, **kwargs: Any) -> Any:
+        """Search this profile's raw messages (``EpisodicTier.recall_conversation``)."""
+        return self._episodic().recall_conversation(query, **kwargs)
+
+    async def arecall_conversation(self, query: str, **kwargs: Any) -> Any:
+        """Async :meth:`recall_conversation`."""
+        return await self._episodic().arecall_conversation(query, **kwargs)
+
+    def _window_plan(self, session_id: str, budget_tokens: int, compact: bool,
+                     contact: str | None) -> Plan[Any]:
+        tier = self._episodic()
+        window = yield Call(tier.window, tier.awindow, (session_id, budget_tokens),
+                            {"compact": compact})
+        yield from self._write_extracted(window.flushed, contact, None)
+        return window
+
+    def window(self, session_id: str, budget_tokens: int, *, compact: bool = True,
+               contact: str | None = None) -> Any:
+        """The session's context window for a token budget (``EpisodicTier.window``);
+        memories flushed before compaction are written (source ``pre-compaction``)."""
+        return run_sync(self._window_plan(session_id, budget_tokens, compact, contact))
+
+    async def awindow(self, session_id: str, budget_tokens: int, *, compact: bool = True,
+                      contact: str | None = None) -> Any:
+        """Async :meth:`window`."""
+        return await run_async(self._window_plan(session_id, budget_tokens, compact, contact))
+
+    def compact(self, session_id: str, budget_tokens: int, *, contact: str | None = None
+                ) -> Any:
+        """:meth:`window` with compaction (summarise the oldest uncovered range)."""
+        return self.window(session_id, budget_tokens, compact=True, contact=contact)
+
+    async def acompact(self, session_id: str, budget_tokens: int, *,
+                       contact: str | None = None) -> Any:
+        """Async :meth:`compact`."""
+        return await self.awindow(session_id, budget_tokens, compact=True, contact=contact)
+
+    def _delete_session_plan(self, session_id: str) -> Plan[SessionDeletion]:
+        tier = self._episodic()
+        messages = yield Call(tier.delete_session, tier.adelete_session, (session_id,))
+        yield from plan_sync(self._ctx.store, self._ctx.index)
+        ids = [mid for mid, v in self._ctx.index.values.items()
+               if v.get("session_id") == session_id]
+        memories = yield from self._delete_plan(ids, cascade=False)
+        return SessionDeletion(messages_deleted=int(messages), memories_deleted=memories)
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Delete a session: its raw messages and overlays, and the memories written in it."""
+        return run_sync(self._delete_session_plan(session_id))
+
+    async def adelete_session(self, session_id: str) -> SessionDeletion:
+        """Async :meth:`delete_session`."""
+        return await run_async(self._delete_session_plan(session_id))
+
+
+class ProfileView:
+    """A profile as of a past moment: only memories valid then (``valid_from <= ts <
+    valid_until``, not yet superseded or forgotten at ``ts``). Read-only; recalls made
+    through it do not count as accesses."""
+
+    def __init__(self, profile: Profile, timestamp: datetime) -> None:
+        self._profile = profile
+        self.timestamp = timestamp
+
+    def recall(self, query: str, **kwargs: Any) -> RecallResult:
+        """:meth:`Profile.recall` as of the view's moment."""
+        Profile._check_kwargs(kwargs, Profile.recall)
+        req = Profile._request(query, kwargs, as_of=self.timestamp)
+        return run_sync(plan_recall(self._profile._ctx, req))
+
+    async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
+        """Async :meth:`recall`."""
+        Profile._check_kwargs(kwargs, Profile.recall)
+        req = Profile._request(query, kwargs, as_of=self.timestamp)
+        return await run_async(plan_recall(self._profile._ctx, req))
+
+    def _list_plan(self, kind: str | None, limit: int | None, cursor: str | None,
+                   kw: dict[str, Any]) -> Plan[MemoryPage]:
+        return self._profile._list_plan(kind, limit, cursor,
+                                        {**kw, "as_of": self.timestamp.timestamp()})
+
+    def list(self, kind: str | None = None, limit: int | None = None,
+             cursor: str | None = None, **kwargs: Any) -> MemoryPage:
+        """The memories valid at the view's moment, paged like :meth:`Profile.list`."""
+        Profile._check_kwargs(kwargs, Profile.list)
+        return run_sync(self._list_plan(kind, limit, cursor, kwargs))
+
+    async def alist(self, kind: str | None = None, limit: int | None = None,
+                    cursor: str | None = None, **kwargs: Any) -> MemoryPage:
+        """Async :meth:`list`."""
+        Profile._check_kwargs(kwargs, Profile.list)
+        return await run_async(self._list_plan(kind, limit, cursor, kwargs))
+
+    def is_valid(self, record: MemoryRecord) -> bool:
+        """Whether ``record`` was valid at the view's moment."""
+        return valid_at(record.to_value(), self.timestamp.timestamp())

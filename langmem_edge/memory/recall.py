@@ -1,0 +1,443 @@
+"""Recall: fused channels over one profile, relevance fill, an answer from the candidates.
+
+Channels (each yields up to ``depth[thinking_level]`` hits; 20 / 50 / 150):
+
+* ``vector``: ``store.search(query=...)`` on the profile's memories, filtered on profile,
+  status and scope (one search per scope); hits under ``vector_min_score`` are not matches.
+* ``keyword``: BM25 over the profile index (``keyword.py``); :func:`keyword_channel` is the
+  seam where a store-side keyword search (ChromaStore's hybrid channels) can replace it.
+* ``key``: memories whose key is the query, or whose key words all occur in the query.
+* ``temporal``: when the query holds a relative date ("last week", anchored on
+  ``reference_date``), memories whose ``valid_from`` falls in that window, newest first.
+* ``hyde`` and ``messages`` (with a model, at thinking level medium and high): a
+  hypothetical answer written by the model, vector-searched; and the episodic tier's raw
+  messages of this profile, vector-searched.
+
+Every channel drops superseded, forgotten and expired memories (or, in an ``at(ts)`` view,
+memories not valid at ``ts``), memories under the confidence floor (0.1), and memories out
+of scope: with a ``contact``, that contact's and agent-wide memories; without, agent-wide
+ones only. Hits are fused by weighted RRF (vector 1, keyword 1, key 1.5, others 1), or scored
+by the composite scorer; tasks whose session has ended are multiplied by 0.5. Contact-scoped
+candidates come first, then agent-wide ones. If anything matched and fewer than ``limit``
+(20) did, the relevance fill adds the best other admissible memories by
+``0.7 * recency + 0.3 * log(access_count + 1)``. If nothing matched, the result is empty and
+the answer is ``""``: never invented.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.store.base import SearchOp
+
+from langmem_edge.errors import InvalidInputError, LimitExceededError
+from langmem_edge.memory.changelog import plan_sync, probe_ops
+from langmem_edge.memory.context import ProfileContext, check_optional_name, check_text
+from langmem_edge.memory.dates import DateWindow, find_window
+from langmem_edge.memory.effects import Call, Plan, batch, invoke
+from langmem_edge.memory.records import (
+    KINDS,
+    Candidate,
+    RecallResult,
+    ScoreBreakdown,
+    scope_of,
+    utcnow,
+)
+from langmem_edge.memory.scoring import composite, recency, rrf_fuse, tag_overlap
+from langmem_edge.memory.semantic import MAX_NAME_CHARS, plan_flush_access
+from langmem_edge.memory.snapshot import Admissible, ProfileIndex, ended_at, iso_to_epoch
+
+__all__ = ["RecallRequest", "keyword_channel", "plan_recall"]
+
+logger = logging.getLogger(__name__)
+
+THINKING_LEVELS = ("low", "medium", "high")
+SCORERS = ("rrf", "composite")
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """The arguments of one recall (validated by :func:`_check`)."""
+
+    query: str
+    limit: int | None = None
+    contact: str | None = None
+    kind: str | Sequence[str] | None = None
+    writer: str | None = None
+    tags: Sequence[str] = ()
+    scorer: str = "rrf"
+    reference_date: datetime | None = None
+    thinking_level: str | None = None
+    session_id: str | None = None
+    as_of: datetime | None = None
+    fill: bool | None = None
+
+
+@dataclass
+class _Scope:
+    """What a recall may return."""
+
+    profile: str
+    scopes: tuple[str, ...]
+    kinds: tuple[str, ...] | None
+    writer: str | None
+    min_confidence: float
+    t: float
+    as_of: bool
+
+    def admits(self, v: dict[str, Any]) -> bool:
+        """Whether a stored value may be returned (for values fresh from the store; the
+        index's own records use the vectorised :class:`Admissible` mask)."""
+        if v.get("profile") != self.profile or v.get("scope") not in self.scopes:
+            return False
+        if (self.kinds is not None and v.get("kind") not in self.kinds) or (
+            self.writer is not None and v.get("writer") != self.writer
+        ):
+            return False
+        if float(v.get("confidence", 0.0)) < self.min_confidence:
+            return False
+        if not self.as_of and v.get("status") != "active":
+            return False
+        t = self.t
+        if ended_at(v, "superseded") <= t or ended_at(v, "forgotten") <= t:
+            return False
+        if iso_to_epoch(v.get("valid_until")) <= t:
+            return False
+        return not self.as_of or iso_to_epoch(v.get("valid_from"), 0.0) <= t
+
+
+def _check(ctx: ProfileContext, req: RecallRequest) -> RecallRequest:
+    cfg = ctx.config
+    check_text(req.query, "query", cfg.limits.max_text_chars)
+    limit = cfg.recall.limit if req.limit is None else req.limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
+    if limit > cfg.limits.max_list_page:
+        raise LimitExceededError(f"limit is {limit}; at most {cfg.limits.max_list_page}")
+    level = req.thinking_level or cfg.recall.default_thinking_level
+    if level not in THINKING_LEVELS:
+        raise InvalidInputError(f"thinking_level must be one of {THINKING_LEVELS}, got {level!r}")
+    if req.scorer not in SCORERS:
+        raise InvalidInputError(f"scorer must be one of {SCORERS}, got {req.scorer!r}")
+    kinds = req.kind
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    if kinds is not None:
+        kinds = tuple(kinds)
+        bad = [k for k in kinds if k not in KINDS]
+        if bad or not kinds:
+            raise InvalidInputError(f"unknown kind(s) {bad}; allowed: {list(KINDS)}")
+    check_optional_name(req.contact, "contact", MAX_NAME_CHARS)
+    check_optional_name(req.writer, "writer", MAX_NAME_CHARS)
+    return RecallRequest(
+        query=req.query, limit=limit, contact=req.contact, kind=kinds, writer=req.writer,
+        tags=tuple(req.tags or ()), scorer=req.scorer, reference_date=req.reference_date,
+        thinking_level=level, session_id=req.session_id, as_of=req.as_of, fill=req.fill,
+    )
+
+
+def keyword_channel(index: ProfileIndex, query: str, depth: int, accept: Admissible
+                    ) -> list[tuple[str, float]]:
+    """BM25 hits of the profile index (the seam a store-side keyword search replaces)."""
+    with index.lock:
+        ids = index.columns.ids
+        return [(str(ids[row]), score)
+                for row, score in index.bm25.search(query, limit=depth, mask=accept.mask)]
+
+
+def key_channel(index: ProfileIndex, query: str, depth: int, accept: Callable[[str], bool]
+                ) -> list[tuple[str, float]]:
+    """Memories whose key matches the query (:meth:`ProfileIndex.match_keys`): 2 when the
+    key is the query; else, when a word of the key's last segment (``ui_theme`` in
+    ``preference.ui_theme``) occurs in the query, the share of all the key's words that do."""
+    hits: list[tuple[str, float]] = []
+    for sk, score in index.match_keys(query):
+        hits.extend((mid, score) for mid in index.by_key.get(sk, ()) if accept(mid))
+    hits.sort(key=lambda h: (h[1], h[0]), reverse=True)  # ids are time-ordered: newest first
+    return hits[:depth]
+
+
+def temporal_channel(index: ProfileIndex, window: DateWindow, depth: int,
+                     accept: Callable[[str], bool]) -> list[tuple[str, float]]:
+    """Admissible memories whose ``valid_from`` falls in ``window``, newest first."""
+    hits = [(mid, ts) for mid, ts in index.valid_from_between(window.start.timestamp(),
+                                                              window.end.timestamp())
+            if accept(mid)]
+    hits.sort(key=lambda h: (-h[1], h[0]))
+    return hits[:depth]
+
+
+def hyde_messages(query: str, reference: datetime) -> list[BaseMessage]:
+    """The prompt asking for a hypothetical answer (HyDE)."""
+    return [
+        SystemMessage(content="Write one or two sentences that a personal memory note "
+                              "answering the question would contain. Invent plausible "
+                              "details; do not say you do not know."),
+        HumanMessage(content=f"Today is {reference.date().isoformat()}.\nQuestion: {query}"),
+    ]
+
+
+def answer_messages(query: str, texts: Sequence[str], reference: datetime) -> list[BaseMessage]:
+    """The prompt asking for an answer from the candidates alone."""
+    listing = "\n".join(f"{i}. {t}" for i, t in enumerate(texts, start=1))
+    return [
+        SystemMessage(content="Answer the question using only the memories listed. If they "
+                              "do not contain the answer, say that you do not know. Be brief."),
+        HumanMessage(content=f"Today is {reference.date().isoformat()}.\nMemories:\n{listing}"
+                             f"\n\nQuestion: {query}"),
+    ]
+
+
+def _content(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return str(content)
+
+
+def _vector_ops(ctx: ProfileContext, scope: _Scope, text: str, depth: int) -> list[SearchOp]:
+    ops = []
+    for s in scope.scopes:
+        flt: dict[str, Any] = {"profile": ctx.profile, "scope": s}
+        if not scope.as_of:
+            flt["status"] = "active"
+        if scope.kinds is not None and len(scope.kinds) == 1:
+            flt["kind"] = scope.kinds[0]
+        if scope.writer is not None:
+            flt["writer"] = scope.writer
+        ops.append(SearchOp(ctx.layout.memories, filter=flt, limit=depth, query=text))
+    return ops
+
+
+def _vector_hits(ctx: ProfileContext, results: Sequence[Any], scope: _Scope, depth: int
+                 ) -> list[tuple[str, float]]:
+    floor = ctx.config.recall.vector_min_score
+    best: dict[str, float] = {}
+    for items in results:
+        for item in items:
+            if item.score is None or item.score < floor:
+                continue
+            ctx.index.apply(item.value)  # a fresher copy wins in the index
+            v = ctx.index.values.get(item.key)
+            if v is not None and scope.admits(v):
+                best[item.key] = max(best.get(item.key, -1.0), float(item.score))
+    return sorted(best.items(), key=lambda h: (-h[1], h[0]))[:depth]
+
+
+def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResult]:
+    """Recall memories for ``request.query`` (see the module docstring)."""
+    req = _check(ctx, request)
+    cfg = ctx.config.recall
+    now_dt = utcnow()
+    now = now_dt.timestamp()
+    as_of = req.as_of.timestamp() if req.as_of is not None else None
+    t = now if as_of is None else as_of
+    reference = req.reference_date or req.as_of or now_dt
+    scopes = (scope_of(req.contact), "agent") if req.contact is not None else ("agent",)
+    scope = _Scope(ctx.profile, scopes, req.kind, req.writer,  # type: ignore[arg-type]
+                   cfg.min_confidence, t, as_of is not None)
+    assert req.limit is not None and req.thinking_level is not None
+    depth = cfg.depth[req.thinking_level] * (cfg.at_depth_factor if as_of is not None else 1)
+    use_model = ctx.model is not None and req.thinking_level in ("medium", "high")
+    channels: dict[str, list[tuple[str, float]]] = {}
+
+    hyde_text = None
+    if use_model and ctx.has_vectors:
+        try:
+            hyde_text = _content((yield invoke(ctx.model, hyde_messages(req.query, reference))))
+        except Exception as e:
+            logger.warning("HyDE generation failed (%s); channel skipped", e)
+    ops: list[SearchOp] = []
+    labels: list[str] = []
+    if ctx.has_vectors:
+        for label, text in (("vector", req.query), ("hyde", hyde_text)):
+            if text:
+                new = _vector_ops(ctx, scope, text, depth)
+                ops += new
+                labels += [label] * len(new)
+        if use_model:
+            ops.append(SearchOp(ctx.layout.messages, filter={"profile": ctx.profile},
+                                limit=depth, query=req.query))
+            labels.append("messages")
+    # one store round trip on the common path: the index's sync probe and every search
+    probe = probe_ops(ctx.index)
+    results: list[Any] = []
+    try:
+        got = yield batch(ctx.store, [*probe, *ops])
+        probed, results = got[: len(probe)], got[len(probe):]
+    except Exception as e:
+        if not ops:
+            raise
+        logger.warning("vector search failed (%s); keyword and key channels only", e)
+        probed = None
+    yield from plan_sync(ctx.store, ctx.index, now, probe=probed)
+    messages: dict[str, tuple[float, dict[str, Any]]] = {}
+    for label in ("vector", "hyde"):
+        found = [r for r, lab in zip(results, labels, strict=False) if lab == label]
+        if found:
+            channels[label] = _vector_hits(ctx, found, scope, depth)
+    for r, lab in zip(results, labels, strict=False):
+        if lab == "messages":
+            for item in r:
+                if (item.score is not None and item.score >= cfg.vector_min_score
+                        and item.value.get("profile") == ctx.profile):
+                    messages["msg:" + "/".join(item.namespace[len(ctx.layout.messages):])
+                             + "/" + item.key] = (float(item.score), item.value)
+            channels["messages"] = [(mid, s) for mid, (s, _) in messages.items()]
+
+    # vector hits are in the index now: one admissibility mask serves every local channel
+    accept = ctx.index.admissible(t=t, as_of=as_of is not None, scopes=scopes,
+                                  kinds=scope.kinds, writer=req.writer,
+                                  min_confidence=cfg.min_confidence)
+    if cfg.keyword_source == "local":
+        channels["keyword"] = keyword_channel(ctx.index, req.query, depth, accept)
+    channels["key"] = key_channel(ctx.index, req.query, depth, accept)
+    window = find_window(req.query, reference)
+    if window is not None:
+        channels["temporal"] = temporal_channel(ctx.index, window, depth, accept)
+
+    fused = rrf_fuse({k: v for k, v in channels.items() if v}, cfg.weights, cfg.rrf_k)
+    if not fused:
+        return RecallResult(count=0, answer="", candidates=[])
+    if req.scorer == "composite":
+        cosines = yield from _plan_cosines(ctx, req.query, fused)
+    else:
+        cosines = {}
+    scored = sorted((_score(ctx, req, doc_id, fused_score, messages, cosines, t)
+                     for doc_id, (fused_score, _) in fused.items()),
+                    key=lambda x: (not x.in_contact, -x.score, x.doc_id))[: req.limit]
+    matched = [_candidate(ctx, req, x, fused[x.doc_id][1], messages) for x in scored]
+    fill = cfg.relevance_fill if req.fill is None else req.fill
+    filled: list[Candidate] = []
+    if fill and len(matched) < req.limit:
+        ranked = ctx.index.rank_fill(accept, t=t, exclude=[c.id for c in matched],
+                                     limit=req.limit - len(matched))
+        filled = [_fill_candidate(ctx, mid, rel) for mid, rel in ranked]
+        filled.sort(key=lambda c: (c.breakdown.scope != "contact", -c.score, c.id))
+    candidates = matched + filled
+    answer = yield from _plan_answer(ctx, req, candidates, reference)
+    if as_of is None and cfg.bump_access:
+        bumped = [c for c in matched if c.source_type == "memory"]
+        ctx.index.bump([c.id for c in bumped], now, now_dt.isoformat())
+        for c in bumped:
+            assert c.memory is not None
+            c.memory = c.memory.model_copy(update={"access_count": c.memory.access_count + 1,
+                                                   "last_accessed_at": now_dt})
+        index = ctx.index
+        if index.pending_since is not None and (
+            now - index.pending_since >= cfg.access_flush_seconds
+            or len(index.pending_access) >= cfg.access_flush_max
+        ):
+            yield from plan_flush_access(ctx)
+    return RecallResult(count=len(candidates), answer=answer, candidates=candidates)
+
+
+def _plan_cosines(ctx: ProfileContext, query: str, fused: dict[str, Any]
+                  ) -> Plan[dict[str, float]]:
+    """Cosines for the composite scorer: the vector channel's, else computed with
+    ``AgentMemory(embeddings=...)`` when given, else 0."""
+    out = {d: detail["vector"].raw for d, (_, detail) in fused.items() if "vector" in detail}
+    missing = [d for d in fused if d not in out and not d.startswith("msg:")
+               and not ctx.index.values.get(d, {}).get("encrypted")]
+    if missing and ctx.embeddings is not None:
+        texts = [query] + [ctx.index.values[d].get("text", "") for d in missing]
+        try:
+            vectors = yield Call(ctx.embeddings.embed_documents, ctx.embeddings.aembed_documents,
+                                 (texts,))
+        except Exception as e:
+            logger.warning("embedding for the composite scorer failed (%s)", e)
+            return out
+        import numpy as np
+
+        m = np.asarray(vectors, dtype=np.float64)
+        norms = np.linalg.norm(m, axis=1)
+        norms[norms == 0] = 1.0
+        sims = (m[1:] @ m[0]) / (norms[1:] * norms[0])
+        out.update({d: float(s) for d, s in zip(missing, sims, strict=True)})
+    return out
+
+
+@dataclass(frozen=True)
+class _Scored:
+    doc_id: str
+    score: float
+    fused: float
+    factor: float
+    parts: dict[str, float]
+    in_contact: bool
+
+
+def _score(ctx: ProfileContext, req: RecallRequest, doc_id: str, fused: float,
+           messages: dict[str, tuple[float, dict[str, Any]]], cosines: dict[str, float],
+           t: float) -> _Scored:
+    """A fused hit's final score, from the stored value (no record is built here)."""
+    cfg = ctx.config
+    if doc_id.startswith("msg:"):
+        value = messages[doc_id][1]
+        parts = {"cosine": messages[doc_id][0], "recency": 0.0,
+                 "confidence": cfg.confidence_by_source["turn"], "tags": 0.0,
+                 "source": cfg.composite.source_priority.get("turn", 0.0)}
+        factor = 1.0
+        in_contact = req.contact is not None and value.get("contact") == req.contact
+    else:
+        v = ctx.index.values[doc_id]
+        touched = iso_to_epoch(v.get("last_accessed_at"), iso_to_epoch(v.get("created_at"), t))
+        parts = {"cosine": cosines.get(doc_id, 0.0),
+                 "recency": recency(t - touched, cfg.recall.recency_half_life_days),
+                 "confidence": float(v.get("confidence", 0.0)),
+                 "tags": tag_overlap(v.get("tags") or (), req.tags),
+                 "source": cfg.composite.source_priority.get(v.get("source", ""), 0.0)}
+        ended = v.get("kind") == "task" and (
+            bool(v.get("session_ended_at"))
+            or (req.session_id is not None and v.get("session_id") != req.session_id))
+        factor = cfg.recall.ended_task_factor if ended else 1.0
+        in_contact = v.get("contact") is not None
+    if req.scorer == "composite":
+        base, weighted = composite(parts, cfg.composite.weights)
+    else:
+        base, weighted = fused, {}
+    return _Scored(doc_id, base * factor, fused, factor, weighted, in_contact)
+
+
+def _candidate(ctx: ProfileContext, req: RecallRequest, x: _Scored, detail: dict[str, Any],
+               messages: dict[str, tuple[float, dict[str, Any]]]) -> Candidate:
+    breakdown = ScoreBreakdown(scorer=req.scorer, channels=detail,  # type: ignore[arg-type]
+                               fused=x.fused, composite=x.parts, factor=x.factor,
+                               scope="contact" if x.in_contact else "agent")
+    if x.doc_id.startswith("msg:"):
+        value = messages[x.doc_id][1]
+        return Candidate(id=x.doc_id.removeprefix("msg:"),
+                         text=str(value.get("content") or value.get("text") or ""),
+                         source_type="message", message=value, score=x.score,
+                         breakdown=breakdown)
+    record = ctx.record(ctx.index.values[x.doc_id])
+    return Candidate(id=x.doc_id, text=record.text, memory=record, score=x.score,
+                     breakdown=breakdown)
+
+
+def _fill_candidate(ctx: ProfileContext, mid: str, score: float) -> Candidate:
+    record = ctx.record(ctx.index.values[mid])
+    breakdown = ScoreBreakdown(scorer="fill", relevance=score,
+                               scope="contact" if record.contact is not None else "agent")
+    return Candidate(id=mid, text=record.text, memory=record, score=score, matched=False,
+                     breakdown=breakdown)
+
+
+def _plan_answer(ctx: ProfileContext, req: RecallRequest, candidates: list[Candidate],
+                 reference: datetime) -> Plan[str]:
+    matched = [c.text for c in candidates if c.matched]
+    if not matched:
+        return ""
+    if ctx.model is not None:
+        try:
+            reply = yield invoke(ctx.model, answer_messages(
+                req.query, [c.text for c in candidates], reference))
+            return _content(reply).strip()
+        except Exception as e:
+            logger.warning("answer generation failed (%s); using the top memories", e)
+    return "\n".join(matched[: ctx.config.recall.answer_max_candidates])

@@ -1,0 +1,533 @@
+"""The semantic tier's write path and record reads, as plans (see ``effects.py``).
+
+Writing a memory (``plan_write``):
+
+1. Sync the profile index (``snapshot.py``).
+2. Supersession by key: a fact or instruction whose ``key`` is held by active facts or
+   instructions of the same scope (contact, or agent-wide) supersedes them. Events and tasks
+   accumulate.
+3. Verification (``verification.py``) of facts, events and instructions, unless disabled.
+4. One batch: the new record (embedded from ``text`` unless it is a task, encrypted, or the
+   store has no vector index), the superseded records (``status="superseded"``,
+   ``superseded_by``, ``superseded_at``; rows kept), and a change-log entry. If that batch
+   fails while embedding, it is retried without the embedding: the memory is stored with
+   ``embedding_status="pending"`` (the keyword and key channels still find it) and
+   ``AgentMemory.reembed()`` backfills it.
+
+``update`` writes a new version that supersedes the old one, so edits show in ``history``.
+``forget`` marks a record forgotten (kept, never recalled); ``delete`` removes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import GetOp, PutOp, SearchOp
+
+from langmem_edge.errors import (
+    BackendError,
+    InvalidInputError,
+    LimitExceededError,
+    NotFoundError,
+)
+from langmem_edge.memory.changelog import plan_commit, plan_sync
+from langmem_edge.memory.context import (
+    ProfileContext,
+    aad,
+    check_metadata,
+    check_optional_name,
+    check_tags,
+    check_text,
+    to_utc,
+)
+from langmem_edge.memory.effects import Plan, batch
+from langmem_edge.memory.records import (
+    FACT_TYPES_BY_KIND,
+    KIND_OF_FACT_TYPE,
+    KINDS,
+    NOT_PROVIDED,
+    SOURCES,
+    SUPERSEDABLE_KINDS,
+    MemoryPage,
+    MemoryRecord,
+    new_memory_id,
+    scope_of,
+    utcnow,
+)
+from langmem_edge.memory.snapshot import ended_at, iso_to_epoch
+from langmem_edge.memory.verification import VerifyCandidate, plan_verdicts
+
+__all__ = [
+    "WriteSpec",
+    "plan_delete",
+    "plan_end_session",
+    "plan_flush_access",
+    "plan_forget",
+    "plan_get",
+    "plan_history",
+    "plan_list",
+    "plan_update",
+    "plan_write",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 200
+"""Longest contact, writer or session id."""
+
+UPDATABLE = frozenset(
+    {"text", "key", "kind", "fact_type", "confidence", "tags", "metadata", "valid_from",
+     "valid_until"}
+)
+"""Fields ``update`` may change (the rest is carried over)."""
+
+
+@dataclass(frozen=True)
+class WriteSpec:
+    """Everything a new memory is made from (validated by :func:`prepare`)."""
+
+    text: str
+    key: str | None = None
+    kind: str | None = None
+    fact_type: str | None = None
+    confidence: float | None = None
+    source: str = "explicit"
+    writer: str | None = None
+    contact: str | None = None
+    session_id: str | None = None
+    tags: Sequence[str] = ()
+    metadata: dict[str, Any] | None = None
+    valid_from: datetime | str | float | None = None
+    valid_until: datetime | str | float | None = None
+    encrypted: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Record fields carried over by ``update`` (``created_at`` is never carried)."""
+
+
+def _kind_and_type(kind: str | None, fact_type: str | None) -> tuple[str, str | None]:
+    if fact_type is not None and fact_type not in KIND_OF_FACT_TYPE:
+        raise InvalidInputError(
+            f"unknown fact_type {fact_type!r}; allowed: {sorted(KIND_OF_FACT_TYPE)}"
+        )
+    if kind is not None and kind not in KINDS:
+        raise InvalidInputError(f"unknown kind {kind!r}; allowed: {list(KINDS)}")
+    if fact_type is not None:
+        folded = KIND_OF_FACT_TYPE[fact_type]
+        if kind is not None and kind != folded:
+            raise InvalidInputError(
+                f"fact_type {fact_type!r} belongs to kind {folded!r}, not {kind!r}; "
+                f"{kind!r} allows {list(FACT_TYPES_BY_KIND[kind])}"
+            )
+        return folded, fact_type
+    kind = kind or "fact"
+    return kind, (None if kind == "fact" else FACT_TYPES_BY_KIND[kind][0])
+
+
+def prepare(ctx: ProfileContext, spec: WriteSpec, now: datetime) -> MemoryRecord:
+    """Validate ``spec`` and build the record (plaintext). Raises before anything is written."""
+    limits = ctx.config.limits
+    text = check_text(spec.text, "text", limits.max_text_chars)
+    key = spec.key
+    if key is not None:
+        check_text(key, "key", limits.max_key_chars)
+        if any(ord(ch) < 32 for ch in key):
+            raise InvalidInputError(f"key must not contain control characters: {key!r}")
+        key = key.strip()
+    kind, fact_type = _kind_and_type(spec.kind, spec.fact_type)
+    if spec.source not in SOURCES:
+        raise InvalidInputError(f"unknown source {spec.source!r}; allowed: {list(SOURCES)}")
+    confidence = spec.confidence
+    if confidence is None:
+        confidence = ctx.config.confidence_by_source[spec.source]
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not (
+        0.0 <= confidence <= 1.0
+    ):
+        raise InvalidInputError(f"confidence must be a number in [0, 1], got {confidence!r}")
+    valid_from = to_utc(spec.valid_from, "valid_from") or now
+    valid_until = to_utc(spec.valid_until, "valid_until")
+    if valid_until is not None and valid_until <= valid_from:
+        raise InvalidInputError("valid_until must be after valid_from")
+    if spec.encrypted and ctx.cipher is None:
+        raise InvalidInputError(
+            "encrypted=True needs an AgentMemory opened with encryption_key=..."
+        )
+    fields: dict[str, Any] = dict(spec.extra)
+    fields.update(
+        id=new_memory_id(),
+        profile=ctx.profile,
+        text=text,
+        key=key,
+        kind=kind,
+        fact_type=fact_type,
+        confidence=float(confidence),
+        source=spec.source,
+        writer=check_optional_name(spec.writer, "writer", MAX_NAME_CHARS),
+        contact=check_optional_name(spec.contact, "contact", MAX_NAME_CHARS),
+        session_id=check_optional_name(spec.session_id, "session_id", MAX_NAME_CHARS),
+        tags=check_tags(spec.tags, limits.max_tags, limits.max_tag_chars),
+        metadata=check_metadata(spec.metadata, limits.max_metadata_bytes),
+        created_at=now,
+        updated_at=now,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        encrypted=bool(spec.encrypted),
+    )
+    return MemoryRecord(**fields)
+
+
+def store_value(ctx: ProfileContext, record: MemoryRecord) -> dict[str, Any]:
+    """The stored form of a record: encrypted text sealed, plaintext removed."""
+    if record.encrypted:
+        assert ctx.cipher is not None
+        record = record.model_copy(update={
+            "ciphertext": ctx.cipher.seal(record.text, associated=aad(record)),
+            "key_id": ctx.cipher.key_id,
+            "text": "",
+        })
+    return record.to_value()
+
+
+def _embeddable(ctx: ProfileContext, record: MemoryRecord) -> bool:
+    return ctx.has_vectors and record.kind != "task" and not record.encrypted
+
+
+def _key_superseded(ctx: ProfileContext, record: MemoryRecord) -> list[str]:
+    if record.kind not in SUPERSEDABLE_KINDS or not record.key:
+        return []
+    values = ctx.index.values
+    return [
+        mid for mid in ctx.index.key_ids(record.key, record.scope)
+        if values[mid].get("status") == "active" and values[mid].get("kind") in SUPERSEDABLE_KINDS
+    ]
+
+
+def _plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable[str]
+                     ) -> Plan[list[VerifyCandidate]]:
+    cfg = ctx.config.verification
+    flt = {"profile": ctx.profile, "status": "active", "scope": record.scope}
+    op = SearchOp(ctx.layout.memories, filter=flt, limit=cfg.search_limit, query=record.text)
+    try:
+        (hits,) = yield batch(ctx.store, [op])
+    except Exception as e:
+        logger.warning("verification search failed (%s); writing without verification", e)
+        return []
+    skip = set(exclude)
+    out = []
+    for hit in hits:
+        v = hit.value
+        if (hit.score is None or hit.score < cfg.min_cosine or hit.key in skip
+                or v.get("profile") != ctx.profile or v.get("status") != "active"
+                or v.get("kind") == "task" or v.get("encrypted") or v.get("scope") != record.scope):
+            continue
+        out.append(VerifyCandidate(hit.key, v.get("text", ""), v.get("kind", "fact"),
+                                   float(hit.score)))
+    out.sort(key=lambda c: -c.cosine)
+    return out[: cfg.max_candidates]
+
+
+def _superseded_value(old: dict[str, Any], new_id: str, now: datetime) -> dict[str, Any]:
+    stamp = now.isoformat()
+    return {**old, "status": "superseded", "superseded_by": new_id, "superseded_at": stamp,
+            "updated_at": stamp}
+
+
+def plan_write(
+    ctx: ProfileContext,
+    spec: WriteSpec,
+    *,
+    verify: bool | None = None,
+    supersede: Sequence[str] = (),
+) -> Plan[MemoryRecord]:
+    """Write a new memory (see the module docstring); returns it (plaintext)."""
+    now = utcnow()
+    record = prepare(ctx, spec, now)
+    yield from plan_sync(ctx.store, ctx.index, now.timestamp())
+    superseded = list(dict.fromkeys([*supersede, *_key_superseded(ctx, record)]))
+    contradicts: list[str] = []
+    cfg = ctx.config.verification
+    if verify is None:
+        verify = cfg.enabled
+    if verify and record.kind != "task" and not record.encrypted and ctx.has_vectors:
+        candidates = yield from _plan_candidates(ctx, record, superseded)
+        verdicts = yield from plan_verdicts(ctx.model, cfg, record.text, record.kind, candidates)
+        for v in verdicts:
+            if v.replaces:
+                superseded.append(v.memory_id)
+            elif v.contradicts:
+                contradicts.append(v.memory_id)
+                logger.info("memory %s contradicts %s in profile %r (%s, by %s); both kept",
+                            record.id, v.memory_id, ctx.profile, v.reason, v.by)
+    olds = []
+    for mid in superseded:
+        old = ctx.index.values.get(mid)
+        if old is None or old.get("status") != "active":
+            continue
+        olds.append(_superseded_value(old, record.id, now))
+    record = record.model_copy(update={
+        "supersedes": [o["id"] for o in olds],
+        "contradicts": contradicts,
+        "embedding_status": "complete" if _embeddable(ctx, record) else "skipped",
+    })
+    value = store_value(ctx, record)
+    old_puts: list[tuple[dict[str, Any], Any]] = [(o, ctx.index_arg(o)) for o in olds]
+    if not _embeddable(ctx, record):
+        yield from plan_commit(ctx.store, ctx.index, [(value, False), *old_puts])
+    else:
+        try:
+            yield from plan_commit(ctx.store, ctx.index, [(value, ["text"]), *old_puts])
+        except (BackendError, InvalidInputError):
+            raise
+        except Exception as e:
+            record = record.model_copy(update={"embedding_status": "pending",
+                                               "embedding_attempts": 1})
+            value = store_value(ctx, record)
+            yield from plan_commit(ctx.store, ctx.index, [(value, False), *old_puts])
+            logger.warning("embedding memory %s failed (%s); stored as pending", record.id, e)
+    yield from plan_flush_access(ctx)
+    return record
+
+
+def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
+    """Write the profile's pending access bumps (fresh read, then write; no re-embedding).
+
+    Returns how many records were updated. On failure the bumps stay pending.
+    """
+    taken = ctx.index.take_pending()
+    if not taken:
+        return 0
+    ids = sorted(taken)
+    stamp = utcnow().isoformat()
+    try:
+        got = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in ids])
+        values = []
+        for mid, item in zip(ids, got, strict=True):
+            if item is None or item.value.get("profile") != ctx.profile:
+                continue
+            count, last = taken[mid]
+            old_last = item.value.get("last_accessed_at")
+            if old_last and iso_to_epoch(old_last) > iso_to_epoch(last):
+                last = old_last
+            values.append({**item.value, "last_accessed_at": last, "updated_at": stamp,
+                           "access_count": int(item.value.get("access_count") or 0) + count})
+        if values:
+            yield batch(ctx.store, [PutOp(ctx.layout.memories, v["id"], v,
+                                          index=ctx.index_arg(v)) for v in values])
+    except Exception as e:
+        ctx.index.restore_pending(taken, time.time())
+        logger.warning("writing access counts of %r failed (%s); kept pending", ctx.profile, e)
+        return 0
+    for v in values:
+        ctx.index.apply(v)
+    return len(values)
+
+
+def _plan_fresh(ctx: ProfileContext, memory_id: str) -> Plan[dict[str, Any] | None]:
+    if not isinstance(memory_id, str) or not memory_id:
+        raise InvalidInputError(f"memory_id must be a non-empty string, got {memory_id!r}")
+    (item,) = yield batch(ctx.store, [GetOp(ctx.layout.memories, memory_id)])
+    if item is None or item.value.get("profile") != ctx.profile:
+        return None
+    return dict(item.value)
+
+
+def plan_get(ctx: ProfileContext, memory_id: str) -> Plan[MemoryRecord | None]:
+    """One memory of this profile by id (any status), or ``None``."""
+    value = yield from _plan_fresh(ctx, memory_id)
+    return None if value is None else ctx.record(value)
+
+
+def plan_update(ctx: ProfileContext, memory_id: str, changes: dict[str, Any]
+                ) -> Plan[MemoryRecord]:
+    """A new version of an active memory with ``changes``; it supersedes the old one."""
+    unknown = set(changes) - UPDATABLE
+    if unknown:
+        raise InvalidInputError(f"cannot update {sorted(unknown)}; updatable: {sorted(UPDATABLE)}")
+    value = yield from _plan_fresh(ctx, memory_id)
+    if value is None:
+        raise NotFoundError(f"no memory {memory_id!r} in profile {ctx.profile!r}")
+    if value.get("status") != "active":
+        raise InvalidInputError(
+            f"memory {memory_id} is {value.get('status')}"
+            + (f" (by {value.get('superseded_by')})" if value.get("superseded_by") else "")
+            + "; only the active version can be updated"
+        )
+    old = ctx.record(value)
+    # valid_from is not carried: the new version is valid from now, so at(ts) shows the old
+    # version before the edit and the new one after it.
+    fields = {f: getattr(old, f) for f in UPDATABLE - {"valid_from"}}
+    if "kind" in changes and "fact_type" not in changes:
+        fields["fact_type"] = None
+    fields.update(changes)
+    spec = WriteSpec(
+        source=old.source, writer=old.writer, contact=old.contact, session_id=old.session_id,
+        encrypted=old.encrypted,
+        extra={"access_count": old.access_count, "last_accessed_at": old.last_accessed_at},
+        **fields,
+    )
+    return (yield from plan_write(ctx, spec, verify=False, supersede=[memory_id]))
+
+
+def plan_forget(ctx: ProfileContext, memory_id: str, reason: str | None) -> Plan[MemoryRecord]:
+    """Mark a memory forgotten: kept in the store and in ``history``, never recalled."""
+    if reason is not None:
+        check_text(reason, "reason", ctx.config.limits.max_text_chars, allow_empty=True)
+    yield from plan_sync(ctx.store, ctx.index)
+    value = yield from _plan_fresh(ctx, memory_id)
+    if value is None:
+        raise NotFoundError(f"no memory {memory_id!r} in profile {ctx.profile!r}")
+    if value.get("status") != "forgotten":
+        stamp = utcnow().isoformat()
+        value.update(status="forgotten", forgotten_at=stamp, forgotten_reason=reason,
+                     updated_at=stamp)
+        yield from plan_commit(ctx.store, ctx.index, [(value, ctx.index_arg(value))])
+        yield from plan_flush_access(ctx)
+    return ctx.record(value)
+
+
+def plan_delete(ctx: ProfileContext, memory_ids: Sequence[str]
+                ) -> Plan[list[dict[str, Any]]]:
+    """Remove memories for good; returns the stored values of those that existed."""
+    for mid in memory_ids:
+        if not isinstance(mid, str) or not mid:
+            raise InvalidInputError(f"memory_id must be a non-empty string, got {mid!r}")
+    yield from plan_sync(ctx.store, ctx.index)
+    if not memory_ids:
+        return []
+    got = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in memory_ids])
+    found = [dict(it.value) for it in got
+             if it is not None and it.value.get("profile") == ctx.profile]
+    if found:
+        yield from plan_commit(ctx.store, ctx.index, [], [v["id"] for v in found])
+        yield from plan_flush_access(ctx)
+    return found
+
+
+def plan_end_session(ctx: ProfileContext, session_id: str) -> Plan[int]:
+    """Mark the task memories of a session as ended (they rank lower); returns how many."""
+    check_text(session_id, "session_id", MAX_NAME_CHARS)
+    yield from plan_sync(ctx.store, ctx.index)
+    ids = [mid for mid, v in ctx.index.values.items()
+           if v.get("kind") == "task" and v.get("session_id") == session_id
+           and not v.get("session_ended_at")]
+    if not ids:
+        return 0
+    got = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in ids])
+    stamp = utcnow().isoformat()
+    values = [{**item.value, "session_ended_at": stamp, "updated_at": stamp}
+              for item in got if item is not None and item.value.get("profile") == ctx.profile]
+    puts = [(v, ctx.index_arg(v)) for v in values]
+    if puts:
+        yield from plan_commit(ctx.store, ctx.index, puts)
+        yield from plan_flush_access(ctx)
+    return len(puts)
+
+
+def plan_history(ctx: ProfileContext, key_or_id: str, contact: Any = NOT_PROVIDED
+                 ) -> Plan[list[MemoryRecord]]:
+    """The supersession chain of a key (or of the memory with that id), oldest first.
+
+    Starts from every record under the key (in ``contact``'s scope when given, all scopes
+    otherwise) or from the memory with that id, and follows ``supersedes`` / ``superseded_by``
+    both ways, so versions written under another key or by verification are included.
+    """
+    check_text(key_or_id, "key", ctx.config.limits.max_key_chars)
+    yield from plan_sync(ctx.store, ctx.index)
+    values = ctx.index.values
+    scope = None if contact is NOT_PROVIDED else scope_of(contact)
+    start = set(ctx.index.key_ids(key_or_id, scope))
+    if not start and key_or_id in values:
+        start = {key_or_id}
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        mid = todo.pop()
+        if mid in seen or mid not in values:
+            continue
+        seen.add(mid)
+        v = values[mid]
+        todo.extend(v.get("supersedes") or ())
+        if v.get("superseded_by"):
+            todo.append(v["superseded_by"])
+    chain = sorted(seen, key=lambda m: (iso_to_epoch(values[m].get("created_at"), 0.0), m))
+    return [ctx.record(values[m]) for m in chain]
+
+
+def valid_at(v: dict[str, Any], t: float) -> bool:
+    """Whether a stored record was valid at epoch seconds ``t``."""
+    return (iso_to_epoch(v.get("valid_from"), 0.0) <= t < iso_to_epoch(v.get("valid_until"))
+            and ended_at(v, "superseded") > t and ended_at(v, "forgotten") > t)
+
+
+def plan_list(
+    ctx: ProfileContext,
+    *,
+    kind: str | None,
+    limit: int | None,
+    cursor: str | None,
+    status: str,
+    contact: Any,
+    writer: str | None,
+    session_id: str | None,
+    newest_first: bool,
+    as_of: float | None = None,
+) -> Plan[MemoryPage]:
+    """One page of memories matching the filters, in creation order.
+
+    With ``as_of`` (epoch seconds), the page holds the memories valid at that moment
+    (``valid_from <= as_of < valid_until``, not yet superseded or forgotten) and ``status``
+    is ignored.
+    """
+    limits = ctx.config.limits
+    limit = limits.default_list_page if limit is None else limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
+    if limit > limits.max_list_page:
+        raise LimitExceededError(f"limit is {limit}; list pages hold at most "
+                                 f"{limits.max_list_page}")
+    if kind is not None and kind not in KINDS:
+        raise InvalidInputError(f"unknown kind {kind!r}; allowed: {list(KINDS)}")
+    if status not in ("active", "superseded", "forgotten", "all"):
+        raise InvalidInputError(
+            f"unknown status {status!r}; allowed: active, superseded, forgotten, all"
+        )
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidInputError("cursor must be a string returned by list()")
+    yield from plan_sync(ctx.store, ctx.index)
+    values = ctx.index.values
+    scope = None if contact is NOT_PROVIDED else scope_of(contact)
+    ids = ctx.index.sorted_ids()
+    if newest_first:
+        ids = ids[::-1]
+    page: list[dict[str, Any]] = []
+    more = False
+    for mid in ids:
+        if cursor is not None and (mid >= cursor if newest_first else mid <= cursor):
+            continue
+        v = values.get(mid)
+        if v is None:
+            continue
+        if as_of is not None:
+            if not valid_at(v, as_of):
+                continue
+        elif status != "all" and v.get("status") != status:
+            continue
+        if (kind is not None and v.get("kind") != kind) or (
+            scope is not None and v.get("scope") != scope
+        ):
+            continue
+        if (writer is not None and v.get("writer") != writer) or (
+            session_id is not None and v.get("session_id") != session_id
+        ):
+            continue
+        if len(page) == limit:
+            more = True
+            break
+        page.append(v)
+    records = [ctx.record(v) for v in page]
+    return MemoryPage(memories=records, next_cursor=records[-1].id if more else None)
+

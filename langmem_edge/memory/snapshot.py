@@ -1,0 +1,457 @@
+"""The per-process profile index: everything recall needs about one profile, in memory.
+
+Recall needs more than ``store.search(query=...)`` offers on a generic ``BaseStore``: a keyword
+channel (BM25 over the profile's texts), an exact key channel, and the relevance fill (every
+active memory ranked by recency and use). Reading a whole profile on every recall costs
+O(profile) store reads, so each ``AgentMemory`` keeps, per profile it touches, a
+:class:`ProfileIndex`: the records' values, BM25 postings, a key map, and numpy columns for
+admissibility masks and the fill. ``changelog.py`` keeps it exact across processes.
+
+Rows are never reused (a deleted record leaves a dead row; the index rebuilds its rows when
+dead ones outnumber live ones), so BM25 postings can name rows directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Iterable
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from langmem_edge.memory.config import IndexCacheConfig, RecallConfig
+from langmem_edge.memory.keyword import BM25Index, analyse
+from langmem_edge.memory.records import KINDS
+
+__all__ = [
+    "ProfileIndex",
+    "ProfileLayout",
+    "Admissible",
+    "ended_at",
+    "iso_to_epoch",
+    "key_terms",
+]
+
+logger = logging.getLogger(__name__)
+
+_INF = math.inf
+
+EXACT_KEY_SCORE = 2.0
+"""Raw key-channel score of a key equal to the query (word matches score at most 1)."""
+
+COMPACT_MIN_DEAD = 1024
+"""Deleted rows tolerated before the index considers rebuilding its rows."""
+
+
+
+def iso_to_epoch(value: str | None, default: float = _INF) -> float:
+    """Epoch seconds of an ISO-8601 timestamp (``default`` when missing)."""
+    if not value:
+        return default
+    return datetime.fromisoformat(value).timestamp()
+
+
+_KEY_SPLIT = str.maketrans({c: " " for c in "._-:/"})
+"""Key separators turned into spaces before analysis."""
+
+
+@lru_cache(maxsize=65_536)
+def key_terms(key: str, *, last: bool) -> frozenset[str]:
+    """Analysed words of a key (``preference.ui_theme``), or of its last segment."""
+    part = key.rsplit(".", 1)[-1] if last else key
+    return frozenset(analyse(part.translate(_KEY_SPLIT)))
+
+
+def ended_at(value: dict[str, Any], status: str) -> float:
+    """When a record stopped being current by ``status`` (``superseded`` / ``forgotten``):
+    its ``<status>_at`` stamp, ``-inf`` when it has the status without a stamp, else ``inf``.
+    """
+    stamp = value.get(f"{status}_at")
+    if stamp:
+        return iso_to_epoch(stamp)
+    return -_INF if value.get("status") == status else _INF
+
+
+class ProfileLayout:
+    """The store namespaces of one profile."""
+
+    def __init__(self, namespace: tuple[str, ...], profile: str) -> None:
+        self.profile = profile
+        self.root = (*namespace, "profiles", profile)
+        self.memories = (*self.root, "memories")
+        self.messages = (*self.root, "messages")
+        self.meta = (*self.root, "meta")
+        self.changes = (*self.root, "changes")
+
+    def bucket(self, index: int) -> tuple[str, ...]:
+        """The change-log namespace of one bucket."""
+        return (*self.changes, str(index))
+
+
+class _Columns:
+    """Numeric columns of every record, for vectorised fill ranking."""
+
+    _FLOATS = ("touched", "access", "confidence", "valid_from", "valid_until",
+               "superseded_at", "forgotten_at")
+    present: np.ndarray
+    touched: np.ndarray
+    access: np.ndarray
+    confidence: np.ndarray
+    valid_from: np.ndarray
+    valid_until: np.ndarray
+    superseded_at: np.ndarray
+    forgotten_at: np.ndarray
+    scope: np.ndarray
+    kind: np.ndarray
+    writer: np.ndarray
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.row_of: dict[str, int] = {}
+        self.ids: list[str | None] = []
+        self.dead = 0
+        self.codes: dict[str, int] = {}
+        self._alloc(capacity)
+
+    def _alloc(self, capacity: int) -> None:
+        old = getattr(self, "present", None)
+        n = 0 if old is None else len(old)
+        def grow(arr: np.ndarray | None, dtype: Any, fill: Any) -> np.ndarray:
+            new = np.full(capacity, fill, dtype=dtype)
+            if arr is not None:
+                new[:n] = arr[:n]
+            return new
+        self.present = grow(old, bool, False)
+        for name in self._FLOATS:
+            setattr(self, name, grow(getattr(self, name, None), np.float64, 0.0))
+        self.scope = grow(getattr(self, "scope", None), np.int32, -1)
+        self.kind = grow(getattr(self, "kind", None), np.int8, -1)
+        self.writer = grow(getattr(self, "writer", None), np.int32, -1)
+
+    def code(self, text: str | None) -> int:
+        """A small integer for a scope or writer string (-1 for ``None``)."""
+        if text is None:
+            return -1
+        code = self.codes.get(text)
+        if code is None:
+            code = self.codes[text] = len(self.codes)
+        return code
+
+    def set(self, value: dict[str, Any]) -> int:
+        """Write a record's columns; returns its row (rows are never reused)."""
+        mid = value["id"]
+        row = self.row_of.get(mid)
+        if row is None:
+            row = len(self.ids)
+            if row >= len(self.present):
+                self._alloc(2 * len(self.present))
+            self.ids.append(mid)
+            self.row_of[mid] = row
+        created = iso_to_epoch(value.get("created_at"), 0.0)
+        self.present[row] = True
+        self.touched[row] = iso_to_epoch(value.get("last_accessed_at"), created)
+        self.access[row] = float(value.get("access_count") or 0)
+        self.confidence[row] = float(value.get("confidence", 0.0))
+        self.valid_from[row] = iso_to_epoch(value.get("valid_from"), created)
+        self.valid_until[row] = iso_to_epoch(value.get("valid_until"))
+        self.superseded_at[row] = ended_at(value, "superseded")
+        self.forgotten_at[row] = ended_at(value, "forgotten")
+        self.scope[row] = self.code(value.get("scope"))
+        kind = value.get("kind")
+        self.kind[row] = KINDS.index(kind) if kind in KINDS else -1
+        self.writer[row] = self.code(value.get("writer"))
+        return row
+
+    def drop(self, mid: str) -> int | None:
+        """Mark a record's row dead; returns it."""
+        row = self.row_of.pop(mid, None)
+        if row is not None:
+            self.present[row] = False
+            self.ids[row] = None
+            self.dead += 1
+        return row
+
+
+class ProfileIndex:
+    """Everything recall needs about one profile, in memory, kept exact by the change log."""
+
+    def __init__(self, layout: ProfileLayout, cache: IndexCacheConfig, recall: RecallConfig
+                 ) -> None:
+        self.layout = layout
+        self.profile = layout.profile
+        self.cache = cache
+        self.recall_config = recall
+        self.lock = threading.RLock()
+        self._clear()
+        self.last_prune = 0.0
+
+    def _clear(self) -> None:
+        self.generation: str | None = None
+        self.seen_head: str | None = None
+        self.synced_at: float | None = None
+        self.values: dict[str, dict[str, Any]] = {}
+        self.tombstones: set[str] = set()
+        self.applied: dict[str, float] = {}
+        self.bm25 = BM25Index(k1=self.recall_config.bm25_k1, b=self.recall_config.bm25_b)
+        self.by_key: dict[tuple[str, str], set[str]] = {}
+        self._key_terms: dict[str, set[tuple[str, str]]] = {}
+        self._key_lower: dict[str, set[tuple[str, str]]] = {}
+        self.columns = _Columns()
+        self._sorted: list[str] | None = None
+        if not hasattr(self, "pending_access"):
+            self.pending_access: dict[str, tuple[int, str]] = {}
+            self.pending_since: float | None = None
+
+    # -- access bumps (written behind) -------------------------------------------------------
+
+    def bump(self, ids: Iterable[str], now: float, stamp: str) -> None:
+        """Count ``ids`` as accessed now; the store is updated by the next flush."""
+        with self.lock:
+            c = self.columns
+            for mid in ids:
+                count, _ = self.pending_access.get(mid, (0, stamp))
+                self.pending_access[mid] = (count + 1, stamp)
+                row = c.row_of.get(mid)
+                if row is not None:
+                    c.access[row] += 1.0
+                    c.touched[row] = now
+            if self.pending_access and self.pending_since is None:
+                self.pending_since = now
+
+    def take_pending(self) -> dict[str, tuple[int, str]]:
+        """Remove and return the pending bumps (``{id: (count, last accessed ISO)}``)."""
+        with self.lock:
+            taken, self.pending_access, self.pending_since = self.pending_access, {}, None
+            return taken
+
+    def restore_pending(self, taken: dict[str, tuple[int, str]], now: float) -> None:
+        """Put back bumps whose write failed."""
+        with self.lock:
+            for mid, (count, stamp) in taken.items():
+                have, last = self.pending_access.get(mid, (0, stamp))
+                self.pending_access[mid] = (have + count, max(last, stamp))
+            if self.pending_access and self.pending_since is None:
+                self.pending_since = now
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def sorted_ids(self) -> list[str]:
+        """Every record id, in creation order (ids are time-ordered)."""
+        with self.lock:
+            if self._sorted is None:
+                self._sorted = sorted(self.values)
+            return self._sorted
+
+    def key_ids(self, key: str, scope: str | None = None) -> list[str]:
+        """Ids of every record (any status) under ``key``; one scope, or all when ``None``."""
+        with self.lock:
+            if scope is not None:
+                return sorted(self.by_key.get((scope, key), ()))
+            return sorted(i for (_, k), ids in self.by_key.items() if k == key for i in ids)
+
+    # -- applying ----------------------------------------------------------------------------
+
+    def reset(self, generation: str | None, values: Iterable[dict[str, Any]], synced_at: float
+              ) -> None:
+        """Replace the whole index (a full load)."""
+        with self.lock:
+            self._clear()
+            self.generation = generation
+            for value in values:
+                self._set(value)
+            self.synced_at = synced_at
+
+    def apply(self, value: dict[str, Any]) -> None:
+        """Take in a fresh copy of a record unless it is older than the one held."""
+        with self.lock:
+            mid = value.get("id")
+            if not isinstance(mid, str) or mid in self.tombstones:
+                return
+            if value.get("profile") != self.profile:
+                logger.warning("ignored record %s of another profile in %r", mid, self.profile)
+                return
+            held = self.values.get(mid)
+            if held is not None and (held is value or held.get("updated_at") == value.get(
+                    "updated_at") or iso_to_epoch(held.get("updated_at"), 0.0) > iso_to_epoch(
+                    value.get("updated_at"), 0.0)):
+                return  # the same version, or an older one
+            self._set(value)
+
+    def remove(self, mid: str) -> None:
+        """Forget a deleted record for good (ids are never reused)."""
+        with self.lock:
+            self.tombstones.add(mid)
+            value = self.values.pop(mid, None)
+            if value is None:
+                return
+            self._sorted = None
+            self._unkey(value)
+            row = self.columns.drop(mid)
+            if row is not None:
+                self.bm25.remove(row)
+            self._maybe_compact()
+
+    def _set(self, value: dict[str, Any]) -> None:
+        mid = value["id"]
+        held = self.values.get(mid)
+        text = "" if value.get("encrypted") else value.get("text") or ""
+        if held is None:
+            self._sorted = None
+        else:
+            self._unkey(held)
+            if (held.get("text") or "") != text or bool(held.get("encrypted")) != bool(
+                    value.get("encrypted")):
+                old_row = self.columns.drop(mid)  # a new text gets a new row
+                if old_row is not None:
+                    self.bm25.remove(old_row)
+        self.values[mid] = value
+        if value.get("key"):
+            sk = (value.get("scope") or "agent", value["key"])
+            if sk not in self.by_key:
+                self._index_key(sk, add=True)
+            self.by_key.setdefault(sk, set()).add(mid)
+        row = self.columns.set(value)
+        if text and row not in self.bm25:
+            self.bm25.add(row, text)
+        pending = self.pending_access.get(mid)
+        if pending is not None:
+            self.columns.access[row] += pending[0]
+            self.columns.touched[row] = max(self.columns.touched[row], iso_to_epoch(pending[1]))
+
+    def _maybe_compact(self) -> None:
+        """Rebuild the rows when dead ones outnumber live ones (deletions leave holes)."""
+        c = self.columns
+        if c.dead > COMPACT_MIN_DEAD and c.dead > len(c.row_of):
+            values, synced, gen, head = (list(self.values.values()), self.synced_at,
+                                         self.generation, self.seen_head)
+            applied, tombstones = self.applied, self.tombstones
+            self._clear()
+            for value in values:
+                self._set(value)
+            self.generation, self.seen_head, self.synced_at = gen, head, synced
+            self.applied, self.tombstones = applied, tombstones
+
+    def _unkey(self, value: dict[str, Any]) -> None:
+        if value.get("key"):
+            sk = (value.get("scope") or "agent", value["key"])
+            ids = self.by_key.get(sk)
+            if ids is not None:
+                ids.discard(value["id"])
+                if not ids:
+                    del self.by_key[sk]
+                    self._index_key(sk, add=False)
+
+    def _index_key(self, sk: tuple[str, str], *, add: bool) -> None:
+        """Add or drop a key in the key-channel maps (last-segment terms, lower-case key)."""
+        key = sk[1]
+        for term, table in [(t, self._key_terms) for t in key_terms(key, last=True)] + [
+            (key.lower(), self._key_lower)
+        ]:
+            if add:
+                table.setdefault(term, set()).add(sk)
+            else:
+                keys = table.get(term)
+                if keys is not None:
+                    keys.discard(sk)
+                    if not keys:
+                        del table[term]
+
+    def match_keys(self, query: str) -> list[tuple[tuple[str, str], float]]:
+        """Keys matching ``query``: 2.0 when the key is the query; else, when a word of the
+        key's last segment (``theme`` of ``preference.ui_theme``) occurs in the query, the
+        share of the key's words that do. The last segment names the topic; words of the
+        leading segments alone (``preference``) match too much to count."""
+        with self.lock:
+            out = {sk: EXACT_KEY_SCORE for sk in self._key_lower.get(query.strip().lower(), ())}
+            terms = set(analyse(query))
+            candidates = set().union(*(self._key_terms.get(t, ()) for t in terms)) if terms else ()
+            for sk in candidates:
+                if sk in out or not key_terms(sk[1], last=True) & terms:
+                    continue
+                words = key_terms(sk[1], last=False)
+                out[sk] = len(words & terms) / len(words)
+            return list(out.items())
+
+    def valid_from_between(self, start: float, end: float) -> list[tuple[str, float]]:
+        """``(id, valid_from)`` of present records with ``start <= valid_from < end``."""
+        with self.lock:
+            c = self.columns
+            n = len(c.ids)
+            rows = np.flatnonzero(c.present[:n] & (c.valid_from[:n] >= start)
+                                  & (c.valid_from[:n] < end))
+            return [(str(c.ids[r]), float(c.valid_from[r])) for r in rows]
+
+    # -- fill ranking ------------------------------------------------------------------------
+
+    def admissible(
+        self,
+        *,
+        t: float,
+        as_of: bool,
+        scopes: Iterable[str],
+        kinds: Iterable[str] | None,
+        writer: str | None,
+        min_confidence: float,
+    ) -> Admissible:
+        """Which records a recall may return, as a mask over the index rows.
+
+        Current recalls (``as_of=False``) admit active, unexpired records; ``at(ts)`` views
+        admit records valid at ``t`` (``valid_from <= t < valid_until``, not superseded or
+        forgotten by then). Both need the scope, kinds, writer and confidence floor.
+        """
+        with self.lock:
+            c = self.columns
+            n = len(c.ids)
+            mask = c.present[:n] & (c.confidence[:n] >= min_confidence)
+            mask &= (c.superseded_at[:n] > t) & (c.forgotten_at[:n] > t) & (c.valid_until[:n] > t)
+            if as_of:
+                mask &= c.valid_from[:n] <= t
+            mask &= np.isin(c.scope[:n], [c.codes[s] for s in scopes if s in c.codes])
+            if kinds is not None:
+                mask &= np.isin(c.kind[:n], [KINDS.index(k) for k in kinds])
+            if writer is not None:
+                mask &= c.writer[:n] == c.codes.get(writer, -2)
+            return Admissible(mask, c.row_of)
+
+    def rank_fill(self, admissible: Admissible, *, t: float, exclude: Iterable[str],
+                  limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` best admissible records by ``0.7 * recency + 0.3 * log(access + 1)``
+        (recency at ``t``), leaving out ``exclude``."""
+        if limit <= 0:
+            return []
+        cfg = self.recall_config
+        with self.lock:
+            c = self.columns
+            mask = admissible.mask.copy()
+            for mid in exclude:
+                row = c.row_of.get(mid)
+                if row is not None and row < mask.size:
+                    mask[row] = False
+            rows = np.flatnonzero(mask)
+            if rows.size == 0:
+                return []
+            age_days = np.maximum(t - c.touched[rows], 0.0) / 86400.0
+            recency = np.power(0.5, age_days / cfg.recency_half_life_days)
+            scores = (cfg.fill_recency_weight * recency
+                      + cfg.fill_access_weight * np.log(c.access[rows] + 1.0))
+            k = min(limit, rows.size)
+            top = np.argpartition(-scores, k - 1)[:k]
+            top = top[np.argsort(-scores[top], kind="stable")]
+            return [(str(c.ids[rows[i]]), float(scores[i])) for i in top]
+
+
+class Admissible:
+    """A recall's admissibility mask over the index rows; call it with a memory id."""
+
+    __slots__ = ("mask", "row_of")
+
+    def __init__(self, mask: np.ndarray, row_of: dict[str, int]) -> None:
+        self.mask = mask
+        self.row_of = row_of
+
+    def __call__(self, mid: str) -> bool:
+        row = self.row_of.get(mid)
+        return row is not None and row < self.mask.size and bool(self.mask[row])

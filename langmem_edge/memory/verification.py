@@ -1,0 +1,223 @@
+"""Write-time verification: does a new memory replace, or contradict, similar active ones?
+
+Before a fact, event or instruction is written (tasks and encrypted memories skip this), up to
+``max_candidates`` (3) active memories of the same scope with cosine >= ``min_cosine`` (0.6)
+to the new text are judged:
+
+* **With a decision model** (any ``BaseChatModel``): one structured-output call returns, per
+  candidate, the probability that the new memory replaces it and whether they contradict.
+  ``replace_probability >= 0.75`` supersedes the candidate; a contradiction that is not a
+  replacement is logged and both are kept (the new record lists it in ``contradicts``).
+  Models without native structured output (``bind_tools``) are asked for JSON and parsed.
+  If the call fails, the model-free rule decides, and a warning is logged.
+* **Without a model** (the documented model-free rule):
+
+  1. *Restatement*: a candidate of the same kind with cosine >= ``offline_replace_cosine``
+     (0.9) is replaced (probability = the cosine).
+  2. *Negation*: otherwise, if exactly one of the two texts is negated ("not", "never",
+     "n't", ...) and their content words overlap (Jaccard) >= ``offline_contradiction_overlap``
+     (0.5), it is logged as a contradiction; both are kept.
+  3. Anything else is left alone: without a model, a changed value under no shared key
+     ("lives in Berlin" after "lives in Singapore") is not detected. Give such memories a
+     ``key`` and supersession by key handles it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.output_parsers import PydanticOutputParser
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import BaseModel, Field
+
+from langmem_edge.memory.config import VerificationConfig
+from langmem_edge.memory.effects import Plan, invoke
+from langmem_edge.memory.keyword import analyse
+
+__all__ = [
+    "Judgement",
+    "Verdict",
+    "VerdictItem",
+    "judge_messages",
+    "offline_verdicts",
+    "plan_judge",
+    "structured_runnable",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class VerdictItem(BaseModel):
+    """The model's judgement of one existing memory."""
+
+    index: int = Field(description="Number of the existing memory (1-based).")
+    replace_probability: float = Field(
+        ge=0.0, le=1.0,
+        description="Probability that the NEW memory replaces (updates, corrects or restates) "
+                    "the existing one, so the existing one is no longer current.",
+    )
+    contradicts: bool = Field(
+        description="True if both cannot be true at the same time.",
+    )
+    reason: str = Field("", description="One short sentence.")
+
+
+class Judgement(BaseModel):
+    """The structured output of a verification call."""
+
+    verdicts: list[VerdictItem] = Field(
+        default_factory=list, description="One verdict per existing memory."
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision about one candidate."""
+
+    memory_id: str
+    cosine: float
+    replace_probability: float
+    replaces: bool
+    contradicts: bool
+    reason: str
+    by: str
+    """``model`` or ``rule``."""
+
+
+@dataclass(frozen=True)
+class VerifyCandidate:
+    """An active memory similar to the new one."""
+
+    memory_id: str
+    text: str
+    kind: str
+    cosine: float
+
+
+def _parse_text(message: Any, schema: type[BaseModel]) -> BaseModel:
+    content = getattr(message, "content", message)
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return PydanticOutputParser(pydantic_object=schema).parse(str(content))
+
+
+def structured_runnable(model: BaseChatModel, schema: type[BaseModel]) -> Runnable:
+    """A runnable returning a ``schema`` instance: the model's native structured output
+    (``with_structured_output``), and, when the model has none or answered in plain text
+    instead of calling the tool, the text parsed as JSON."""
+    try:
+        structured = model.with_structured_output(schema, include_raw=True)
+    except NotImplementedError:
+        return model | RunnableLambda(lambda message: _parse_text(message, schema))
+
+    def pick(out: Any) -> BaseModel:
+        parsed = out.get("parsed")
+        if isinstance(parsed, schema):
+            return parsed
+        if isinstance(parsed, dict):
+            return schema.model_validate(parsed)
+        return _parse_text(out.get("raw"), schema)
+
+    return structured | RunnableLambda(pick)
+
+
+_SYSTEM = (
+    "You maintain an assistant's long-term memory. A NEW memory is about to be stored. For "
+    "each EXISTING memory decide: does the NEW one replace it (an update, correction or "
+    "restatement of the same fact, so the existing one is no longer current), and do the two "
+    "contradict each other (both cannot be true at once)? Memories about different things "
+    "neither replace nor contradict. Reply with JSON only, in this shape: "
+    '{"verdicts": [{"index": 1, "replace_probability": 0.0, "contradicts": false, '
+    '"reason": "..."}]}'
+)
+
+
+def judge_messages(new_text: str, existing: Sequence[str]) -> list[BaseMessage]:
+    """The prompt of a verification call."""
+    listing = "\n".join(f"{i}. {text}" for i, text in enumerate(existing, start=1))
+    return [
+        SystemMessage(content=_SYSTEM),
+        HumanMessage(content=f"NEW memory:\n{new_text}\n\nEXISTING memories:\n{listing}"),
+    ]
+
+
+def _decide(cfg: VerificationConfig, cand: VerifyCandidate, item: VerdictItem | None
+            ) -> Verdict:
+    p = item.replace_probability if item else 0.0
+    replaces = p >= cfg.replace_threshold
+    return Verdict(cand.memory_id, cand.cosine, p, replaces,
+                   bool(item and item.contradicts and not replaces),
+                   item.reason if item else "", "model")
+
+
+def plan_judge(
+    model: BaseChatModel,
+    cfg: VerificationConfig,
+    new_text: str,
+    candidates: Sequence[VerifyCandidate],
+) -> Plan[list[Verdict]]:
+    """Ask the model about every candidate in one call."""
+    runnable = structured_runnable(model, Judgement)
+    out = yield invoke(runnable, judge_messages(new_text, [c.text for c in candidates]))
+    judgement = out if isinstance(out, Judgement) else Judgement.model_validate(out)
+    by_index = {v.index: v for v in judgement.verdicts}
+    return [_decide(cfg, c, by_index.get(i)) for i, c in enumerate(candidates, start=1)]
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n't\b|n’t\b",
+    re.IGNORECASE,
+)
+
+
+def _negated(text: str) -> bool:
+    return _NEGATION.search(text) is not None
+
+
+def _content_words(text: str) -> set[str]:
+    return set(analyse(_NEGATION.sub(" ", text.replace("n't", " ").replace("n’t", " "))))
+
+
+def offline_verdicts(
+    cfg: VerificationConfig, new_text: str, new_kind: str, candidates: Sequence[VerifyCandidate]
+) -> list[Verdict]:
+    """The model-free rule (see the module docstring)."""
+    verdicts = []
+    new_words = _content_words(new_text)
+    for c in candidates:
+        if c.kind == new_kind and c.cosine >= cfg.offline_replace_cosine:
+            verdicts.append(Verdict(c.memory_id, c.cosine, c.cosine, True, False,
+                                    "restatement (cosine)", "rule"))
+            continue
+        words = _content_words(c.text)
+        union = new_words | words
+        overlap = len(new_words & words) / len(union) if union else 0.0
+        flips = _negated(new_text) != _negated(c.text)
+        contradicts = flips and overlap >= cfg.offline_contradiction_overlap
+        verdicts.append(Verdict(c.memory_id, c.cosine, 0.0, False, contradicts,
+                                "negation of a similar memory" if contradicts else "", "rule"))
+    return verdicts
+
+
+def plan_verdicts(
+    model: BaseChatModel | None,
+    cfg: VerificationConfig,
+    new_text: str,
+    new_kind: str,
+    candidates: Sequence[VerifyCandidate],
+) -> Plan[list[Verdict]]:
+    """Verdicts by the model when there is one (falling back to the rule on failure)."""
+    if not candidates:
+        return []
+    if model is not None:
+        try:
+            return (yield from plan_judge(model, cfg, new_text, candidates))
+        except Exception as e:
+            logger.warning("verification model failed (%s); using the model-free rule", e)
+    return offline_verdicts(cfg, new_text, new_kind, candidates)

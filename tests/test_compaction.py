@@ -1,0 +1,292 @@
+"""Compaction window: budget split, head cut, overlays, tail, overlay creation, flush."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from episodic_helpers import BACKENDS, scripted, store_fixture
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.store.base import BaseStore, SearchOp
+from langgraph.store.memory import InMemoryStore
+
+from langmem_edge.errors import ExtractionError, InvalidInputError
+from langmem_edge.memory.compaction import ContextWindow, uncovered_ranges
+from langmem_edge.memory.episodic import EpisodicConfig, EpisodicTier
+from langmem_edge.memory.tokens import estimate_tokens
+
+ROOT = ("app", "profiles", "alice")
+MSG_TOKENS = 14  # 35 prose chars -> 10 tokens, + 4 per message
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[BaseStore]:
+    yield from store_fixture(request, tmp_path)
+
+
+def text(i: int) -> str:
+    body = f"message {i:05d} says "
+    return body + "a" * (35 - len(body))
+
+
+def fill(tier: EpisodicTier, n: int, session: str = "s") -> None:
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": text(i)} for i in range(n)]
+    for start in range(0, n, 500):
+        tier.add_messages(msgs[start : start + 500], session)
+
+
+def check_invariants(w: ContextWindow) -> None:
+    assert sum(m.tokens for m in w.head) <= w.head_budget
+    assert sum(o.tokens for o in w.overlays) <= w.overlay_budget
+    assert sum(m.tokens for m in w.tail) <= w.tail_budget
+    assert w.tokens <= w.budget_tokens
+    assert [o.from_seq for o in w.overlays] == sorted(o.from_seq for o in w.overlays)
+    tail_seqs = {m.seq for m in w.tail}
+    for ov in w.overlays:
+        assert not any(ov.from_seq <= s <= ov.to_seq for s in tail_seqs)
+        assert ov.from_seq >= len(w.head)
+    for a, b in zip(w.overlays, w.overlays[1:], strict=False):
+        assert a.to_seq < b.from_seq
+
+
+def test_budget_split_and_tail_are_exact(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 100)
+    w = tier.window("s", 1000, compact=False)
+    assert (w.head_budget, w.overlay_budget, w.tail_budget) == (100, 200, 700)
+    assert [m.seq for m in w.head] == [0, 1] and not any(m.truncated for m in w.head)
+    assert all(m.tokens == MSG_TOKENS for m in w.tail)
+    assert [m.seq for m in w.tail] == list(range(50, 100))  # 700 // 14 newest, in order
+    assert w.uncovered == [(2, 49)] and w.overlays == []
+    assert w.rows_scanned == 60  # pages of 10 until the 51st newest did not fit
+    check_invariants(w)
+
+
+def test_head_message_that_does_not_fit_is_cut_not_dropped(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    tier.add_messages(
+        [
+            {"role": "system", "content": "long instructions " * 200},
+            {"role": "user", "content": text(1)},
+            {"role": "assistant", "content": text(2)},
+        ],
+        "s",
+    )
+    w = tier.window("s", 1000)
+    assert [m.seq for m in w.head] == [0, 1]
+    assert w.head[0].truncated and w.head[0].content.endswith("[...]")
+    assert w.head[0].content.startswith("long instructions")
+    assert not w.head[1].truncated and w.head[1].content == text(1)
+    assert sum(m.tokens for m in w.head) <= 100
+    check_invariants(w)
+
+
+def test_two_long_head_messages_share_the_head_budget(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    tier.add_messages(
+        [{"role": "system", "content": "alpha " * 300}, {"role": "user", "content": "beta " * 300}],
+        "s",
+    )
+    w = tier.window("s", 1000)
+    assert [m.truncated for m in w.head] == [True, True]
+    assert all(0 < m.tokens <= 50 for m in w.head)
+    assert w.tail == []
+
+
+def test_newest_message_is_always_in_the_tail(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 5)
+    tier.add_messages([{"role": "user", "content": "huge question " * 500}], "s")
+    w = tier.window("s", 200, compact=False)
+    assert [m.seq for m in w.tail] == [5]
+    assert w.tail[0].truncated and w.tail[0].tokens <= w.tail_budget
+
+
+def test_uncovered_range_gets_exactly_one_overlay(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 100)
+    first = tier.window("s", 1000)
+    assert first.new_overlay is not None
+    assert (first.new_overlay.from_seq, first.new_overlay.to_seq) == (2, 49)
+    assert first.new_overlay.message_count == 48
+    assert first.uncovered == []
+    for _ in range(3):
+        again = tier.window("s", 1000)
+        assert again.new_overlay is None and again.flushed == []
+        check_invariants(again)
+    assert [(o.from_seq, o.to_seq) for o in tier.overlays("s")] == [(2, 49)]
+    ov = tier.overlays("s")[0]
+    assert ov.method == "extractive" and ov.summary
+    assert ov.from_ts <= ov.to_ts
+    assert ov.tokens == estimate_tokens(ov.render()) + 4
+
+
+def test_long_stretch_is_compacted_oldest_first_in_ranges_of_at_most_60(store: BaseStore) -> None:
+    config = EpisodicConfig(overlay_summary_max_tokens=40)
+    tier = EpisodicTier(store, ROOT, config=config)
+    fill(tier, 200)
+    made = []
+    for _ in range(5):
+        w = tier.window("s", 1000)
+        check_invariants(w)
+        if w.new_overlay:
+            made.append((w.new_overlay.from_seq, w.new_overlay.to_seq))
+    # tail = 150..199; stretch 2..149 -> 2..61, 62..121, 122..149
+    assert made == [(2, 61), (62, 121), (122, 149)]
+    final = tier.window("s", 1000)
+    assert final.uncovered == []
+    assert [(o.from_seq, o.to_seq) for o in final.overlays] == [(2, 61), (62, 121), (122, 149)]
+    rendered = final.to_messages()
+    assert isinstance(rendered[0], HumanMessage) and isinstance(rendered[1], AIMessage)
+    systems = [m for m in rendered if isinstance(m, SystemMessage)]
+    assert [s.content.split("]")[0] for s in systems] == [  # type: ignore[union-attr]
+        f"[Summary of messages {a}-{b} ({b - a + 1} messages, "
+        f"{final.overlays[i].from_ts:%Y-%m-%d %H:%M} to {final.overlays[i].to_ts:%Y-%m-%d %H:%M})"
+        for i, (a, b) in enumerate(made)
+    ]
+    assert rendered[-1].content == text(199)
+
+
+def test_overlays_over_budget_keep_the_newest(store: BaseStore) -> None:
+    config = EpisodicConfig(overlay_summary_max_tokens=80)
+    tier = EpisodicTier(store, ROOT, config=config)
+    fill(tier, 200)
+    for _ in range(3):
+        tier.window("s", 1000)
+    w = tier.window("s", 1000)
+    check_invariants(w)
+    assert 0 < len(w.overlays) < 3
+    assert w.overlays[-1].to_seq == 149  # the newest is kept
+
+
+def test_grown_budget_never_shows_a_message_twice(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 100)
+    tier.window("s", 1000)  # overlay 2..49
+    wider = tier.window("s", 1200, compact=False)  # tail alone would start at 40
+    assert [(o.from_seq, o.to_seq) for o in wider.overlays] == [(2, 49)]
+    assert wider.tail[0].seq == 50
+    check_invariants(wider)
+
+
+def test_short_gap_waits(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 54)  # tail 4..53, stretch 2..3
+    w = tier.window("s", 1000)
+    assert w.new_overlay is None and w.uncovered == [(2, 3)]
+    fill(tier, 55)
+    w = tier.window("s", 1000)  # stretch 2..4: three messages
+    assert w.new_overlay is not None
+    assert (w.new_overlay.from_seq, w.new_overlay.to_seq) == (2, 4)
+
+
+def test_history_is_read_in_pages_of_10_up_to_200_rows() -> None:
+    class CountingStore(InMemoryStore):
+        searches: list[SearchOp] = []
+
+        def batch(self, ops: Any) -> Any:
+            ops = list(ops)
+            self.searches.extend(op for op in ops if isinstance(op, SearchOp))
+            return super().batch(ops)
+
+    store = CountingStore()
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 1000)
+    store.searches.clear()
+    w = tier.window("s", 1_000_000, compact=False)
+    assert w.rows_scanned == 200
+    assert [m.seq for m in w.tail] == list(range(800, 1000))
+    head, *pages = [op for op in store.searches if op.namespace_prefix[-2] == "messages"]
+    assert head.filter == {"profile": "alice", "page": "0"}  # the first two messages
+    assert len(pages) == 20 and all(op.limit == 10 for op in pages)
+    assert [op.filter["page"] for op in pages] == [str(p) for p in range(99, 79, -1)]
+
+
+def test_flush_lifts_at_most_10_durable_facts_at_0_6(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    msgs = [{"role": "user", "content": "Hello there."}, {"role": "assistant", "content": "Hi!"}]
+    for i in range(30):
+        msgs.append({"role": "user", "content": f"I love hobby{i} and I need to call person{i}."})
+        msgs.append({"role": "assistant", "content": "Noted."})
+    msgs += [{"role": "user", "content": text(i)} for i in range(60)]
+    tier.add_messages(msgs, "s")
+    w = tier.window("s", 1000)
+    assert w.new_overlay is not None
+    assert len(w.flushed) == 10
+    in_range = {
+        m.id
+        for m in tier.list_messages(
+            "s", start=w.new_overlay.from_seq, limit=w.new_overlay.message_count
+        )
+    }
+    for mem in w.flushed:
+        assert mem.confidence == 0.6 and mem.source == "pre-compaction"
+        assert mem.kind != "task" and mem.session_id == "s"
+        assert set(mem.source_message_ids) <= in_range
+    assert tier.window("s", 1000).flushed == []  # a range is flushed once
+
+
+def test_model_summary_and_flush(store: BaseStore) -> None:
+    def extract(messages: Any) -> list[dict[str, Any]]:
+        return [
+            {"text": f"Fact number {i}.", "fact_type": "identity", "message_numbers": [1]}
+            for i in range(12)
+        ] + [{"text": "Buy milk.", "fact_type": "task", "message_numbers": [2]}]
+
+    model = scripted(extract, summary="The user and the assistant talked about a's.")
+    tier = EpisodicTier(store, ROOT, model=model)
+    fill(tier, 100)
+    w = tier.window("s", 1000)
+    assert w.new_overlay is not None and w.new_overlay.method == "model"
+    assert w.new_overlay.summary == "The user and the assistant talked about a's."
+    assert len(w.flushed) == 10
+    assert all(m.kind == "fact" and m.confidence == 0.6 for m in w.flushed)
+
+
+def test_failed_model_writes_no_overlay(store: BaseStore) -> None:
+    def broken(messages: Any) -> list[dict[str, Any]]:
+        raise ValueError("no")
+
+    tier = EpisodicTier(store, ROOT, model=scripted(broken))
+    fill(tier, 100)
+    with pytest.raises(ExtractionError):
+        tier.window("s", 1000)
+    assert tier.overlays("s") == []
+
+
+def test_unknown_session_and_bad_budget(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    w = tier.window("nothing", 500)
+    assert (w.head, w.overlays, w.tail, w.new_overlay) == ([], [], [], None)
+    assert w.tail_budget == 500 - math.floor(50) - math.floor(100)
+    with pytest.raises(InvalidInputError, match="budget_tokens"):
+        tier.window("nothing", 0)
+
+
+def test_uncovered_ranges() -> None:
+    from datetime import UTC, datetime
+
+    from langmem_edge.memory.compaction import Overlay
+
+    def ov(a: int, b: int) -> Overlay:
+        now = datetime.now(UTC)
+        return Overlay(
+            id=f"{a}",
+            session_id="s",
+            from_seq=a,
+            to_seq=b,
+            from_ts=now,
+            to_ts=now,
+            message_count=b - a + 1,
+            summary="",
+            tokens=1,
+            method="extractive",
+            created_at=now,
+        )
+
+    assert uncovered_ranges([], 2, 10) == [(2, 9)]
+    assert uncovered_ranges([ov(2, 4), ov(7, 8)], 2, 10) == [(5, 6), (9, 9)]
+    assert uncovered_ranges([ov(0, 20)], 2, 10) == []
+    assert uncovered_ranges([ov(5, 30)], 2, 10) == [(2, 4)]

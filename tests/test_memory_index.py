@@ -1,0 +1,127 @@
+"""The per-process profile index stays exact across processes (change log in the store).
+
+Two ``AgentMemory`` objects over one store stand for two processes: each keeps its own index,
+and every write of one must be visible to the next read of the other.
+"""
+
+# ruff: noqa: F811 - pytest fixtures imported from test_memory_support are redefined as parameters
+
+from __future__ import annotations
+
+import time
+
+from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
+
+from langmem_edge.memory import AgentMemory
+from langmem_edge.memory.changelog import plan_prune
+from langmem_edge.memory.effects import run_sync
+
+
+def two(make_store, **kw):
+    store = make_store(path="shared")
+    other = make_store(path="shared")
+    return AgentMemory(store, **kw), AgentMemory(other, **kw), store
+
+
+def test_writes_of_one_process_are_seen_by_the_next_read_of_another(make_store) -> None:
+    a, b, _ = two(make_store)
+    pa, pb = a.profile("p"), b.profile("p")
+    pb.recall("warm up the index")
+    rec = pa.remember("Keeps bees in the garden", key="hobby.bees")
+    assert texts(pb.recall("bees garden", fill=False)) == [rec.text]  # keyword + vector
+    assert texts(pb.recall("hobby.bees", fill=False)) == [rec.text]  # key channel
+    assert [m.id for m in pb.list().memories] == [rec.id]
+    new = pa.update(rec.id, text="Keeps bees and hens")
+    assert [m.id for m in pb.history("hobby.bees")] == [rec.id, new.id]
+    pa.forget(new.id)
+    assert pb.recall("bees hens").count == 0
+    assert pb.list().memories == []
+    other = pa.remember("Grows tomatoes")
+    pb.recall("tomatoes")
+    assert pa.delete(other.id)
+    assert pb.recall("tomatoes").count == 0 and pb.get(other.id) is None
+    assert pb.list(status="all").memories[-1].id == new.id
+
+
+def test_delete_profile_is_seen_by_other_processes(make_store) -> None:
+    a, b, _ = two(make_store)
+    a.profile("p").remember("Speaks Finnish")
+    assert b.profile("p").recall("Finnish").count == 1
+    a.delete_profile("p")
+    assert b.profile("p").recall("Finnish").count == 0
+    assert b.profile("p").list(status="all").memories == []
+    b.profile("p").remember("Speaks Swedish")
+    assert texts(a.profile("p").recall("Swedish", fill=False)) == ["Speaks Swedish"]
+
+
+def test_relevance_fill_sees_other_processes_writes(make_store) -> None:
+    a, b, _ = two(make_store)
+    pb = b.profile("p")
+    pb.remember("Anchor memory about violins")
+    extra = a.profile("p").remember("Some other note")
+    res = pb.recall("violins", limit=5)
+    assert extra.id in {c.id for c in res.candidates if not c.matched}
+
+
+def test_a_stale_index_reloads(make_store) -> None:
+    a, _, store = two(make_store)
+    p = a.profile("p")
+    p.remember("Plays chess")
+    index = a._index("p")
+    synced = index.synced_at
+    assert synced is not None
+    # a record written behind the memory's back (no change-log entry, no vector) is only
+    # found by the keyword channel once the index reloads
+    value = dict(index.values[next(iter(index.values))])
+    value.update(id="f" * 32, text="Collects old maps", embedding_status="skipped")
+    store.put(index.layout.memories, value["id"], value, index=False)
+    assert p.recall("old maps", fill=False).count == 0
+    index.synced_at = synced - 10 * 3600  # older than the retention
+    assert texts(p.recall("old maps", fill=False)) == ["Collects old maps"]
+
+
+def test_change_log_is_pruned(make_store) -> None:
+    config = {
+        "index": {
+            "bucket_seconds": 1,
+            "clock_margin_seconds": 0.1,
+            "retention_seconds": 5,
+            "prune_interval_seconds": 0.01,
+        }
+    }
+    a, _, store = two(make_store, config=config)
+    p = a.profile("p")
+    p.remember("First note")
+    index = a._index("p")
+    changes = index.layout.changes
+    assert store.search(changes, limit=100)
+    run_sync(plan_prune(store, index, time.time() + 60))
+    assert store.search(changes, limit=100) == []
+    p.remember("Second note")
+    assert len(store.search(changes, limit=100)) == 1
+    assert [m.text for m in p.list().memories] == ["First note", "Second note"]
+
+
+def test_access_counts_are_written_behind(make_store) -> None:
+    a, b, store = two(make_store)
+    pa = a.profile("p")
+    rec = pa.remember("Restores old clocks")
+    pa.recall("old clocks")
+    pa.recall("clocks")
+    assert pa.get(rec.id).access_count == 2  # this process sees its pending bumps
+    raw = store.get(a._index("p").layout.memories, rec.id)
+    assert raw.value["access_count"] == 0  # not written yet: recalls only read
+    assert b.profile("p").get(rec.id).access_count == 0
+    assert a.flush() == 1
+    assert b.profile("p").get(rec.id).access_count == 2
+    assert pa.get(rec.id).access_count == 2 and a.flush() == 0
+    pa.recall("clocks")
+    pa.remember("Unrelated write")  # a write of the profile flushes too
+    assert b.profile("p").get(rec.id).access_count == 3
+
+
+def test_access_flush_seconds_zero_writes_on_every_recall(make_store) -> None:
+    a, b, _ = two(make_store, config={"recall": {"access_flush_seconds": 0}})
+    rec = a.profile("p").remember("Repairs bicycles")
+    a.profile("p").recall("bicycles")
+    assert b.profile("p").get(rec.id).access_count == 1
