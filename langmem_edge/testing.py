@@ -5,6 +5,7 @@
   behaves sensibly without a model. No model, no network.
 - :class:`ScriptedChatModel`: a chat model that answers from a script (a list of replies, or
   a function of the prompt), for testing code that calls a ``BaseChatModel``.
+- :func:`chroma_server`: a throwaway ``chroma run`` on 127.0.0.1 for server-mode tests.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Sequence
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -23,7 +32,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-__all__ = ["FakeEmbeddings", "ScriptedChatModel"]
+__all__ = ["FakeEmbeddings", "ScriptedChatModel", "chroma_server"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -124,3 +133,53 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         message = self._next(messages, kwargs.get("tools"))
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+@contextmanager
+def chroma_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
+    """Start ``chroma run`` on 127.0.0.1, a free port and a temporary folder; yield its URL;
+    stop it by its PID (and delete the folder) on exit.
+
+    Example:
+        ```python
+        with chroma_server() as url:
+            store = ChromaStore.from_url(url, index=...)
+        ```
+    """
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    folder = tempfile.mkdtemp(prefix="langmem-edge-chroma-")
+    exe = shutil.which("chroma")
+    cmd = [exe] if exe else [sys.executable, "-m", "chromadb.cli.cli"]
+    log_path = Path(folder) / "server.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [*cmd, "run", "--path", folder, "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            try:
+                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"chroma run did not start: {tail}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -38,3 +38,17 @@ def test_scripted_structured_output_and_errors() -> None:
     failing = ScriptedChatModel(responses=[TimeoutError("scripted outage")])
     with pytest.raises(TimeoutError):
         failing.invoke("hi")
+
+
+def test_chroma_server_starts_serves_and_stops() -> None:
+    import httpx
+
+    from langmem_edge import ChromaStore
+    from langmem_edge.testing import chroma_server
+
+    with chroma_server() as url:
+        with ChromaStore.from_url(url, index=None) as store:
+            store.put(("t",), "k", {"v": 1})
+            assert store.get(("t",), "k").value == {"v": 1}
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{url}/api/v2/heartbeat", timeout=1)
