@@ -57,8 +57,10 @@ RANKINGS: tuple[str, ...] = ("vector", "hybrid")
 CANDIDATE_FACTOR = 3
 """First vector fetch: ``(offset + limit) * CANDIDATE_FACTOR * paths + 10`` rows."""
 
-MAX_UNFILTERED_CANDIDATES = 2000
-"""Largest neighbour list asked for without a ``where`` before letting Chroma filter."""
+MAX_UNFILTERED_CANDIDATES = 400
+"""Largest neighbour list asked for without a ``where`` before letting Chroma filter. Measured
+at 10k vectors: an unfiltered k=160 query 10 ms, k=1,142 55 ms; a query filtered to a tenth
+of the rows ~20 ms whatever k: past ~400 candidates filtering is cheaper."""
 
 ADMIT_SLACK = 5
 """Extra item rows read per slice when admitting hits (covers a few expired/filtered ones)."""
@@ -306,20 +308,24 @@ class SearchMixin:
         self, op: SearchOp, query: list[float], n: int, *, filtered: bool
     ) -> tuple[list[Hit], int]:
         """One vector query for ``n`` neighbours: pooled hits inside the prefix and pushed-down
-        filter (checked by Chroma when ``filtered``, else in Python), and how many rows
-        Chroma returned (fewer than ``n``: nothing more to find)."""
+        filter, and how many rows Chroma returned (fewer than ``n``: nothing more to find).
+
+        When ``filtered``, Chroma gets the namespace clause alone (one equality; each further
+        clause costs it more than checking the rows here), or the whole ``where`` when there
+        is no prefix; the rest is checked in Python."""
         where = self._search_where(op)
+        sent = (layout.prefix_where(op.namespace_prefix) or where) if filtered else None
         res = self._call(
             self._vectors.query,
             query_embeddings=[query],
             n_results=n,
-            where=where if filtered else None,
+            where=sent,
             include=["metadatas", "distances"],
         )
         ids = (res.get("ids") or [[]])[0]
         metas = res["metadatas"][0] if ids else []
         dists = res["distances"][0] if ids else []
-        if not filtered and where is not None:
+        if where is not None and sent != where:
             keep = [i for i, m in enumerate(metas) if layout.where_matches(m, where)]
             metas, dists = [metas[i] for i in keep], [dists[i] for i in keep]
         return pool_vector_hits(metas, dists), len(ids)
