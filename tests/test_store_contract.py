@@ -413,3 +413,18 @@ def test_range_filters_convert_like_python(store: BaseStore) -> None:
     assert {r.key for r in store.search(("r",), filter={"x": 5})} == {"int"}
     assert {r.key for r in store.search(("r",), filter={"x": 1})} == {"bool"}
     assert {r.key for r in store.search(("r",), filter={"x": 2**60})} == {"big"}
+
+
+def test_index_false_update_keeps_the_items_vectors(store: BaseStore) -> None:
+    """Re-putting with index=False changes the value but not what it was indexed as."""
+    store.put(("k",), "a", {"text": "red apples", "status": "active"})
+    store.put(("k",), "b", {"text": "green pears", "status": "active"})
+    store.put(("k",), "a", {"text": "red apples", "status": "done", "n": 2}, index=False)
+    top = store.search(("k",), query="red apples", limit=1)[0]
+    assert (top.key, top.value["status"]) == ("a", "done")
+    assert top.score == pytest.approx(1.0)
+    hits = store.search(("k",), query="red apples", filter={"status": "done"})
+    assert [h.key for h in hits] == ["a"]
+    assert [h.key for h in store.search(("k",), query="red", filter={"status": "active"})] == [
+        "b"
+    ]

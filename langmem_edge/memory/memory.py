@@ -107,10 +107,9 @@ class AgentMemory:
         self.embeddings = embeddings
         self.cipher = MemoryCipher(encryption_key) if encryption_key is not None else None
         self.has_vectors = bool(getattr(store, "index_config", None))
-        # see ProfileContext.rewrite_index
-        self.rewrite_index: Any = (
-            ["text"] if type(store).__module__.startswith("langmem_edge.store") else False
-        )
+        # see ProfileContext.rewrite_index: every BaseStore we know keeps an item's vectors
+        # on put(index=False), so updates that do not change the text need no re-indexing.
+        self.rewrite_index: Any = False
         self._indexes: OrderedDict[str, ProfileIndex] = OrderedDict()
         self._lock = threading.Lock()
 

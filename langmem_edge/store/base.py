@@ -345,8 +345,21 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             if vj is not None
         }
         vectors = self._vectors_for(texts, old)
+        # index=False on an existing item keeps its vectors and keyword text, as InMemoryStore
+        # and SqliteStore keep theirs: the put changes the value, not what it was indexed as.
+        keep = [
+            iid
+            for iid, (op, vj, _) in zip(ids, plans, strict=True)
+            if vj is not None and op.index is False and iid in old
+        ]
+        kept_docs: dict[str, str] = {}
+        if keep:
+            got = self._call(self._items.get, ids=keep, include=["documents"])
+            kept_docs = dict(zip(got["ids"], got["documents"] or [], strict=False))
 
         vec_ids, vec_embs, vec_metas = [], [], []
+        upd_ids: list[str] = []
+        upd_metas: list[dict[str, Any]] = []
         item_ids, item_metas, item_docs = [], [], []
         stale: list[str] = []
         deletes: list[str] = []
@@ -359,6 +372,17 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
                     stale.extend(layout.vector_id(iid, j) for j in range(prev_nv))
                 continue
             pairs = texts[iid]
+            n_vectors = len(pairs)
+            document = _keyword_document(pairs)
+            if iid in kept_docs:
+                n_vectors = prev_nv
+                document = kept_docs[iid] or document
+                # Refresh the filter fields the vector rows mirror (a merge: a field the new
+                # value lost stays behind, which only widens Chroma's side of a filter).
+                fields = layout.filter_fields(op.value)  # type: ignore[arg-type]
+                if fields:
+                    upd_ids.extend(layout.vector_id(iid, j) for j in range(prev_nv))
+                    upd_metas.extend(dict(fields) for _ in range(prev_nv))
             for j, (_, path, text) in enumerate(pairs):
                 vec_ids.append(layout.vector_id(iid, j))
                 vec_embs.append(vectors[(iid, j)])
@@ -371,7 +395,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
                         op.value,  # type: ignore[arg-type]
                     )
                 )
-            stale.extend(layout.vector_id(iid, j) for j in range(len(pairs), prev_nv))
+            stale.extend(layout.vector_id(iid, j) for j in range(n_vectors, prev_nv))
             ttl, exp = ttl_exp  # type: ignore[misc]
             item_ids.append(iid)
             item_metas.append(
@@ -384,12 +408,13 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
                     updated_at=now,
                     exp=exp,
                     ttl_minutes=ttl,
-                    n_vectors=len(pairs),
+                    n_vectors=n_vectors,
                 )
             )
-            item_docs.append(_keyword_document(pairs))
+            item_docs.append(document)
         self._write(
             vectors=(vec_ids, vec_embs, vec_metas),
+            vector_updates=(upd_ids, upd_metas),
             items=(item_ids, item_metas, item_docs),
             deletes=deletes,
             stale=stale,
@@ -399,6 +424,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         self,
         *,
         vectors: tuple[list[str], list[list[float]], list[dict[str, Any]]] = ([], [], []),
+        vector_updates: tuple[list[str], list[dict[str, Any]]] = ([], []),
         items: tuple[list[str], list[dict[str, Any]], list[str]] = ([], [], []),
         deletes: list[str] = (),  # type: ignore[assignment]
         stale: list[str] = (),  # type: ignore[assignment]
@@ -416,6 +442,8 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
                 self._call(
                     self._vectors.upsert, ids=vec_ids, embeddings=vec_embs, metadatas=vec_metas
                 )
+            if vector_updates[0]:
+                self._call(self._vectors.update, ids=vector_updates[0], metadatas=vector_updates[1])
             item_ids, item_metas, item_docs = items
             if item_ids:
                 self._call(
