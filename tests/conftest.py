@@ -8,7 +8,9 @@ to use a server you started yourself instead.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -27,3 +29,26 @@ def chroma_server_url() -> Iterator[str]:
         return
     with chroma_server() as url:
         yield url
+
+
+@pytest.fixture(params=["chroma", pytest.param("server", marks=pytest.mark.server)])
+def chroma_store_factory(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+    """``factory(name="a", **kwargs)``: a ChromaStore on a folder or on the session's server;
+    the same name reopens the same data. Every store made is closed at the end."""
+    from langmem_edge import ChromaStore
+
+    made: list[ChromaStore] = []
+    run = uuid.uuid4().hex[:10]
+
+    def make(name: str = "a", **kwargs: Any) -> ChromaStore:
+        if request.param == "chroma":
+            store = ChromaStore.from_path(str(tmp_path / name), **kwargs)
+        else:
+            url = request.getfixturevalue("chroma_server_url")
+            store = ChromaStore.from_url(url, collection_prefix=f"t{run}-{name}", **kwargs)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()

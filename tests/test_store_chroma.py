@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import chromadb
@@ -32,25 +31,15 @@ def index(emb: FakeEmbeddings | None = None) -> dict[str, Any]:
     return {"dims": DIMS, "embed": emb or FakeEmbeddings(DIMS), "fields": ["text"]}
 
 
-@pytest.fixture(params=["chroma", pytest.param("server", marks=pytest.mark.server)])
-def open_store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+@pytest.fixture
+def open_store(chroma_store_factory: Any) -> Any:
     """``open_store(name="a", **kw)``: a ChromaStore; the same name reopens the same data."""
-    made: list[ChromaStore] = []
-    run = uuid.uuid4().hex[:10]
 
     def open_(name: str = "a", **kwargs: Any) -> ChromaStore:
         kwargs.setdefault("index", index())
-        if request.param == "chroma":
-            store = ChromaStore.from_path(str(tmp_path / name), **kwargs)
-        else:
-            url = request.getfixturevalue("chroma_server_url")
-            store = ChromaStore.from_url(url, collection_prefix=f"t{run}-{name}", **kwargs)
-        made.append(store)
-        return store
+        return chroma_store_factory(name, **kwargs)
 
-    yield open_
-    for store in made:
-        store.close()
+    return open_
 
 
 def test_reopening_keeps_everything(open_store: Any) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,27 +25,16 @@ class BrokenQueryEmbeddings(FakeEmbeddings):
         raise RuntimeError("embedding service down")
 
 
-@pytest.fixture(params=["chroma", pytest.param("server", marks=pytest.mark.server)])
-def open_store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
-    made: list[ChromaStore] = []
-    run = uuid.uuid4().hex[:10]
-
+@pytest.fixture
+def open_store(chroma_store_factory: Any) -> Any:
     def open_(name: str = "a", *, embed: Any = None, **kwargs: Any) -> ChromaStore:
         kwargs.setdefault(
             "index", {"dims": DIMS, "embed": embed or FakeEmbeddings(DIMS), "fields": ["text"]}
         )
         kwargs.setdefault("ranking", "hybrid")
-        if request.param == "chroma":
-            store = ChromaStore.from_path(str(tmp_path / name), **kwargs)
-        else:
-            url = request.getfixturevalue("chroma_server_url")
-            store = ChromaStore.from_url(url, collection_prefix=f"h{run}-{name}", **kwargs)
-        made.append(store)
-        return store
+        return chroma_store_factory(name, **kwargs)
 
-    yield open_
-    for store in made:
-        store.close()
+    return open_
 
 
 def fill(store: ChromaStore) -> None:
