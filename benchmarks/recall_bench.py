@@ -100,6 +100,24 @@ class TimedStore(BaseStore):
         return self.batch(ops)
 
 
+class TimedNearestStore(TimedStore):
+    """``TimedStore`` over a store with ``nearest_keys`` (recall's fast vector channel)."""
+
+    def nearest_keys(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.inner.nearest_keys(*args, **kwargs)
+        finally:
+            self.spent += time.perf_counter() - start
+
+    async def anearest_keys(self, *args: Any, **kwargs: Any) -> Any:
+        return self.nearest_keys(*args, **kwargs)
+
+
+def make_timed(inner: BaseStore) -> TimedStore:
+    return TimedNearestStore(inner) if hasattr(inner, "nearest_keys") else TimedStore(inner)
+
+
 def make_embedder(kind: str) -> Embeddings:
     if kind == "fake":
         return FakeEmbeddings(DIMS)
@@ -191,7 +209,7 @@ def bench(backend: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         texts = load(store, size, args.others, args.seed)
         load_s = time.perf_counter() - t0
-        timed_store = TimedStore(store)
+        timed_store = make_timed(store)
         memory = AgentMemory(timed_store, namespace=NAMESPACE)
         memory.rewrite_index = AgentMemory(store).rewrite_index  # as for the bare store
         profile = memory.profile("bench-000")

@@ -335,3 +335,26 @@ async def test_async_memory_level_twins(memory: AgentMemory) -> None:
     assert len((await view.alist()).memories) == 1
     assert await memory.adelete_profile("p") >= 1
     assert await memory.alist_profiles() == []
+
+
+def test_nearest_keys_path_ranks_as_the_search_path(make_store) -> None:
+    """On a store with ``nearest_keys`` (ChromaStore) the vector channel asks for keys only;
+    forcing the generic ``store.search`` path must give the same candidates and scores."""
+    store = make_store()
+    fast = AgentMemory(store)
+    if not fast.nearest:
+        pytest.skip("the store has no nearest_keys")
+    p = fast.profile("p")
+    for text in ["Prefers dark mode", "Drinks oat milk coffee", "Climbs on weekends",
+                 "Allergic to peanuts", "Works in Lisbon", "Plays the cello"]:
+        p.remember(text)
+    p.remember("Visits the dentist in May", contact="bob")
+    slow = AgentMemory(store)
+    slow.nearest = False
+    for kw in [{}, {"contact": "bob"}, {"kind": "fact"}]:
+        a = p.recall("what does the user drink", fill=False, **kw)
+        b = slow.profile("p").recall("what does the user drink", fill=False, **kw)
+        assert any(c.breakdown.channels.get("vector") for c in a.candidates)
+        assert [c.id for c in a.candidates] == [c.id for c in b.candidates]
+        assert [c.breakdown.channels.get("vector") for c in a.candidates] == [
+            c.breakdown.channels.get("vector") for c in b.candidates]

@@ -9,9 +9,10 @@ and what is allowed, before anything is written.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -24,12 +25,29 @@ from langmem_edge.memory.records import MemoryRecord
 from langmem_edge.memory.snapshot import ProfileIndex, ProfileLayout
 
 __all__ = [
+    "NearestKeys",
     "ProfileContext",
     "check_label",
     "check_profile_name",
     "check_text",
     "to_utc",
 ]
+
+
+@runtime_checkable
+class NearestKeys(Protocol):
+    """A store that ranks keys by vector without reading values (``ChromaStore``).
+
+    Recall reads the values from the profile index it keeps anyway, so on such a store its
+    vector channel asks for keys alone (:meth:`ChromaStore.nearest_keys`): on 100k memories
+    that is a few milliseconds instead of the tens that reading 50 rows costs.
+    """
+
+    def nearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
+                     limit: int = 10) -> Sequence[Any]: ...
+
+    async def anearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
+                            limit: int = 10) -> Sequence[Any]: ...
 
 
 @dataclass
@@ -51,6 +69,8 @@ class ProfileContext:
     ``InMemoryStore`` and langgraph's SQL stores; ``ChromaStore`` drops vectors on
     ``index=False`` but reuses an unchanged text's vector without calling the model, so it
     gets ``["text"]``."""
+    nearest: bool = False
+    """The store is a :class:`NearestKeys`: recall's vector channels ask it for keys only."""
 
     def index_arg(self, value: dict[str, Any]) -> Any:
         """The ``index`` argument for rewriting ``value`` without changing its text."""

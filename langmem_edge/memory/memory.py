@@ -35,7 +35,12 @@ from langgraph.store.base import (
 from langmem_edge.errors import ConfigurationError, InvalidInputError
 from langmem_edge.memory.changelog import plan_commit, plan_sync
 from langmem_edge.memory.config import MemoryConfig, load_config
-from langmem_edge.memory.context import ProfileContext, check_label, check_profile_name
+from langmem_edge.memory.context import (
+    NearestKeys,
+    ProfileContext,
+    check_label,
+    check_profile_name,
+)
 from langmem_edge.memory.crypto import MemoryCipher
 from langmem_edge.memory.effects import Plan, batch, run_async, run_sync
 from langmem_edge.memory.profile import Profile
@@ -107,6 +112,7 @@ class AgentMemory:
         self.embeddings = embeddings
         self.cipher = MemoryCipher(encryption_key) if encryption_key is not None else None
         self.has_vectors = bool(getattr(store, "index_config", None))
+        self.nearest = self.has_vectors and isinstance(store, NearestKeys)
         # see ProfileContext.rewrite_index: every BaseStore we know keeps an item's vectors
         # on put(index=False), so updates that do not change the text need no re-indexing.
         self.rewrite_index: Any = False
@@ -136,7 +142,7 @@ class AgentMemory:
         return ProfileContext(store=self.store, layout=index.layout, index=index,
                               config=self.config, model=self.model, cipher=self.cipher,
                               embeddings=self.embeddings, has_vectors=self.has_vectors,
-                              rewrite_index=self.rewrite_index)
+                              rewrite_index=self.rewrite_index, nearest=self.nearest)
 
     def profile(self, name: str) -> Profile:
         """The profile ``name`` (1-100 characters, no '.'); created on first write."""

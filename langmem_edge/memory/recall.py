@@ -229,6 +229,27 @@ def _vector_hits(ctx: ProfileContext, results: Sequence[Any], scope: _Scope, dep
     return sorted(best.items(), key=lambda h: (-h[1], h[0]))[:depth]
 
 
+def _plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
+                  ) -> Plan[list[tuple[str, float]]]:
+    """The vector channel on a :class:`NearestKeys` store: keys only, admitted by the index.
+
+    Asks for ``depth`` keys and a quarter more (plus 5), and four times more while too few
+    are admissible, the store had more to give and the last ones still clear
+    ``vector_min_score``."""
+    floor = ctx.config.recall.vector_min_score
+    ask = depth + depth // 4 + 5
+    while True:
+        found = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
+                           (ctx.layout.memories, text), {"limit": ask})
+        hits = [(h.key, float(h.score)) for h in found
+                if h.score >= floor and h.namespace == ctx.layout.memories and accept(h.key)]
+        if (len(hits) >= depth or len(found) < ask or found[-1].score < floor
+                or ask >= len(ctx.index.values)):
+            hits.sort(key=lambda h: (-h[1], h[0]))
+            return hits[:depth]
+        ask *= 4
+
+
 def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResult]:
     """Recall memories for ``request.query`` (see the module docstring)."""
     req = _check(ctx, request)
@@ -254,16 +275,17 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
             logger.warning("HyDE generation failed (%s); channel skipped", e)
     ops: list[SearchOp] = []
     labels: list[str] = []
-    if ctx.has_vectors:
-        for label, text in (("vector", req.query), ("hyde", hyde_text)):
-            if text:
-                new = _vector_ops(ctx, scope, text, depth)
-                ops += new
-                labels += [label] * len(new)
-        if use_model:
-            ops.append(SearchOp(ctx.layout.messages, filter={"profile": ctx.profile},
-                                limit=depth, query=req.query))
-            labels.append("messages")
+    vector_texts = [(label, text) for label, text in (("vector", req.query), ("hyde", hyde_text))
+                    if text and ctx.has_vectors]
+    if not ctx.nearest:
+        for label, text in vector_texts:
+            new = _vector_ops(ctx, scope, text, depth)
+            ops += new
+            labels += [label] * len(new)
+    if ctx.has_vectors and use_model:
+        ops.append(SearchOp(ctx.layout.messages, filter={"profile": ctx.profile},
+                            limit=depth, query=req.query))
+        labels.append("messages")
     # one store round trip on the common path: the index's sync probe and every search
     probe = probe_ops(ctx.index)
     results: list[Any] = []
@@ -276,11 +298,21 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
         logger.warning("vector search failed (%s); keyword and key channels only", e)
         probed = None
     yield from plan_sync(ctx.store, ctx.index, now, probe=probed)
+    # the index is current now: one admissibility mask serves every local channel
+    accept = ctx.index.admissible(t=t, as_of=as_of is not None, scopes=scopes,
+                                  kinds=scope.kinds, writer=req.writer,
+                                  min_confidence=cfg.min_confidence)
     messages: dict[str, tuple[float, dict[str, Any]]] = {}
-    for label in ("vector", "hyde"):
-        found = [r for r, lab in zip(results, labels, strict=False) if lab == label]
-        if found:
-            channels[label] = _vector_hits(ctx, found, scope, depth)
+    for label, text in vector_texts:
+        if ctx.nearest:
+            try:
+                channels[label] = yield from _plan_nearest(ctx, text, depth, accept)
+            except Exception as e:
+                logger.warning("vector search failed (%s); channel %s skipped", e, label)
+        else:
+            found = [r for r, lab in zip(results, labels, strict=False) if lab == label]
+            if found:
+                channels[label] = _vector_hits(ctx, found, scope, depth)
     for r, lab in zip(results, labels, strict=False):
         if lab == "messages":
             for item in r:
@@ -290,10 +322,6 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
                              + "/" + item.key] = (float(item.score), item.value)
             channels["messages"] = [(mid, s) for mid, (s, _) in messages.items()]
 
-    # vector hits are in the index now: one admissibility mask serves every local channel
-    accept = ctx.index.admissible(t=t, as_of=as_of is not None, scopes=scopes,
-                                  kinds=scope.kinds, writer=req.writer,
-                                  min_confidence=cfg.min_confidence)
     if cfg.keyword_source == "local":
         channels["keyword"] = keyword_channel(ctx.index, req.query, depth, accept)
     channels["key"] = key_channel(ctx.index, req.query, depth, accept)
@@ -377,27 +405,32 @@ def _score(ctx: ProfileContext, req: RecallRequest, doc_id: str, fused: float,
            t: float) -> _Scored:
     """A fused hit's final score, from the stored value (no record is built here)."""
     cfg = ctx.config
+    composite_scorer = req.scorer == "composite"
+    parts: dict[str, float] = {}
     if doc_id.startswith("msg:"):
         value = messages[doc_id][1]
-        parts = {"cosine": messages[doc_id][0], "recency": 0.0,
-                 "confidence": cfg.confidence_by_source["turn"], "tags": 0.0,
-                 "source": cfg.composite.source_priority.get("turn", 0.0)}
+        if composite_scorer:
+            parts = {"cosine": messages[doc_id][0], "recency": 0.0,
+                     "confidence": cfg.confidence_by_source["turn"], "tags": 0.0,
+                     "source": cfg.composite.source_priority.get("turn", 0.0)}
         factor = 1.0
         in_contact = req.contact is not None and value.get("contact") == req.contact
     else:
         v = ctx.index.values[doc_id]
-        touched = iso_to_epoch(v.get("last_accessed_at"), iso_to_epoch(v.get("created_at"), t))
-        parts = {"cosine": cosines.get(doc_id, 0.0),
-                 "recency": recency(t - touched, cfg.recall.recency_half_life_days),
-                 "confidence": float(v.get("confidence", 0.0)),
-                 "tags": tag_overlap(v.get("tags") or (), req.tags),
-                 "source": cfg.composite.source_priority.get(v.get("source", ""), 0.0)}
+        if composite_scorer:
+            touched = iso_to_epoch(v.get("last_accessed_at"),
+                                   iso_to_epoch(v.get("created_at"), t))
+            parts = {"cosine": cosines.get(doc_id, 0.0),
+                     "recency": recency(t - touched, cfg.recall.recency_half_life_days),
+                     "confidence": float(v.get("confidence", 0.0)),
+                     "tags": tag_overlap(v.get("tags") or (), req.tags),
+                     "source": cfg.composite.source_priority.get(v.get("source", ""), 0.0)}
         ended = v.get("kind") == "task" and (
             bool(v.get("session_ended_at"))
             or (req.session_id is not None and v.get("session_id") != req.session_id))
         factor = cfg.recall.ended_task_factor if ended else 1.0
         in_contact = v.get("contact") is not None
-    if req.scorer == "composite":
+    if composite_scorer:
         base, weighted = composite(parts, cfg.composite.weights)
     else:
         base, weighted = fused, {}

@@ -409,9 +409,9 @@ class ProfileIndex:
             mask &= (c.superseded_at[:n] > t) & (c.forgotten_at[:n] > t) & (c.valid_until[:n] > t)
             if as_of:
                 mask &= c.valid_from[:n] <= t
-            mask &= np.isin(c.scope[:n], [c.codes[s] for s in scopes if s in c.codes])
+            mask &= _any_of(c.scope[:n], [c.codes[s] for s in scopes if s in c.codes])
             if kinds is not None:
-                mask &= np.isin(c.kind[:n], [KINDS.index(k) for k in kinds])
+                mask &= _any_of(c.kind[:n], [KINDS.index(k) for k in kinds])
             if writer is not None:
                 mask &= c.writer[:n] == c.codes.get(writer, -2)
             return Admissible(mask, c.row_of)
@@ -441,6 +441,14 @@ class ProfileIndex:
             top = np.argpartition(-scores, k - 1)[:k]
             top = top[np.argsort(-scores[top], kind="stable")]
             return [(str(c.ids[rows[i]]), float(scores[i])) for i in top]
+
+
+def _any_of(column: np.ndarray, codes: list[int]) -> np.ndarray:
+    """``np.isin(column, codes)`` for a few codes: one comparison per code (isin sorts)."""
+    out = np.zeros(column.shape, dtype=bool)
+    for code in codes:
+        out |= column == code
+    return out
 
 
 class Admissible:

@@ -57,6 +57,7 @@ from langmem_edge.retrieval import (
     resolve_hybrid_config,
 )
 from langmem_edge.store import layout
+from langmem_edge.store.names import ItemNames
 from langmem_edge.store.search import RANKINGS, Ranking, SearchMixin
 from langmem_edge.store.ttl import TTLMixin
 
@@ -149,6 +150,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         )
         self._writer = SyncWriter()
         self._write_lock = threading.Lock()
+        self._names = ItemNames()
         self._keywords = KeywordIndex(
             ChromaKeywordSource(self._items, self._sync, call=self._call),
             config=self.hybrid_config["keyword"],
@@ -296,6 +298,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         if not ids:
             return {}
         res = self._call(self._items.get, ids=ids, include=["metadatas"])
+        self._names.learn(res["ids"], res["metadatas"])
         return {
             iid: meta
             for iid, meta in zip(res["ids"], res["metadatas"], strict=True)
@@ -316,6 +319,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
                 limit=GET_PAGE,
                 offset=offset,
             )
+            self._names.learn(res["ids"], res["metadatas"])
             out.extend(m for m in res["metadatas"] if now is None or m["exp"] > now)
             if len(res["ids"]) < GET_PAGE:
                 return out
@@ -453,6 +457,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
                     metadatas=[{**m, **stamp} for m in item_metas],
                     documents=item_docs,
                 )
+                self._names.learn(item_ids, item_metas)
             if deletes:
                 self._call(self._sync.upsert, **self._writer.tombstones(deletes, seq))
                 self._call(self._items.delete, ids=list(deletes))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,26 @@ class Hit:
     channels: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
 
-def pool_vector_hits(metas: Sequence[dict[str, Any]], distances: Sequence[float]) -> list[Hit]:
+class KeyHit(NamedTuple):
+    """One item found by :meth:`ChromaStore.nearest_keys`: where it is and how close."""
+
+    namespace: tuple[str, ...]
+    key: str
+    score: float
+    """Cosine similarity of the query to the item's best-matching vector."""
+
+
+def pool_vector_hits(vector_ids: Sequence[str], distances: Sequence[float]) -> list[Hit]:
     """Vector hits from vector rows: cosine similarity (``1 - distance``), max-pooled per item.
 
-    Chroma's HNSW index nominates the candidates; the distances it reports for them are
-    exact cosine distances of the stored vectors. Ties are broken by item id so the order
-    is deterministic.
+    A vector row's id is ``<item id>:<j>`` (:func:`layout.vector_id`), so the item is known
+    without reading the row's metadata. Chroma's HNSW index nominates the candidates; the
+    distances it reports for them are exact cosine distances of the stored vectors. Ties are
+    broken by item id so the order is deterministic.
     """
     best: dict[str, float] = {}
-    for meta, distance in zip(metas, distances, strict=True):
-        iid = meta["i"]
+    for vid, distance in zip(vector_ids, distances, strict=True):
+        iid = vid.rpartition(":")[0]
         score = 1.0 - float(distance)
         if iid not in best or score > best[iid]:
             best[iid] = score

@@ -29,7 +29,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
@@ -47,9 +47,12 @@ from langmem_edge.retrieval import (
     resolve_hybrid_config,
 )
 from langmem_edge.store import layout
-from langmem_edge.store.ranking import Hit, pool_vector_hits
+from langmem_edge.store.names import ItemNames
+from langmem_edge.store.ranking import Hit, KeyHit, pool_vector_hits
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 Ranking = Literal["vector", "hybrid"]
 RANKINGS: tuple[str, ...] = ("vector", "hybrid")
@@ -100,6 +103,7 @@ class SearchMixin:
     _should_refresh: Callable[[bool | None], bool]
     _refresh_ttl: Callable[..., None]
     _write_lock: threading.Lock
+    _names: ItemNames
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -191,6 +195,57 @@ class SearchMixin:
         """``explain_search`` on a worker thread."""
         return await run_in_executor(None, lambda: self.explain_search(namespace_prefix, **kwargs))
 
+    def nearest_keys(
+        self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10
+    ) -> list[KeyHit]:
+        """The ``limit`` items under ``namespace_prefix`` nearest to ``query``, without their
+        values: ``KeyHit(namespace, key, score)``, best first, score as in ``search``.
+
+        For callers that keep the values themselves and only need the vector ranking, as
+        ``AgentMemory`` does with its profile index. No value is read, so there is no
+        ``filter`` and no expiry check: an item whose TTL ran out may still be returned until
+        the sweeper deletes it (a deleted item never is). Costs one id-only vector query,
+        plus one read of item rows never seen before by this process.
+
+        Raises:
+            ConfigurationError: The store has no index config (nothing is embedded).
+            EmbeddingError: Embedding the query failed.
+            InvalidInputError: Bad prefix or limit.
+        """
+        prefix = tuple(namespace_prefix)
+        if not all(isinstance(label, str) for label in prefix):
+            raise InvalidInputError(f"namespace_prefix must hold strings, got {prefix!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidInputError(f"limit must be an integer >= 0, got {limit!r}")
+        if not self.embeddings:
+            raise ConfigurationError("nearest_keys needs a store created with an index config")
+        if not isinstance(query, str) or not query:
+            raise InvalidInputError("query must be a non-empty string")
+        try:
+            vector = self.embeddings.embed_query(query)
+        except Exception as e:
+            raise EmbeddingError(f"embedding the search query failed: {e}") from e
+        op = SearchOp(prefix, None, limit, 0, query, False)
+        # no filter or expiry to reject anything: only the prefix's share sets the widening
+        hits = self._gather(op, vector, limit, lambda hits, _: hits[:limit], factor=1)
+        unknown = [h.item_id for h in hits if h.item_id not in self._names]
+        if unknown:  # no prefix: nothing asked for the names yet
+            self._get_items(ids=unknown)
+        out = []
+        for h in hits:
+            name = self._names.get(h.item_id)
+            if name is not None:
+                out.append(KeyHit(name[0], name[1], h.score))
+        return out
+
+    async def anearest_keys(
+        self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10
+    ) -> list[KeyHit]:
+        """``nearest_keys`` on a worker thread."""
+        return await run_in_executor(
+            None, lambda: self.nearest_keys(namespace_prefix, query, limit=limit)
+        )
+
     # -- plumbing ------------------------------------------------------------------------------
 
     def _call_config(self, hybrid: HybridConfig | None) -> HybridConfig:
@@ -276,23 +331,46 @@ class SearchMixin:
     def _rank_vector(
         self, op: SearchOp, query: list[float], want: int, now: float
     ) -> list[tuple[Hit, dict[str, Any]]]:
-        """Vector-channel hits that are alive and pass the filter, best first, >= ``want``.
+        """Vector-channel hits that are alive and pass the filter, best first, >= ``want``."""
+        return self._gather(
+            op,
+            query,
+            want,
+            lambda hits, rows: self._admit(hits, op, want, now, rows),
+            factor=CANDIDATE_FACTOR,
+        )
+
+    def _gather(
+        self,
+        op: SearchOp,
+        query: list[float],
+        want: int,
+        admit: Callable[[list[Hit], dict[str, dict[str, Any]]], list[_T]],
+        *,
+        factor: int,
+    ) -> list[_T]:
+        """Ask Chroma for neighbours until ``admit`` keeps ``want`` of them or none are left.
+
+        The first round asks for ``want * factor`` per indexed path, plus 10.
 
         Chroma evaluates a ``where`` by scanning every row it matches (a ``where`` matching
         all 10k rows turns a 3 ms query into a 40 ms one), so the first try asks for
-        neighbours without it and checks the namespace and filter fields in Python; if too
-        few survive, it widens the unfiltered query by the share of the namespace seen among
-        the neighbours, and past ``MAX_UNFILTERED_CANDIDATES`` lets Chroma filter (cheap
-        exactly when the namespace is rare). Then the candidate count grows x4 until enough
-        items survive or none are left.
+        neighbours without it and keeps those under the prefix (:meth:`_within_prefix`); if
+        too few survive, it widens the unfiltered query by the share of survivors, and past
+        ``MAX_UNFILTERED_CANDIDATES`` lets Chroma filter (cheap exactly when the namespace is
+        rare). Then the candidate count grows x4 until enough survive or none are left.
+        ``admit(hits, rows)`` gets the hits under the prefix and the item rows already read.
         """
         if want <= 0:
             return []
-        n = want * CANDIDATE_FACTOR * max(1, len(self._fields)) + 10
+        n = want * factor * max(1, len(self._fields)) + 10
         filtered = self._search_where(op) is None
+        rows: dict[str, dict[str, Any]] = {}
         while True:
             hits, returned = self._vector_round(op, query, n, filtered=filtered)
-            kept = self._admit(hits, op, want, now)
+            if not filtered:
+                hits = self._within_prefix(hits, tuple(op.namespace_prefix), rows)
+            kept = admit(hits, rows)
             if len(kept) >= want or returned < n:
                 return kept
             if filtered:
@@ -307,46 +385,69 @@ class SearchMixin:
     def _vector_round(
         self, op: SearchOp, query: list[float], n: int, *, filtered: bool
     ) -> tuple[list[Hit], int]:
-        """One vector query for ``n`` neighbours: pooled hits inside the prefix and pushed-down
-        filter, and how many rows Chroma returned (fewer than ``n``: nothing more to find).
+        """One vector query for ``n`` neighbours, ids and distances only: the pooled hits,
+        and how many rows Chroma returned (fewer than ``n``: nothing more to find).
 
         When ``filtered``, Chroma gets the namespace clause alone (one equality; each further
-        clause costs it more than checking the rows here), or the whole ``where`` when there
-        is no prefix; the rest is checked in Python."""
-        where = self._search_where(op)
-        sent = (layout.prefix_where(op.namespace_prefix) or where) if filtered else None
+        clause costs it more than checking the rows here), or the pushed-down filter when
+        there is no prefix; otherwise the hits may lie anywhere in the store."""
+        sent = None
+        if filtered:
+            sent = layout.prefix_where(op.namespace_prefix) or self._search_where(op)
         res = self._call(
             self._vectors.query,
             query_embeddings=[query],
             n_results=n,
             where=sent,
-            include=["metadatas", "distances"],
+            include=["distances"],
         )
         ids = (res.get("ids") or [[]])[0]
-        metas = res["metadatas"][0] if ids else []
         dists = res["distances"][0] if ids else []
-        if where is not None and sent != where:
-            keep = [i for i, m in enumerate(metas) if layout.where_matches(m, where)]
-            metas, dists = [metas[i] for i in keep], [dists[i] for i in keep]
-        return pool_vector_hits(metas, dists), len(ids)
+        return pool_vector_hits(ids, dists), len(ids)
+
+    def _within_prefix(
+        self, hits: list[Hit], prefix: tuple[str, ...], rows: dict[str, dict[str, Any]]
+    ) -> list[Hit]:
+        """The hits whose items lie under ``prefix``, in order.
+
+        Names come from :class:`~langmem_edge.store.names.ItemNames`; the item rows of ids
+        never seen are read (into ``rows``, so admission does not read them again). An id
+        with no item row (an orphan vector left by a crashed write) is dropped."""
+        if not prefix:
+            return hits
+        unknown = [h.item_id for h in hits if h.item_id not in self._names]
+        if unknown:
+            rows.update(self._get_items(ids=unknown))
+        return [h for h in hits if self._names.within(h.item_id, prefix)]
 
     def _admit(
-        self, hits: list[Hit], op: SearchOp, want: int, now: float
+        self,
+        hits: list[Hit],
+        op: SearchOp,
+        want: int,
+        now: float,
+        rows: dict[str, dict[str, Any]],
     ) -> list[tuple[Hit, dict[str, Any]]]:
         """The first ``want`` hits whose items are alive and pass the filter.
 
-        Item rows are fetched in slices of the hit list (best first), so a page of 10 reads
-        about 15 rows rather than every candidate's.
+        Item rows not in ``rows`` are read in slices of the hit list (best first), so a page
+        of 10 reads about 15 rows rather than every candidate's.
         """
         kept: list[tuple[Hit, dict[str, Any]]] = []
         start = 0
         while start < len(hits) and len(kept) < want:
             chunk = hits[start : start + max(want - len(kept), 1) + ADMIT_SLACK]
             start += len(chunk)
-            rows = self._get_items(ids=[h.item_id for h in chunk], now=now)
+            missing = [h.item_id for h in chunk if h.item_id not in rows]
+            if missing:
+                rows.update(self._get_items(ids=missing))
             for h in chunk:
                 meta = rows.get(h.item_id)
-                if meta is not None and layout.matches_filter(_value(meta), op.filter):
+                if (
+                    meta is not None
+                    and meta["exp"] > now
+                    and layout.matches_filter(_value(meta), op.filter)
+                ):
                     kept.append((h, meta))
         return kept
 
@@ -405,6 +506,8 @@ class SearchMixin:
             n = depth * factor * max(1, len(self._fields)) + 10
             filtered = self._search_where(op) is None
             hits, returned = self._vector_round(op, query_vector, n, filtered=filtered)
+            if not filtered:
+                hits = self._within_prefix(hits, tuple(op.namespace_prefix), {})
             if not filtered and len(hits) < depth and returned == n:
                 hits, _ = self._vector_round(op, query_vector, n, filtered=True)
             found["vector"] = [(h.item_id, h.score) for h in hits]
