@@ -298,7 +298,7 @@ class SearchMixin:
         rows = [
             m
             for m in self._scan_items(self._search_where(op), now)
-            if layout.matches_filter(_value(m), op.filter)
+            if not op.filter or layout.matches_filter(_value(m), op.filter)
         ]
         rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
         return [
@@ -320,7 +320,7 @@ class SearchMixin:
             rows = [
                 m
                 for m in self._scan_items(where, now)
-                if layout.matches_filter(_value(m), op.filter)
+                if not op.filter or layout.matches_filter(_value(m), op.filter)
             ]
             rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
             out.extend(
@@ -446,7 +446,7 @@ class SearchMixin:
                 if (
                     meta is not None
                     and meta["exp"] > now
-                    and layout.matches_filter(_value(meta), op.filter)
+                    and (not op.filter or layout.matches_filter(_value(meta), op.filter))
                 ):
                     kept.append((h, meta))
         return kept
