@@ -161,22 +161,40 @@ def open_collection(
     schema_version: int,
     call: ChromaCaller,
     metadata: dict[str, Any] | None = None,
+    reads_from: int | None = None,
 ) -> Collection:
     """Get or create ``name`` with cosine space and a schema version in its metadata.
 
+    A collection of an older schema from ``reads_from`` on (default: only this one) is one
+    this code reads as it is; its version is raised to ``schema_version``, so code that
+    knows only the older layout refuses it from then on instead of misreading new rows.
+
     Raises:
-        ConfigurationError: the collection was written by a newer layout than this code knows.
+        ConfigurationError: the collection was written by a newer layout than this code knows,
+            or by one older than ``reads_from``.
     """
     meta = {"hnsw:space": "cosine", SCHEMA_KEY: schema_version, **(metadata or {})}
     collection = call(
         client.get_or_create_collection, name=name, metadata=meta, embedding_function=None
     )
-    found = (collection.metadata or {}).get(SCHEMA_KEY, schema_version)
-    if int(found) > schema_version:
+    found = int((collection.metadata or {}).get(SCHEMA_KEY, schema_version))
+    if found > schema_version:
         raise ConfigurationError(
             f"Collection {name!r} has layout schema {found}, newer than this version of "
             f"langmem_edge understands ({schema_version}); upgrade langmem_edge."
         )
+    if found < schema_version:
+        oldest = schema_version if reads_from is None else reads_from
+        if found < oldest:
+            raise ConfigurationError(
+                f"Collection {name!r} has layout schema {found}; this version of langmem_edge "
+                f"reads schemas {oldest} to {schema_version}."
+            )
+        kept = {
+            k: v for k, v in (collection.metadata or {}).items() if not k.startswith("hnsw:")
+        }
+        # Chroma refuses a metadata update naming the distance function, even unchanged.
+        call(collection.modify, metadata={**kept, SCHEMA_KEY: schema_version})
     return collection
 
 

@@ -22,6 +22,7 @@ from langmem_edge import (
     LimitExceededError,
 )
 from langmem_edge._chroma import SCHEMA_KEY
+from langmem_edge.store import layout
 from langmem_edge.testing import FakeEmbeddings
 
 DIMS = 32
@@ -309,7 +310,7 @@ def test_chroma_errors_are_wrapped(tmp_path: Any) -> None:
 
 def test_collections_record_the_schema_and_refuse_newer(tmp_path: Any) -> None:
     store = ChromaStore.from_path(str(tmp_path / "s"), index=index())
-    assert store._items.metadata[SCHEMA_KEY] == 1
+    assert store._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
     store.close()
     client = chromadb.PersistentClient(path=str(tmp_path / "n"))
     client.create_collection(
@@ -317,6 +318,45 @@ def test_collections_record_the_schema_and_refuse_newer(tmp_path: Any) -> None:
     )
     with pytest.raises(ConfigurationError, match="newer"):
         ChromaStore(client, index=index())
+    client.delete_collection("langmem_edge-items")
+    client.create_collection(
+        "langmem_edge-items", metadata={SCHEMA_KEY: 0}, embedding_function=None
+    )
+    with pytest.raises(ConfigurationError, match="reads schemas 1 to"):
+        ChromaStore(client, index=index())
+
+
+def test_schema_1_stores_are_read_and_raised_to_the_current_schema(tmp_path: Any) -> None:
+    """Schema 1 vector rows carried the item id, namespace levels and filter fields but not
+    the item's name; a store written so is searched the same and marked current."""
+    path = str(tmp_path / "old")
+    store = ChromaStore.from_path(path, index=index())
+    for i, text in enumerate(["red apples", "green pears", "ripe bananas", "red cherries"]):
+        store.put(("fruit", f"box{i % 2}"), f"k{i}", {"text": text, "colour": text.split()[0]})
+    expected = [(r.namespace, r.key) for r in store.search(("fruit",), query="red", limit=3)]
+    rows = store._vectors.get(include=["metadatas"])
+    old_rows = []
+    for vid, meta in zip(rows["ids"], rows["metadatas"], strict=True):
+        ns = tuple(meta["ns"].split(layout.NS_SEP))
+        item = store.get(ns, meta["k"])
+        old_rows.append({"i": vid.rpartition(":")[0], "p": meta["p"], "h": meta["h"],
+                         **layout.namespace_fields(ns), **layout.filter_fields(item.value)})
+    store._vectors.update(ids=rows["ids"], metadatas=old_rows)  # update merges: drop the name
+    for vid in rows["ids"]:
+        store._vectors.update(ids=[vid], metadatas=[{"ns": None, "nd": None, "k": None}])
+    assert "k" not in store._vectors.get(limit=1, include=["metadatas"])["metadatas"][0]
+    for col in (store._items, store._vectors, store._sync):
+        col.modify(metadata={SCHEMA_KEY: 1})
+    store.close()
+
+    again = ChromaStore.from_path(path, index=index())
+    assert again._vectors.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
+    assert [(r.namespace, r.key) for r in again.search(("fruit",), query="red", limit=3)] == (
+        expected
+    )
+    found = again.search(("fruit", "box1"), query="red", filter={"colour": "red"})
+    assert [r.key for r in found] == ["k3"]
+    assert [k.key for k in again.nearest_keys(("fruit", "box0"), "red", limit=1)] == ["k0"]
 
 
 # -- embeddings and concurrency ---------------------------------------------------------------

@@ -144,6 +144,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
                 client,
                 f"{collection_prefix}-{part}",
                 schema_version=layout.SCHEMA_VERSION,
+                reads_from=layout.READS_FROM,
                 call=self._call,
             )
             for part in ("items", "vectors", "sync")
@@ -362,8 +363,6 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             kept_docs = dict(zip(got["ids"], got["documents"] or [], strict=False))
 
         vec_ids, vec_embs, vec_metas = [], [], []
-        upd_ids: list[str] = []
-        upd_metas: list[dict[str, Any]] = []
         item_ids, item_metas, item_docs = [], [], []
         stale: list[str] = []
         deletes: list[str] = []
@@ -381,23 +380,11 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             if iid in kept_docs:
                 n_vectors = prev_nv
                 document = kept_docs[iid] or document
-                # Refresh the filter fields the vector rows mirror (a merge: a field the new
-                # value lost stays behind, which only widens Chroma's side of a filter).
-                fields = layout.filter_fields(op.value)  # type: ignore[arg-type]
-                if fields:
-                    upd_ids.extend(layout.vector_id(iid, j) for j in range(prev_nv))
-                    upd_metas.extend(dict(fields) for _ in range(prev_nv))
             for j, (_, path, text) in enumerate(pairs):
                 vec_ids.append(layout.vector_id(iid, j))
                 vec_embs.append(vectors[(iid, j)])
                 vec_metas.append(
-                    layout.vector_metadata(
-                        op.namespace,
-                        iid,
-                        path,
-                        text_hash(text),
-                        op.value,  # type: ignore[arg-type]
-                    )
+                    layout.vector_metadata(op.namespace, op.key, path, text_hash(text))
                 )
             stale.extend(layout.vector_id(iid, j) for j in range(n_vectors, prev_nv))
             ttl, exp = ttl_exp  # type: ignore[misc]
@@ -418,7 +405,6 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             item_docs.append(document)
         self._write(
             vectors=(vec_ids, vec_embs, vec_metas),
-            vector_updates=(upd_ids, upd_metas),
             items=(item_ids, item_metas, item_docs),
             deletes=deletes,
             stale=stale,
@@ -428,7 +414,6 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         self,
         *,
         vectors: tuple[list[str], list[list[float]], list[dict[str, Any]]] = ([], [], []),
-        vector_updates: tuple[list[str], list[dict[str, Any]]] = ([], []),
         items: tuple[list[str], list[dict[str, Any]], list[str]] = ([], [], []),
         deletes: list[str] = (),  # type: ignore[assignment]
         stale: list[str] = (),  # type: ignore[assignment]
@@ -446,8 +431,6 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
                 self._call(
                     self._vectors.upsert, ids=vec_ids, embeddings=vec_embs, metadatas=vec_metas
                 )
-            if vector_updates[0]:
-                self._call(self._vectors.update, ids=vector_updates[0], metadatas=vector_updates[1])
             item_ids, item_metas, item_docs = items
             if item_ids:
                 self._call(

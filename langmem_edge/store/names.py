@@ -1,4 +1,4 @@
-"""Which namespace and key an item id stands for, remembered from the item rows a store reads.
+"""Which namespace and key an item id stands for, remembered from the rows a store reads.
 
 An item's Chroma id is a hash of its ``(namespace, key)`` (:func:`layout.item_id`), so the
 pair an id stands for never changes, whoever writes what: an entry learned once stays true
@@ -8,8 +8,8 @@ another question, which the rows answer.
 Vector queries then need only ids and distances from Chroma: reading a row's metadata costs
 about 4 us per field, and a vector row carries some thirty (measured: 160 neighbours out of
 104k rows, 1.8 ms with ids alone, 14.5 ms with their metadata). The candidates' names come
-from here, and rows are read only for the candidates under the searched prefix, or the first
-time an id is seen.
+from here; an id seen for the first time is named by its first vector row, which carries the
+name and little else.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class ItemNames:
         return self._names.get(iid)
 
     def learn(self, ids: Iterable[str], metas: Iterable[Mapping[str, Any]]) -> None:
-        """Remember the names of item rows (``ids`` and their metadata, in the same order)."""
+        """Remember the names in rows (item ids, and metadata holding ``ns``, ``nd`` and
+        ``k``, in the same order)."""
         with self._lock:
             for iid, meta in zip(ids, metas, strict=True):
                 if iid in self._names:

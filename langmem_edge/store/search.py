@@ -204,8 +204,9 @@ class SearchMixin:
         For callers that keep the values themselves and only need the vector ranking, as
         ``AgentMemory`` does with its profile index. No value is read, so there is no
         ``filter`` and no expiry check: an item whose TTL ran out may still be returned until
-        the sweeper deletes it (a deleted item never is). Costs one id-only vector query,
-        plus one read of item rows never seen before by this process.
+        the sweeper deletes it (a deleted item never is, unless a crash between a write's
+        steps left its vector row behind). Costs one id-only vector query, plus one read of
+        the small vector rows of ids this process has not seen before.
 
         Raises:
             ConfigurationError: The store has no index config (nothing is embedded).
@@ -228,9 +229,8 @@ class SearchMixin:
         op = SearchOp(prefix, None, limit, 0, query, False)
         # no filter or expiry to reject anything: only the prefix's share sets the widening
         hits = self._gather(op, vector, limit, lambda hits, _: hits[:limit], factor=1)
-        unknown = [h.item_id for h in hits if h.item_id not in self._names]
-        if unknown:  # no prefix: nothing asked for the names yet
-            self._get_items(ids=unknown)
+        # no prefix: nothing asked for the names yet
+        self._learn_names([h.item_id for h in hits if h.item_id not in self._names])
         out = []
         for h in hits:
             name = self._names.get(h.item_id)
@@ -364,12 +364,12 @@ class SearchMixin:
         if want <= 0:
             return []
         n = want * factor * max(1, len(self._fields)) + 10
-        filtered = self._search_where(op) is None
+        filtered = not op.namespace_prefix  # no prefix: nothing for Chroma to filter on
         rows: dict[str, dict[str, Any]] = {}
         while True:
             hits, returned = self._vector_round(op, query, n, filtered=filtered)
             if not filtered:
-                hits = self._within_prefix(hits, tuple(op.namespace_prefix), rows)
+                hits = self._within_prefix(hits, tuple(op.namespace_prefix))
             kept = admit(hits, rows)
             if len(kept) >= want or returned < n:
                 return kept
@@ -388,12 +388,10 @@ class SearchMixin:
         """One vector query for ``n`` neighbours, ids and distances only: the pooled hits,
         and how many rows Chroma returned (fewer than ``n``: nothing more to find).
 
-        When ``filtered``, Chroma gets the namespace clause alone (one equality; each further
-        clause costs it more than checking the rows here), or the pushed-down filter when
-        there is no prefix; otherwise the hits may lie anywhere in the store."""
-        sent = None
-        if filtered:
-            sent = layout.prefix_where(op.namespace_prefix) or self._search_where(op)
+        When ``filtered``, Chroma gets the namespace clause (one equality on a vector row's
+        prefix field; the filter is checked on the item rows); otherwise the hits may lie
+        anywhere in the store."""
+        sent = layout.prefix_where(op.namespace_prefix) if filtered else None
         res = self._call(
             self._vectors.query,
             query_embeddings=[query],
@@ -405,20 +403,32 @@ class SearchMixin:
         dists = res["distances"][0] if ids else []
         return pool_vector_hits(ids, dists), len(ids)
 
-    def _within_prefix(
-        self, hits: list[Hit], prefix: tuple[str, ...], rows: dict[str, dict[str, Any]]
-    ) -> list[Hit]:
+    def _within_prefix(self, hits: list[Hit], prefix: tuple[str, ...]) -> list[Hit]:
         """The hits whose items lie under ``prefix``, in order.
 
-        Names come from :class:`~langmem_edge.store.names.ItemNames`; the item rows of ids
-        never seen are read (into ``rows``, so admission does not read them again). An id
-        with no item row (an orphan vector left by a crashed write) is dropped."""
+        Names come from :class:`~langmem_edge.store.names.ItemNames`; ids never seen are
+        resolved from their first vector rows (a few fields each; rows of schema 1, which
+        lack the name, from the item rows)."""
         if not prefix:
             return hits
-        unknown = [h.item_id for h in hits if h.item_id not in self._names]
-        if unknown:
-            rows.update(self._get_items(ids=unknown))
+        self._learn_names([h.item_id for h in hits if h.item_id not in self._names])
         return [h for h in hits if self._names.within(h.item_id, prefix)]
+
+    def _learn_names(self, iids: list[str]) -> None:
+        if not iids:
+            return
+        res = self._call(
+            self._vectors.get, ids=[layout.vector_id(i, 0) for i in iids], include=["metadatas"]
+        )
+        named = [
+            (vid.rpartition(":")[0], meta)
+            for vid, meta in zip(res["ids"], res["metadatas"], strict=True)
+            if "k" in meta
+        ]
+        self._names.learn([i for i, _ in named], [m for _, m in named])
+        rest = [i for i in iids if i not in self._names]
+        if rest:
+            self._get_items(ids=rest)
 
     def _admit(
         self,
@@ -504,10 +514,10 @@ class SearchMixin:
             # shortens that channel's contribution, and its rows are read with the others'.
             factor = CANDIDATE_FACTOR if op.filter else 1
             n = depth * factor * max(1, len(self._fields)) + 10
-            filtered = self._search_where(op) is None
+            filtered = not op.namespace_prefix  # no prefix: nothing for Chroma to filter on
             hits, returned = self._vector_round(op, query_vector, n, filtered=filtered)
             if not filtered:
-                hits = self._within_prefix(hits, tuple(op.namespace_prefix), {})
+                hits = self._within_prefix(hits, tuple(op.namespace_prefix))
             if not filtered and len(hits) < depth and returned == n:
                 hits, _ = self._vector_round(op, query_vector, n, filtered=True)
             found["vector"] = [(h.item_id, h.score) for h in hits]
