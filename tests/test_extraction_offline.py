@@ -169,7 +169,7 @@ def test_extractive_summary_keeps_salient_sentences_within_budget() -> None:
 
 def test_analyze_and_bm25() -> None:
     assert analyze("The Runners were running quickly!") == ["runner", "run", "quick"]
-    assert analyze("東京に行く") == ["東", "京", "に", "行", "く"]
+    assert analyze("東京に行く") == ["東京", "京に", "に行", "行く"]  # CJK runs as bigrams
     docs = ["cats and dogs", "dogs dogs dogs", "birds"]
     scores = bm25_scores("dog", docs, k1=1.2, b=0.75)
     assert scores[1] > scores[0] > 0 and scores[2] == 0

@@ -4,8 +4,9 @@ Works over any ``BaseStore`` (only ``store.search(query=...)``'s vector ranking 
 from the store). The index lives in the per-process profile index (``snapshot.py``) and is
 kept exact by the change log, so another process's write is visible to the next recall.
 
-Analysis: lower-cased ``\\w+`` words, English stop words dropped, Snowball (Porter 2) stems
-from ``snowballstemmer`` (the stemmer chromadb's own BM25 encoder uses).
+Analysis: the package's one analyser (:func:`langmem_edge.retrieval.text.default_analyzer`:
+normalised words, English stopwords dropped, Snowball stems from ``snowballstemmer``, the
+stemmer chromadb's own BM25 encoder uses).
 
 Scoring is Okapi BM25 with ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``.
 """
@@ -13,48 +14,21 @@ Scoring is Okapi BM25 with ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``.
 from __future__ import annotations
 
 import math
-import re
-import threading
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache
 
 import numpy as np
-import snowballstemmer
+
+from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = ["BM25Index", "analyse"]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-STOP_WORDS = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have he her
-    hers him his how i if in into is it its me my of on or our ours she so than that the their
-    theirs them then there these they this those to us was we were what when where which who
-    whom why will with would you your yours about am""".split()
-)
-"""Words too common to rank by."""
-
-STEM_CACHE_SIZE = 100_000
-"""Distinct words whose stems are cached."""
-
-_local = threading.local()
-
-
-def _stemmer() -> snowballstemmer.stemmer:
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
-    return stemmer
-
-
-@lru_cache(maxsize=STEM_CACHE_SIZE)
-def _stem(word: str) -> str:
-    return str(_stemmer().stemWord(word))
-
 
 def analyse(text: str) -> list[str]:
-    """Text to index terms: lower-cased words minus stop words, stemmed."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+    """Text to index terms: :func:`langmem_edge.retrieval.text.default_analyzer`'s terms
+    (normalised words minus stopwords, Snowball-stemmed), the analysis the store's keyword
+    channel uses too."""
+    return default_analyzer().terms(text)
 
 
 class _Posting:

@@ -45,8 +45,8 @@ their content words in the range (divided by the square root of their length), p
 for numbers and capitalised words; the best are kept up to the token budget and shown in
 conversation order with their role.
 
-Keyword scoring (:func:`bm25_scores`): Okapi BM25 over analysed text (lower-cased ``\\w+``
-tokens, CJK split into characters, English stop words dropped, Snowball English stemming).
+Keyword scoring (:func:`bm25_scores`): Okapi BM25 over text analysed by the package's one
+analyser (:func:`langmem_edge.retrieval.text.default_analyzer`).
 """
 
 from __future__ import annotations
@@ -54,12 +54,9 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-
-import snowballstemmer
 
 from langmem_edge.memory.extraction import (
     ExtractedMemory,
@@ -67,7 +64,9 @@ from langmem_edge.memory.extraction import (
     dedupe_memories,
     kind_of,
 )
-from langmem_edge.memory.tokens import estimate_tokens, is_cjk
+from langmem_edge.memory.keyword import BM25Index
+from langmem_edge.memory.tokens import estimate_tokens
+from langmem_edge.retrieval.text import ENGLISH_STOPWORDS, default_analyzer
 
 __all__ = [
     "STOPWORDS",
@@ -80,63 +79,29 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are aren't as at be because been before
-being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
-don't down during each few for from further had hadn't has hasn't have haven't having he he'd
-he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
-is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or
-other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't
-so some such than that that's the their theirs them themselves then there there's these they
-they'd they'll they're they've this those through to too under until up very was wasn't we we'd
-we'll we're we've were weren't what what's when when's where where's which while who who's whom
-why why's with won't would wouldn't you you'd you'll you're you've your yours yourself
-yourselves s t d ll m re ve just also really
-""".split())
-"""English stop words dropped by :func:`analyze`."""
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-_stemmer = snowballstemmer.stemmer("english")
-_stem_lock = threading.Lock()
+STOPWORDS = ENGLISH_STOPWORDS
+"""English stop words dropped by :func:`analyze` (the package's one list)."""
 
 
 def analyze(text: str) -> list[str]:
-    """Lower-cased ``\\w+`` tokens, CJK runs split into characters, stop words dropped,
-    Snowball-stemmed (English)."""
-    words: list[str] = []
-    for token in _TOKEN.findall(text.lower().replace("'", "")):
-        if any(is_cjk(c) for c in token):
-            words.extend(c for c in token if not c.isspace())
-        elif token not in STOPWORDS:
-            words.append(token)
-    with _stem_lock:
-        return list(_stemmer.stemWords(words))
+    """Index terms of ``text``: the package's one analyser
+    (:func:`langmem_edge.retrieval.text.default_analyzer`: normalised words, CJK runs as
+    bigrams, stop words dropped, Snowball-stemmed)."""
+    return default_analyzer().terms(text)
 
 
 def bm25_scores(query: str, documents: Sequence[str], *, k1: float, b: float) -> list[float]:
     """Okapi BM25 score of each document for ``query`` (0.0 when no query term occurs).
 
-    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``; the statistics are those of ``documents``.
+    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``; the statistics are those of ``documents``
+    (a throwaway :class:`~langmem_edge.memory.keyword.BM25Index` over them).
     """
-    terms = list(dict.fromkeys(analyze(query)))
-    if not terms or not documents:
-        return [0.0] * len(documents)
-    docs = [Counter(analyze(d)) for d in documents]
-    lengths = [sum(d.values()) for d in docs]
-    avg = (sum(lengths) / len(lengths)) or 1.0
-    n = len(docs)
-    idf = {}
-    for term in terms:
-        df = sum(1 for d in docs if term in d)
-        idf[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-    scores = []
-    for doc, length in zip(docs, lengths, strict=True):
-        score = 0.0
-        for term in terms:
-            tf = doc.get(term, 0)
-            if tf:
-                score += idf[term] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
-        scores.append(score)
+    index = BM25Index(k1=k1, b=b)
+    for row, document in enumerate(documents):
+        index.add(row, document)
+    scores = [0.0] * len(documents)
+    for row, score in index.search(query, limit=len(documents)):
+        scores[row] = score
     return scores
 
 

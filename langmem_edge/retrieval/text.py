@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_LANGUAGE",
     "ENGLISH_STOPWORDS",
     "Analyzer",
+    "default_analyzer",
     "key_tokens",
     "normalize",
     "tokenize",
@@ -226,3 +227,11 @@ class Analyzer:
             f"Analyzer(language={self.language!r}, stopwords={len(self.stopwords)} words, "
             f"expand_months={self.expand_months})"
         )
+
+
+@lru_cache(maxsize=1)
+def default_analyzer() -> Analyzer:
+    """The shared ``Analyzer()`` (English: stopwords, Snowball stems, month names), for the
+    memory tier's keyword index and offline extraction, so every keyword path in the
+    package agrees on the terms of a text."""
+    return Analyzer()
