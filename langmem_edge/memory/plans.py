@@ -9,7 +9,9 @@ Every operation of the episodic tier that touches the store or a model is a gene
   under a semaphore (async), at most ``RetryPolicy.concurrency`` at once; the plan receives
   the outputs in order.
 
-:func:`run_plan` and :func:`arun_plan` are the only code that differs between sync and async.
+:func:`run_plan` and :func:`arun_plan` turn each step into an :class:`~.effects.Call` and hand
+the plan to :mod:`.effects`' two drivers, the only code in the package that differs between
+sync and async.
 
 Each model call is retried with tenacity while its error is transient (:func:`is_transient`:
 timeouts, connection errors, HTTP 408/409/429/5xx, provider errors named like rate-limit,
@@ -41,6 +43,7 @@ from tenacity import (
 )
 
 from langmem_edge.errors import ConfigurationError, ExtractionError
+from langmem_edge.memory import effects
 
 if TYPE_CHECKING:
     from langmem_edge.memory.episodic import EpisodicConfig
@@ -183,36 +186,59 @@ def _require(store: BaseStore | None) -> BaseStore:
     return store
 
 
+def _models(calls: tuple[ModelCall, ...], policy: RetryPolicy, gate: Any) -> list[Any]:
+    """Run model calls in order, or in a thread pool when several may run at once."""
+    if len(calls) <= 1 or policy.concurrency <= 1:
+        return [_invoke(call, policy) for call in calls]
+    with ThreadPoolExecutor(max_workers=min(policy.concurrency, len(calls))) as pool:
+        return list(pool.map(lambda c: _invoke(c, policy), calls))
+
+
+async def _amodels(calls: tuple[ModelCall, ...], policy: RetryPolicy,
+                   gate: asyncio.Semaphore) -> list[Any]:
+    return list(await asyncio.gather(*(_ainvoke(c, policy, gate) for c in calls)))
+
+
+def _no_ops() -> list[Any]:
+    return []
+
+
+async def _ano_ops() -> list[Any]:
+    return []
+
+
+def _as_calls(plan: Plan[T], store: BaseStore | None, policy: RetryPolicy,
+              gate: asyncio.Semaphore | None) -> effects.Plan[T]:
+    """``plan`` with each step turned into an :class:`~langmem_edge.memory.effects.Call`,
+    so the one pair of drivers in ``effects`` runs both kinds of plan. A step's error is
+    thrown into ``plan``, as those drivers do."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = plan.throw(error) if error is not None else plan.send(result)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        if isinstance(step, StoreStep):
+            if step.ops:
+                s = _require(store)
+                call = effects.Call(s.batch, s.abatch, (list(step.ops),))
+            else:
+                call = effects.Call(_no_ops, _ano_ops)
+        else:
+            call = effects.Call(_models, _amodels, (step.calls, policy, gate))
+        try:
+            result, error = (yield call), None
+        except Exception as e:
+            result, error = None, e
+
+
 def run_plan(plan: Plan[T], *, store: BaseStore | None, policy: RetryPolicy) -> T:
     """Drive a plan synchronously: store steps via ``store.batch``, model calls in threads."""
-    try:
-        step = next(plan)
-        while True:
-            if isinstance(step, StoreStep):
-                results: list[Any] = _require(store).batch(step.ops) if step.ops else []
-            elif len(step.calls) <= 1 or policy.concurrency <= 1:
-                results = [_invoke(call, policy) for call in step.calls]
-            else:
-                workers = min(policy.concurrency, len(step.calls))
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    results = list(pool.map(lambda c: _invoke(c, policy), step.calls))
-            step = plan.send(results)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    return effects.run_sync(_as_calls(plan, store, policy, None))
 
 
 async def arun_plan(plan: Plan[T], *, store: BaseStore | None, policy: RetryPolicy) -> T:
     """Drive a plan asynchronously: ``store.abatch`` and ``ainvoke`` (bounded concurrency)."""
     gate = asyncio.Semaphore(max(1, policy.concurrency))
-    try:
-        step = next(plan)
-        while True:
-            if isinstance(step, StoreStep):
-                results: list[Any] = await _require(store).abatch(step.ops) if step.ops else []
-            else:
-                results = list(
-                    await asyncio.gather(*(_ainvoke(c, policy, gate) for c in step.calls))
-                )
-            step = plan.send(results)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    return await effects.run_async(_as_calls(plan, store, policy, gate))
