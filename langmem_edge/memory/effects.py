@@ -45,8 +45,9 @@ def invoke(runnable: Any, input: Any) -> Call:
     return Call(runnable.invoke, runnable.ainvoke, (input,))
 
 
-def run_sync(plan: Plan[T]) -> T:
-    """Drive a plan, calling each effect's sync half."""
+def run_sync(plan: Generator[Any, Any, T], bind: Callable[[Any], Call] | None = None) -> T:
+    """Drive a plan, calling each effect's sync half. ``bind`` turns what the plan yields
+    into a :class:`Call` (plans of other step kinds: ``plans.py``)."""
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -54,14 +55,17 @@ def run_sync(plan: Plan[T]) -> T:
             call = plan.throw(error) if error is not None else plan.send(result)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        if bind is not None:
+            call = bind(call)
         try:
             result, error = call.sync(*call.args, **call.kwargs), None
         except Exception as e:
             result, error = None, e
 
 
-async def run_async(plan: Plan[T]) -> T:
-    """Drive a plan, awaiting each effect's async half."""
+async def run_async(plan: Generator[Any, Any, T],
+                    bind: Callable[[Any], Call] | None = None) -> T:
+    """Drive a plan, awaiting each effect's async half (``bind`` as for :func:`run_sync`)."""
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -69,6 +73,8 @@ async def run_async(plan: Plan[T]) -> T:
             call = plan.throw(error) if error is not None else plan.send(result)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        if bind is not None:
+            call = bind(call)
         try:
             result, error = await call.async_(*call.args, **call.kwargs), None
         except Exception as e:

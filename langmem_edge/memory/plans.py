@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -207,38 +207,28 @@ async def _ano_ops() -> list[Any]:
     return []
 
 
-def _as_calls(plan: Plan[T], store: BaseStore | None, policy: RetryPolicy,
-              gate: asyncio.Semaphore | None) -> effects.Plan[T]:
-    """``plan`` with each step turned into an :class:`~langmem_edge.memory.effects.Call`,
-    so the one pair of drivers in ``effects`` runs both kinds of plan. A step's error is
-    thrown into ``plan``, as those drivers do."""
-    result: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = plan.throw(error) if error is not None else plan.send(result)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        if isinstance(step, StoreStep):
-            if step.ops:
-                s = _require(store)
-                call = effects.Call(s.batch, s.abatch, (list(step.ops),))
-            else:
-                call = effects.Call(_no_ops, _ano_ops)
-        else:
-            call = effects.Call(_models, _amodels, (step.calls, policy, gate))
-        try:
-            result, error = (yield call), None
-        except Exception as e:
-            result, error = None, e
+def _binder(store: BaseStore | None, policy: RetryPolicy,
+            gate: asyncio.Semaphore | None) -> Callable[[StoreStep | ModelStep], effects.Call]:
+    """What turns each step into an :class:`~langmem_edge.memory.effects.Call`, so the one
+    pair of drivers in ``effects`` runs both kinds of plan."""
+
+    def bind(step: StoreStep | ModelStep) -> effects.Call:
+        if isinstance(step, ModelStep):
+            return effects.Call(_models, _amodels, (step.calls, policy, gate))
+        if not step.ops:
+            return effects.Call(_no_ops, _ano_ops)
+        s = _require(store)
+        return effects.Call(s.batch, s.abatch, (list(step.ops),))
+
+    return bind
 
 
 def run_plan(plan: Plan[T], *, store: BaseStore | None, policy: RetryPolicy) -> T:
     """Drive a plan synchronously: store steps via ``store.batch``, model calls in threads."""
-    return effects.run_sync(_as_calls(plan, store, policy, None))
+    return effects.run_sync(plan, _binder(store, policy, None))
 
 
 async def arun_plan(plan: Plan[T], *, store: BaseStore | None, policy: RetryPolicy) -> T:
     """Drive a plan asynchronously: ``store.abatch`` and ``ainvoke`` (bounded concurrency)."""
     gate = asyncio.Semaphore(max(1, policy.concurrency))
-    return await effects.run_async(_as_calls(plan, store, policy, gate))
+    return await effects.run_async(plan, _binder(store, policy, gate))
