@@ -132,6 +132,9 @@ def tokenize(text: str) -> list[str]:
     """
     out: list[str] = []
     for raw in _WORD_RE.findall(normalize(text)):
+        if raw.isascii() and raw.isalpha():  # most words: nothing below applies
+            out.append(raw)
+            continue
         word = raw.replace("\u2019", "'")
         if word.endswith(_POSSESSIVE):
             word = word[:-2]
