@@ -421,3 +421,25 @@ def test_default_embeddings_run_offline(tmp_path: Any) -> None:
     store.put(("u",), "city", {"text": "Alice lives in Singapore"})
     assert store.search(("u",), query="which colour scheme does she like?")[0].key == "theme"
     assert store.search(("u",), query="where is her home?")[0].key == "city"
+
+
+def test_scans_past_the_first_page(open_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scans read one page, then the remaining rows by id: every row once, filters and
+    expiry applied, whatever the page size."""
+    import langmem_edge.store.base as base
+
+    monkeypatch.setattr(base, "GET_PAGE", 4)
+    store = open_store()
+    clock = with_clock(store)
+    for i in range(11):
+        store.put(("s", f"n{i % 3}"), f"k{i}", {"text": f"item {i}", "odd": i % 2 == 1})
+        clock.advance(1)
+    store.put(("s", "n0"), "brief", {"text": "short lived"}, ttl=1)
+    clock.advance(120)
+    found = store.search(("s",), limit=100)
+    assert [r.key for r in found] == [f"k{i}" for i in reversed(range(11))]
+    assert sorted(r.key for r in store.search(("s",), filter={"odd": True}, limit=100)) == sorted(
+        f"k{i}" for i in range(1, 11, 2)
+    )
+    assert store.list_namespaces(prefix=("s",)) == [("s", "n0"), ("s", "n1"), ("s", "n2")]
+    assert store.sweep_ttl() == 1

@@ -72,7 +72,7 @@ DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
 """Largest value accepted, as UTF-8 JSON (4 MiB). Chroma stores it as a metadata string."""
 
 GET_PAGE = 5000
-"""Rows fetched per page when scanning items (filters, listing, sweeping)."""
+"""Rows read per call when scanning items (filters, listing, sweeping)."""
 
 
 class ChromaStore(SearchMixin, TTLMixin, BaseStore):
@@ -309,22 +309,28 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
     def _scan_items(
         self, where: dict[str, Any] | None, now: float | None = None
     ) -> list[dict[str, Any]]:
-        """Every item row matching ``where``, paged; with ``now``, only those alive then."""
-        out: list[dict[str, Any]] = []
-        offset = 0
-        while True:
-            res = self._call(
-                self._items.get,
-                where=where,
-                include=["metadatas"],
-                limit=GET_PAGE,
-                offset=offset,
+        """Every item row matching ``where``; with ``now``, only those alive then.
+
+        One page of ``GET_PAGE`` rows first; past it, the remaining ids (a cheap id-only
+        read, 0.55 s for 100k) and then their rows by id, a page at a time: Chroma reads rows
+        by id ~20 % faster than by ``where`` and ``offset`` (100k rows: 13.1 s against 16.2 s;
+        reading them on two threads saved nothing more).
+        """
+        res = self._call(self._items.get, where=where, include=["metadatas"], limit=GET_PAGE)
+        pages = [res]
+        if len(res["ids"]) == GET_PAGE:
+            seen = set(res["ids"])  # a write in between may shift the offset: no row twice
+            listed = self._call(self._items.get, where=where, include=[], offset=GET_PAGE)
+            rest = [i for i in listed["ids"] if i not in seen]
+            pages.extend(
+                self._call(self._items.get, ids=rest[i : i + GET_PAGE], include=["metadatas"])
+                for i in range(0, len(rest), GET_PAGE)
             )
-            self._names.learn(res["ids"], res["metadatas"])
-            out.extend(m for m in res["metadatas"] if now is None or m["exp"] > now)
-            if len(res["ids"]) < GET_PAGE:
-                return out
-            offset += GET_PAGE
+        out: list[dict[str, Any]] = []
+        for page in pages:
+            self._names.learn(page["ids"], page["metadatas"])
+            out.extend(m for m in page["metadatas"] if now is None or m["exp"] > now)
+        return out
 
     # -- writes ---------------------------------------------------------------------------
 
