@@ -125,3 +125,9 @@ def test_rare_prefix_among_many_neighbours(chroma_store_factory: Any) -> None:
         store.put(("rare",), f"r{i}", {"text": f"sourdough bread rare {i}"})
     keys = store.nearest_keys(("rare",), "sourdough bread", limit=10)
     assert sorted(k.key for k in keys) == ["r0", "r1", "r2"]
+    # the prefix's small share is remembered: the next search filters at once, same answer
+    assert store._prefix_share[("rare",)] < 0.1
+    assert store.nearest_keys(("rare",), "sourdough bread", limit=10) == keys
+    assert [r.key for r in store.search(("rare",), query="sourdough bread", limit=10)] == [
+        k.key for k in keys
+    ]

@@ -152,6 +152,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         self._writer = SyncWriter()
         self._write_lock = threading.Lock()
         self._names = ItemNames()
+        self._prefix_share: dict[tuple[str, ...], float] = {}  # see SearchMixin._gather
         self._keywords = KeywordIndex(
             ChromaKeywordSource(self._items, self._sync, call=self._call),
             config=self.hybrid_config["keyword"],

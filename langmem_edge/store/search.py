@@ -65,6 +65,12 @@ MAX_UNFILTERED_CANDIDATES = 400
 at 10k vectors: an unfiltered k=160 query 10 ms, k=1,142 55 ms; a query filtered to a tenth
 of the rows ~20 ms whatever k: past ~400 candidates filtering is cheaper."""
 
+MIN_SHARE_SAMPLE = 20
+"""Neighbours an unfiltered round must return for its prefix share to be remembered."""
+
+MAX_SHARES_KEPT = 4096
+"""Prefixes whose share of the neighbours a store remembers (then it starts over)."""
+
 ADMIT_SLACK = 5
 """Extra item rows read per slice when admitting hits (covers a few expired/filtered ones)."""
 
@@ -104,6 +110,7 @@ class SearchMixin:
     _refresh_ttl: Callable[..., None]
     _write_lock: threading.Lock
     _names: ItemNames
+    _prefix_share: dict[tuple[str, ...], float]
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -359,17 +366,29 @@ class SearchMixin:
         too few survive, it widens the unfiltered query by the share of survivors, and past
         ``MAX_UNFILTERED_CANDIDATES`` lets Chroma filter (cheap exactly when the namespace is
         rare). Then the candidate count grows x4 until enough survive or none are left.
+        The share of the neighbours under each prefix is remembered (a hint, per process):
+        a prefix too rare to fill the page from ``MAX_UNFILTERED_CANDIDATES`` neighbours goes
+        straight to the filtered query next time.
         ``admit(hits, rows)`` gets the hits under the prefix and the item rows already read.
         """
         if want <= 0:
             return []
         n = want * factor * max(1, len(self._fields)) + 10
-        filtered = not op.namespace_prefix  # no prefix: nothing for Chroma to filter on
+        prefix = tuple(op.namespace_prefix)
+        # no prefix: nothing for Chroma to filter on; a prefix seen to hold too small a share
+        # of the neighbours to fill the page even after widening: filter at once
+        share = self._prefix_share.get(prefix, 1.0)
+        filtered = not prefix or share * MAX_UNFILTERED_CANDIDATES < want
         rows: dict[str, dict[str, Any]] = {}
         while True:
             hits, returned = self._vector_round(op, query, n, filtered=filtered)
             if not filtered:
-                hits = self._within_prefix(hits, tuple(op.namespace_prefix))
+                seen = len(hits)
+                hits = self._within_prefix(hits, prefix)
+                if seen >= MIN_SHARE_SAMPLE:
+                    if len(self._prefix_share) >= MAX_SHARES_KEPT:
+                        self._prefix_share.clear()
+                    self._prefix_share[prefix] = len(hits) / seen
             kept = admit(hits, rows)
             if len(kept) >= want or returned < n:
                 return kept
