@@ -14,8 +14,9 @@ Reported per backend and size (milliseconds):
   level medium, model-free, relevance fill on, access counts written behind);
 * ``search p50``: the baseline, one ``store.search(query=..., limit=50)`` on the same
   namespace and filter as the vector channel, measured in the same run;
-* ``outside the store``: recall time minus the time spent in ``store.batch`` (the memory
-  layer's own work: sync probe handling, BM25, key and temporal channels, fusion, fill);
+* ``outside the store``: recall time minus the time spent in ``store.batch`` and
+  ``store.nearest_keys`` (the memory layer's own work: sync probe handling, BM25, key and
+  temporal channels, fusion, fill);
 * ``recall / search``: recall p50 / search p50;
 * ``embed p50``: the query embedding, timed separately.
 
