@@ -340,6 +340,7 @@ def test_schema_1_stores_are_read_and_raised_to_the_current_schema(tmp_path: Any
         ns = tuple(meta["ns"].split(layout.NS_SEP))
         item = store.get(ns, meta["k"])
         old_rows.append({"i": vid.rpartition(":")[0], "p": meta["p"], "h": meta["h"],
+                         **{f"n{i}": label for i, label in enumerate(ns)},
                          **layout.namespace_fields(ns), **layout.filter_fields(item.value)})
     store._vectors.update(ids=rows["ids"], metadatas=old_rows)  # update merges: drop the name
     for vid in rows["ids"]:

@@ -276,10 +276,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             if cond.match_type == "prefix":
                 path = tuple(cond.path)
                 lead = path.index("*") if "*" in path else len(path)
-                clauses.append(layout.prefix_where(path[:lead]))
-                clauses.extend(
-                    {f"n{i}": label} for i, label in enumerate(path) if i > lead and label != "*"
-                )
+                clauses.append(layout.prefix_where(path[:lead]))  # labels past a "*": below
         namespaces = {
             tuple(m["ns"].split(layout.NS_SEP))
             for m in self._scan_items(layout.and_where(clauses), now)

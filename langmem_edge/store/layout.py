@@ -8,9 +8,9 @@ breaking:
     id        ``item_id(namespace, key)``: 32 hex of sha256 over the JSON of (namespace, key)
     embedding a constant 1-d vector (Chroma needs one; items are never vector-searched)
     document  reserved for the keyword channel (analysed token text)
-    metadata  ``ns`` (labels joined by U+001F), ``nd`` (depth), ``n0``..``n{d-1}`` (one field
-              per level, for wildcard listings) and ``p1``..``p{d}`` (each prefix, joined:
-              Chroma has no prefix match, so a namespace prefix is one equality),
+    metadata  ``ns`` (labels joined by U+001F), ``nd`` (depth) and ``p1``..``p{d}`` (each
+              prefix, joined: Chroma has no prefix match, so a namespace prefix is one
+              equality),
               ``k`` (key), ``v`` (value as JSON), ``ca``/``ua`` (created/updated,
               epoch seconds), ``exp`` (expiry, epoch seconds; ``EXP_NEVER`` when none),
               ``ttl`` (minutes, 0 when none), ``nv`` (number of vector rows), ``f:<path>``
@@ -45,8 +45,9 @@ SCHEMA_VERSION = 2
 """Version of this layout, stored in each collection's metadata."""
 
 READS_FROM = 1
-"""Oldest layout this code reads: version 1 vector rows also carried the item's ``n*`` and
-filter fields, which version 2 neither writes nor reads (opening raises the version)."""
+"""Oldest layout this code reads: version 1 rows also carried ``n0``.. fields (one per
+namespace label) and its vector rows the item's filter fields, which version 2 neither
+writes nor reads (opening raises the version)."""
 
 NS_SEP = "\x1f"
 """Separator of namespace labels in the ``ns`` field (a control char labels cannot hold)."""
@@ -85,8 +86,9 @@ def vector_id(iid: str, j: int) -> str:
 
 
 def namespace_fields(namespace: tuple[str, ...]) -> dict[str, Any]:
-    """``n0``..``n{d-1}`` (each label), ``p1``..``p{d}`` (each prefix, joined) and ``nd``."""
-    fields: dict[str, Any] = {f"n{i}": label for i, label in enumerate(namespace)}
+    """``p1``..``p{d}`` (each prefix, joined) and ``nd``. (Schema 1 rows also had
+    ``n0``..``n{d-1}``, one field per label; nothing reads them.)"""
+    fields: dict[str, Any] = {}
     for depth in range(1, len(namespace) + 1):
         fields[f"p{depth}"] = NS_SEP.join(namespace[:depth])
     fields["nd"] = len(namespace)
