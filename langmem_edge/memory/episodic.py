@@ -16,8 +16,9 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 Every value carries ``profile`` and every read filters on it (a second guard besides the
 namespace).
 
-**Ingest.** A message is a LangChain message or a ``{"role", "content"}`` dict (optional
-``name``, ``tool_call_id``, ``timestamp`` as datetime, ISO string or epoch seconds). Roles:
+**Ingest** (validation, normalisation and ids in :mod:`.messages`). A message is a LangChain
+message or a ``{"role", "content"}`` dict (optional ``name``, ``tool_call_id``, ``timestamp``
+as datetime, ISO string or epoch seconds). Roles:
 user, assistant, system, tool (``human``/``ai``/``function`` and LangChain's types map onto
 them). Its id is ``sha256(json([session_id, role, content]))[:32]``, so re-ingesting a
 conversation adds nothing; as a consequence the same text said twice by the same role in one
@@ -57,18 +58,15 @@ from what is left, by a later compaction).
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from langmem_edge.errors import ConfigurationError, InvalidInputError, LimitExceededError
+from langmem_edge.errors import ConfigurationError, InvalidInputError
 from langmem_edge.memory import tokens as _tokens
 from langmem_edge.memory.compaction import (
     ContextWindow,
@@ -78,6 +76,13 @@ from langmem_edge.memory.compaction import (
     window_plan,
 )
 from langmem_edge.memory.extraction import ExtractedMemory, StoredMessage, model_extraction_plan
+from langmem_edge.memory.messages import (
+    ROLE_ALIASES,
+    message_id,
+    normalize_messages,
+    orphaned_messages,
+    validate_session_id,
+)
 from langmem_edge.memory.offline import bm25_scores, rule_based_memories
 from langmem_edge.memory.plans import Plan, RetryPolicy, StoreStep, arun_plan, run_plan
 
@@ -90,11 +95,6 @@ __all__ = [
     "message_id",
     "orphaned_messages",
 ]
-
-ROLE_ALIASES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
-                "system": "system", "tool": "tool", "function": "tool"}
-"""Accepted role names (and LangChain message types) and the role each is stored as."""
-
 
 class EpisodicConfig(BaseModel):
     """Every number of the episodic tier, with its default (DESIGN.md's table where it has one)."""
@@ -208,112 +208,6 @@ class IngestOutcome(BaseModel):
 
     messages: list[StoredMessage] = Field(default_factory=list)
     memories: list[ExtractedMemory] = Field(default_factory=list)
-
-
-def message_id(session_id: str, role: str, content: str) -> str:
-    """A message's id: 32 hex chars of sha256 over JSON ``[session_id, role, content]``."""
-    raw = json.dumps([session_id, role, content], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
-
-
-def orphaned_messages(deleted: Iterable[str], still_cited: Iterable[Iterable[str]]) -> list[str]:
-    """Message ids cited by a deleted memory (``deleted``) that no remaining memory cites.
-
-    ``still_cited`` is the ``source_message_ids`` of every other memory of the profile.
-    """
-    cited = {mid for ids in still_cited for mid in ids}
-    return [mid for mid in dict.fromkeys(deleted) if mid not in cited]
-
-
-def validate_session_id(session_id: object) -> str:
-    """Check a session id: a non-empty string of at most 200 chars, no ``.`` or NUL."""
-    if not isinstance(session_id, str) or not session_id:
-        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
-    if len(session_id) > 200 or "." in session_id or "\x00" in session_id:
-        raise InvalidInputError(
-            f"session_id {session_id[:40]!r} is not allowed: at most 200 characters, "
-            "no '.' or NUL (they are namespace labels)")
-    return session_id
-
-
-def _text_of(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [c if isinstance(c, str) else c.get("text", "") for c in content
-                 if isinstance(c, str) or (isinstance(c, dict) and c.get("type") == "text")]
-        return "".join(parts)
-    raise InvalidInputError(f"{where}: content must be a string or a list of content blocks, "
-                            f"got {type(content).__name__}")
-
-
-def _timestamp(value: Any, now: datetime, where: str) -> datetime:
-    if value is None:
-        return now
-    try:
-        if isinstance(value, datetime):
-            when = value
-        elif isinstance(value, int | float):
-            when = datetime.fromtimestamp(value, tz=UTC)
-        else:
-            when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except (ValueError, OverflowError, OSError) as e:
-        raise InvalidInputError(f"{where}: timestamp {value!r} is not a datetime, ISO 8601 "
-                                "string or epoch seconds") from e
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
-def _normalize_one(raw: Any, index: int, now: datetime) -> dict[str, Any] | None:
-    where = f"message {index}"
-    if isinstance(raw, BaseMessage):
-        kind = raw.type
-        role = getattr(raw, "role", None) if kind == "chat" else kind
-        text = _text_of(raw.content, where)
-        calls = getattr(raw, "tool_calls", None) or []
-        text += "".join(f"\n[tool call] {c['name']}({json.dumps(c.get('args', {}))})"
-                        for c in calls)
-        fields = {"name": raw.name, "tool_call_id": getattr(raw, "tool_call_id", None),
-                  "ts": now}
-    elif isinstance(raw, Mapping):
-        if "role" not in raw or "content" not in raw:
-            raise InvalidInputError(f"{where}: a dict message needs 'role' and 'content'")
-        role = raw["role"]
-        text = _text_of(raw["content"], where)
-        fields = {"name": raw.get("name"), "tool_call_id": raw.get("tool_call_id"),
-                  "ts": _timestamp(raw.get("timestamp"), now, where)}
-    else:
-        raise InvalidInputError(f"{where}: expected a LangChain message or a dict with 'role' "
-                                f"and 'content', got {type(raw).__name__}")
-    if not isinstance(role, str) or role.lower() not in ROLE_ALIASES:
-        allowed = ", ".join(sorted(ROLE_ALIASES))
-        raise InvalidInputError(f"{where}: role {role!r} is not one of {allowed}")
-    if not text.strip():
-        return None
-    return {"role": ROLE_ALIASES[role.lower()], "content": text, **fields}
-
-
-def normalize_messages(
-    messages: Sequence[Any], config: EpisodicConfig, *, now: datetime
-) -> list[dict[str, Any]]:
-    """Validate and normalise a batch (limits included) before anything is written."""
-    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-        raise InvalidInputError("messages must be a list of messages")
-    if len(messages) > config.max_messages_per_call:
-        raise LimitExceededError(
-            f"{len(messages)} messages in one call; the limit is "
-            f"{config.max_messages_per_call}: split the conversation into batches")
-    out: list[dict[str, Any]] = []
-    for i, raw in enumerate(messages):
-        norm = _normalize_one(raw, i, now)
-        if norm is None:
-            continue
-        size = len(norm["content"].encode("utf-8"))
-        if size > config.max_message_bytes:
-            raise LimitExceededError(
-                f"message {i} ({norm['role']}) is {size} bytes; the limit is "
-                f"{config.max_message_bytes} bytes a message. Nothing was written")
-        out.append(norm)
-    return out
 
 
 Scope = Literal["contact", "conversation", "all"]
