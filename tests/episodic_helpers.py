@@ -8,13 +8,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
-from pydantic import BaseModel
 
 from langmem_edge.testing import FakeEmbeddings, ScriptedChatModel
 
@@ -53,51 +49,6 @@ def store_fixture(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Bas
             close()
 
 
-class StructuredScriptedModel(ScriptedChatModel):
-    """``ScriptedChatModel`` that supports ``with_structured_output``.
-
-    ``bind_tools`` records the tools; a scripted reply that is a dict or a pydantic model
-    becomes a tool call to the first bound tool (how providers return structured output).
-    A reply that is an exception is raised. Proposed for ``langmem_edge.testing``.
-    """
-
-    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.calls.append(list(messages))
-        if self.respond is not None:
-            reply = self.respond(messages)
-        else:
-            reply = self.responses[min(len(self.calls), len(self.responses)) - 1]
-        if isinstance(reply, BaseException):
-            raise reply
-        tools = kwargs.get("tools")
-        if tools and isinstance(reply, dict | BaseModel):
-            args = reply.model_dump() if isinstance(reply, BaseModel) else reply
-            msg = AIMessage(
-                content="",
-                tool_calls=[
-                    {
-                        "name": tools[0]["function"]["name"],
-                        "args": args,
-                        "id": f"call_{len(self.calls)}",
-                    }
-                ],
-            )
-        elif isinstance(reply, AIMessage):
-            msg = reply
-        else:
-            msg = AIMessage(content=reply if isinstance(reply, str) else json.dumps(reply))
-        return ChatResult(generations=[ChatGeneration(message=msg)])
-
-
 def system_text(messages: list[BaseMessage]) -> str:
     """The system prompt of a call ("" when none)."""
     return str(messages[0].content) if messages and messages[0].type == "system" else ""
@@ -124,7 +75,7 @@ def scripted(
     *,
     fail: dict[str, str] | None = None,
     summary: str = "A short summary.",
-) -> StructuredScriptedModel:
+) -> ScriptedChatModel:
     """A model answering extraction calls with ``extract(messages)``, checks with all-pass
     verdicts (except candidates whose text is in ``fail``: point -> fails), and summaries
     with ``summary``."""
@@ -147,4 +98,4 @@ def scripted(
             return {"checks": checks}
         return summary
 
-    return StructuredScriptedModel(respond=respond)
+    return ScriptedChatModel(respond=respond)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from episodic_helpers import StructuredScriptedModel, scripted, system_text
+from episodic_helpers import scripted, system_text
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -23,6 +23,7 @@ from langmem_edge.memory.extraction import (
     model_extraction_plan,
 )
 from langmem_edge.memory.plans import RetryPolicy, arun_plan, is_transient, run_plan
+from langmem_edge.testing import ScriptedChatModel
 
 FAST = EpisodicConfig(retry_wait_initial=0.0, retry_wait_max=0.0)
 
@@ -145,7 +146,7 @@ def test_candidate_without_a_verdict_is_dropped() -> None:
             ]
         }
 
-    out = extract(StructuredScriptedModel(respond=respond), msgs(2))
+    out = extract(ScriptedChatModel(respond=respond), msgs(2))
     assert [m.text for m in out] == ["B"]
 
 
@@ -269,7 +270,7 @@ def test_other_errors_are_not_retried() -> None:
 
 
 def test_missing_structured_output_is_retried_then_fails() -> None:
-    model = StructuredScriptedModel(responses=["I cannot do that."])  # never a tool call
+    model = ScriptedChatModel(responses=["I cannot do that."])  # never a tool call
     with pytest.raises(ExtractionError, match="no structured output"):
         extract(model, msgs(2))
     assert len(model.calls) == 3

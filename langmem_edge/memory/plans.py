@@ -187,7 +187,8 @@ def _require(store: BaseStore | None) -> BaseStore:
 
 
 def _models(calls: tuple[ModelCall, ...], policy: RetryPolicy, gate: Any) -> list[Any]:
-    """Run model calls in order, or in a thread pool when several may run at once."""
+    """Run model calls in order, or in a thread pool when several may run at once.
+    (``gate`` is the async half's semaphore: a ``Call`` gives both halves the same args.)"""
     if len(calls) <= 1 or policy.concurrency <= 1:
         return [_invoke(call, policy) for call in calls]
     with ThreadPoolExecutor(max_workers=min(policy.concurrency, len(calls))) as pool:

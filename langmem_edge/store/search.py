@@ -302,11 +302,7 @@ class SearchMixin:
     def _search_unranked(
         self, op: SearchOp, now: float
     ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
-        rows = [
-            m
-            for m in self._scan_items(self._search_where(op), now)
-            if not op.filter or layout.matches_filter(_value(m), op.filter)
-        ]
+        rows = [m for m in self._scan_items(self._search_where(op), now) if _passes(m, op.filter)]
         rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
         return [
             (ExplainedItem(_search_item(m, None)), m)
@@ -324,11 +320,7 @@ class SearchMixin:
         if len(out) < op.limit:
             # InMemoryStore's corner case: fill with items that have no vectors, unscored.
             where = layout.and_where([self._search_where(op), {"nv": 0}])
-            rows = [
-                m
-                for m in self._scan_items(where, now)
-                if not op.filter or layout.matches_filter(_value(m), op.filter)
-            ]
+            rows = [m for m in self._scan_items(where, now) if _passes(m, op.filter)]
             rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
             out.extend(
                 (ExplainedItem(_search_item(m, None)), m) for m in rows[: op.limit - len(out)]
@@ -472,11 +464,7 @@ class SearchMixin:
                 rows.update(self._get_items(ids=missing))
             for h in chunk:
                 meta = rows.get(h.item_id)
-                if (
-                    meta is not None
-                    and meta["exp"] > now
-                    and (not op.filter or layout.matches_filter(_value(meta), op.filter))
-                ):
+                if meta is not None and meta["exp"] > now and _passes(meta, op.filter):
                     kept.append((h, meta))
         return kept
 
@@ -507,7 +495,7 @@ class SearchMixin:
             fetched = self._get_items(ids=sorted(missing), now=now) if missing else {}
             for iid in missing:
                 meta = fetched.get(iid)
-                if meta is not None and layout.matches_filter(_value(meta), op.filter):
+                if meta is not None and _passes(meta, op.filter):
                     rows[iid] = meta
                 else:
                     rejected.add(iid)
@@ -588,6 +576,11 @@ def _validate_op(op: SearchOp) -> None:
         raise InvalidInputError(
             f"search limit and offset must be >= 0, got limit={op.limit}, offset={op.offset}"
         )
+
+
+def _passes(meta: dict[str, Any], filter: dict[str, Any] | None) -> bool:
+    """Whether an item row's value passes ``filter`` (decoded only when there is one)."""
+    return not filter or layout.matches_filter(_value(meta), filter)
 
 
 def _value(meta: dict[str, Any]) -> dict[str, Any]:
