@@ -7,6 +7,8 @@ Error tree::
     LangmemEdgeError                      code
     ├── ConfigurationError (ValueError)   "configuration"   bad constructor/config options
     ├── InvalidInputError (ValueError)    "invalid_input"   bad argument to a call
+    │   ├── InvalidNamespaceError         "invalid_namespace"  a bad namespace label (also
+    │   │                                                   langgraph's InvalidNamespaceError)
     │   └── LimitExceededError            "limit_exceeded"  too large / too many; nothing written
     ├── NotFoundError (KeyError)          "not_found"       the thing asked for does not exist
     ├── BackendError                      "backend"         Chroma refused or failed the call
@@ -22,6 +24,8 @@ stays on ``__cause__``.
 
 from __future__ import annotations
 
+from langgraph.store.base import InvalidNamespaceError as _LanggraphInvalidNamespaceError
+
 __all__ = [
     "BackendError",
     "BackendUnavailableError",
@@ -30,6 +34,7 @@ __all__ = [
     "EmbeddingError",
     "ExtractionError",
     "InvalidInputError",
+    "InvalidNamespaceError",
     "LangmemEdgeError",
     "LimitExceededError",
     "NotFoundError",
@@ -61,6 +66,15 @@ class InvalidInputError(LangmemEdgeError, ValueError):
     """An argument to a call is invalid (bad namespace, unserialisable value, ...)."""
 
     code = "invalid_input"
+
+
+class InvalidNamespaceError(InvalidInputError, _LanggraphInvalidNamespaceError):
+    """A namespace label is not allowed: empty, not a string, containing a period (langgraph's
+    rules) or a control character (U+0000-U+001F, U+007F: ours, so a stored path always
+    decodes to exactly the labels written). Catchable as langgraph's
+    ``InvalidNamespaceError`` too."""
+
+    code = "invalid_namespace"
 
 
 class LimitExceededError(InvalidInputError):

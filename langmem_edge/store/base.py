@@ -22,17 +22,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal
 
 from chromadb.api import ClientAPI
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
     ListNamespacesOp,
+    NotProvided,
     MatchCondition,
     Op,
     PutOp,
@@ -44,10 +47,16 @@ from langgraph.store.base import (
     tokenize_path,
     validate_op_namespace,
 )
+from langgraph.store.base import InvalidNamespaceError as _LanggraphNamespaceError
 
 from langmem_edge import _chroma
 from langmem_edge.embeddings import default_embeddings, text_hash
-from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
+from langmem_edge.errors import (
+    ConfigurationError,
+    EmbeddingError,
+    InvalidInputError,
+    InvalidNamespaceError,
+)
 from langmem_edge.retrieval import (
     ChromaKeywordSource,
     HybridConfig,
@@ -224,9 +233,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         """Execute ``ops``: reads first (in order), then writes (the last write to a key wins)."""
         ops = list(ops)
         for op in ops:
-            if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
-                raise InvalidInputError(f"Unknown operation type: {type(op).__name__}")
-            validate_op_namespace(op)
+            _validate_op(op)
         now = self._clock()
         results: list[Result] = [None] * len(ops)
         refresh: dict[str, dict[str, Any]] = {}
@@ -250,6 +257,33 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` on a worker thread, so the event loop is never blocked."""
         return await run_in_executor(None, self.batch, list(ops))
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """``BaseStore.put``, raising our :class:`~langmem_edge.errors.InvalidNamespaceError`
+        (which has a ``.code`` and is also langgraph's) for a bad namespace."""
+        with _namespace_errors():
+            super().put(namespace, key, value, index, ttl=ttl)
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """``BaseStore.aput``, with the namespace errors of :meth:`put`."""
+        with _namespace_errors():
+            await super().aput(namespace, key, value, index, ttl=ttl)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -517,6 +551,32 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             for j, (_, _, text) in enumerate(pairs):
                 out[(iid, j)] = reuse.get(text_hash(text)) or fresh[text]
         return out
+
+
+@contextmanager
+def _namespace_errors() -> Iterator[None]:
+    """Re-raise langgraph's ``InvalidNamespaceError`` as ours (a subclass of both)."""
+    try:
+        yield
+    except _LanggraphNamespaceError as e:
+        if isinstance(e, InvalidNamespaceError):
+            raise
+        raise InvalidNamespaceError(str(e)) from e
+
+
+def _validate_op(op: Op) -> None:
+    """langgraph's label rules, then ours (no control characters), for any op."""
+    if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+        raise InvalidInputError(f"Unknown operation type: {type(op).__name__}")
+    with _namespace_errors():
+        validate_op_namespace(op)
+    if isinstance(op, (GetOp, PutOp)):
+        layout.check_labels(op.namespace, namespace=op.namespace)
+    elif isinstance(op, SearchOp):
+        layout.check_labels(op.namespace_prefix, namespace=op.namespace_prefix)
+    else:
+        for cond in op.match_conditions or ():
+            layout.check_labels(cond.path, namespace=cond.path)
 
 
 def _prepare_index(

@@ -33,13 +33,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.store.base import Item
 
-from langmem_edge.errors import InvalidInputError, LimitExceededError
+from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitExceededError
 
 SCHEMA_VERSION = 2
 """Version of this layout, stored in each collection's metadata."""
@@ -50,7 +51,11 @@ namespace label) and its vector rows the item's filter fields, which version 2 n
 writes nor reads (opening raises the version)."""
 
 NS_SEP = "\x1f"
-"""Separator of namespace labels in the ``ns`` field (a control char labels cannot hold)."""
+"""Separator of namespace labels in the ``ns`` field (a control char labels cannot hold:
+:func:`check_labels` refuses every control character, so a joined path splits back into
+exactly the labels that were written)."""
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 EXP_NEVER = 1.0e15
 """``exp`` of an item that never expires (about 31 million years from now)."""
@@ -72,6 +77,22 @@ MAX_FILTER_DEPTH = 3
 
 MAX_FILTER_FIELDS = 64
 """Most leaves mirrored per item (the first ones in the value's order)."""
+
+
+def check_labels(labels: Iterable[object], *, namespace: object = None) -> None:
+    """Refuse a namespace label holding a control character (U+0000-U+001F, U+007F).
+
+    Labels are joined with ``NS_SEP`` (U+001F) for Chroma's equality filters; a label that
+    held it could address another namespace (``("users", "alice\\x1fevil")`` would sit under
+    ``("users", "alice")``). langgraph's own rules (non-empty strings, no ``.``) are checked
+    by ``validate_op_namespace`` before this runs.
+    """
+    for label in labels:
+        if isinstance(label, str) and _CONTROL.search(label):
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace!r}: labels cannot contain "
+                "control characters (U+0000-U+001F, U+007F)"
+            )
 
 
 def item_id(namespace: tuple[str, ...], key: str) -> str:
@@ -123,25 +144,6 @@ def and_where(clauses: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | N
     if len(flat) == 1:
         return flat[0]
     return {"$and": flat}
-
-
-def where_matches(meta: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
-    """Evaluate, in Python, a ``where`` built here (an ``$and`` of equalities and ranges)."""
-    if not where:
-        return True
-    clauses = where["$and"] if set(where) == {"$and"} else [where]
-    for clause in clauses:
-        ((field, expected),) = clause.items()
-        if isinstance(expected, Mapping):
-            raise ValueError(f"where_matches handles equalities only, got {clause!r}")
-        if field not in meta or meta[field] != expected or type(meta[field]) is not type(expected):
-            return False
-    return True
-
-
-def alive_where(now: float) -> dict[str, Any]:
-    """Items not yet expired at ``now``."""
-    return {"exp": {"$gt": now}}
 
 
 def encode_value(
