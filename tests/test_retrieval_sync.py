@@ -21,6 +21,7 @@ from langmem_edge.retrieval.index import (
     ChangeSet,
     KeywordIndex,
     KeywordRow,
+    Marker,
     Tombstone,
     decode_document,
     encode_document,
@@ -35,19 +36,22 @@ class FakeSource:
     def __init__(self) -> None:
         self.rows: dict[str, tuple[KeywordRow, str, int]] = {}
         self.tombs: dict[str, tuple[str, int]] = {}
-        self.marks: dict[str, int] = {}
+        self.marks: dict[str, Marker] = {}
         self.calls: list[str] = []
 
-    def put(self, writer: str, seq: int, row: KeywordRow) -> None:
+    def put(self, writer: str, seq: int, row: KeywordRow, *, settle: bool = True) -> None:
+        self.marks[writer] = Marker(seq, settled=False)  # the marker goes first
         self.rows[row.id] = (row, writer, seq)
-        self.marks[writer] = seq
+        if settle:
+            self.marks[writer] = Marker(seq)
 
     def delete(self, writer: str, seq: int, doc_id: str) -> None:
-        self.rows.pop(doc_id, None)
+        self.marks[writer] = Marker(seq, settled=False)
         self.tombs[doc_id] = (writer, seq)
-        self.marks[writer] = seq
+        self.rows.pop(doc_id, None)
+        self.marks[writer] = Marker(seq)
 
-    def markers(self) -> dict[str, int]:
+    def markers(self) -> dict[str, Marker]:
         self.calls.append("markers")
         return dict(self.marks)
 
@@ -70,6 +74,31 @@ def row(doc_id: str, text: str, ns: tuple[str, ...] = ("u",), key: str | None = 
 
 def ids(hits: list[tuple[str, float]]) -> list[str]:
     return [h[0] for h in hits]
+
+
+def test_a_writer_that_died_mid_write_is_fetched_until_settled() -> None:
+    """Issue 10: a writer killed after its rows and before its marker used to leave rows no
+    running reader ever fetched. The marker now goes first, unsettled, and readers keep
+    fetching that writer's unconfirmed write at every sync."""
+    src = FakeSource()
+    src.put("w1", 1, row("a", "apples"))
+    index = KeywordIndex(src)
+    index.sync()
+    # w2 announces write 1, then "dies" before its row lands
+    src.marks["w2"] = Marker(1, settled=False)
+    index.sync()
+    assert ids(index.search_keyword("pears")) == []
+    src.rows["b"] = (row("b", "pears"), "w2", 1)  # the row lands later (or was half-written)
+    index.sync()
+    assert ids(index.search_keyword("pears")) == ["b"]
+    src.calls.clear()
+    index.sync()  # still unsettled: fetched again (cheap), never given up
+    assert src.calls == ["markers", "delta"]
+    src.marks["w2"] = Marker(1)  # settled (by purge_sync_rows for a dead writer)
+    index.sync()
+    src.calls.clear()
+    index.sync()
+    assert src.calls == ["markers"]
 
 
 def test_unchanged_markers_cost_one_read() -> None:

@@ -8,15 +8,17 @@ Two collections take part:
   ``nd`` depth, or ``n0``..``n{nd-1}``), and the change stamp ``kw`` (writer id, str) +
   ``ks`` (that writer's sequence number, int) from :class:`SyncWriter`;
 - a small **sync** collection (1-d dummy embeddings) holding one *marker* row per writer
-  (``id = "m:<writer>"``, metadata ``t="m"``, ``kw``, ``ks``, ``at``) and one *tombstone*
+  (``id = "m:<writer>"``, metadata ``t="m"``, ``kw``, ``ks``, ``ok`` (settled), ``at``)
+  and one *tombstone*
   row per deleted item (``id = "d:<item id>"``, metadata ``t="d"``, ``kw``, ``ks``, ``i``,
   ``at``).
 
 Write order for one store write (under the writer's lock, so a writer's numbers only go
-up): ``s = writer.next_seq()``; upsert item rows with ``writer.stamp(s)`` in their metadata;
-for deletes, upsert ``writer.tombstones(ids, s)`` into sync and delete the item rows; then
-upsert ``writer.marker(s)`` into sync. Markers and tombstones older than a day may be purged
-(:func:`purge_sync_rows`): readers idle that long reload fully.
+up): ``s = writer.next_seq()``; upsert ``writer.marker(s, settled=False)`` and, for deletes,
+``writer.tombstones(ids, s)`` into sync (one call); upsert item rows with
+``writer.stamp(s)`` in their metadata and delete the deleted item rows; when the writer
+falls idle, upsert ``writer.marker(s)`` (settled). Markers and tombstones older than a day
+may be purged (:func:`purge_sync_rows`): readers idle that long reload fully.
 
 :class:`ChromaKeywordSource` is the reader: it implements
 :class:`~langmem_edge.retrieval.index.KeywordSource` with at most three ``get`` calls.
@@ -29,11 +31,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langmem_edge.retrieval.index import ChangeSet, KeywordRow, Tombstone
+from langmem_edge.retrieval.index import ChangeSet, KeywordRow, Marker, Tombstone
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_PURGE_AGE",
+    "DEFAULT_SETTLE_AFTER",
     "SYNC_VECTOR",
     "ChromaKeywordSource",
     "SyncWriter",
@@ -52,6 +55,11 @@ DEFAULT_PAGE_SIZE = 5000
 
 DEFAULT_PURGE_AGE = 86_400.0
 """Age in seconds after which markers and tombstones may be purged (one day)."""
+
+DEFAULT_SETTLE_AFTER = 600.0
+"""Age in seconds after which a marker still unsettled is taken as a writer that died
+mid-write and settled by :func:`purge_sync_rows` (ten minutes: far beyond any write's
+retries)."""
 
 FULL_LOAD_ATTEMPTS = 3
 """Paged full loads retried when markers moved during the load (a delete can shift pages)."""
@@ -103,13 +111,11 @@ class SyncWriter:
         """Metadata fields to add to every item row written by write ``seq``."""
         return {"kw": self.writer_id, "ks": seq}
 
-    def marker(self, seq: int) -> dict[str, Any]:
-        """The marker row (``ids``, ``metadatas``, ``embeddings``) to upsert into sync."""
-        return {
-            "ids": [f"m:{self.writer_id}"],
-            "metadatas": [{"t": "m", "kw": self.writer_id, "ks": seq, "at": self._clock()}],
-            "embeddings": [SYNC_VECTOR],
-        }
+    def marker(self, seq: int, *, settled: bool = True) -> dict[str, Any]:
+        """The marker row (``ids``, ``metadatas``, ``embeddings``) to upsert into sync:
+        unsettled before write ``seq``'s rows, settled once the writer is idle after it."""
+        meta = {"t": "m", "kw": self.writer_id, "ks": seq, "ok": settled, "at": self._clock()}
+        return {"ids": [f"m:{self.writer_id}"], "metadatas": [meta], "embeddings": [SYNC_VECTOR]}
 
     def tombstones(self, item_ids: Sequence[str], seq: int) -> dict[str, Any]:
         """Tombstone rows (``ids``, ``metadatas``, ``embeddings``) for deleted items."""
@@ -151,9 +157,12 @@ class ChromaKeywordSource:
         self.call: Caller = call or _direct
         self.page_size = page_size
 
-    def markers(self) -> dict[str, int]:
+    def markers(self) -> dict[str, Marker]:
         got = self.call(self.sync.get, where={"t": "m"}, include=["metadatas"])
-        return {str(m["kw"]): int(m["ks"]) for m in got["metadatas"] or []}
+        return {
+            str(m["kw"]): Marker(int(m["ks"]), bool(m.get("ok", True)))
+            for m in got["metadatas"] or []
+        }
 
     @staticmethod
     def _rows(got: Mapping[str, Any]) -> list[KeywordRow]:
@@ -210,16 +219,37 @@ def purge_sync_rows(
     *,
     older_than: float = DEFAULT_PURGE_AGE,
     keep_writer: str | None = None,
+    settle_after: float = DEFAULT_SETTLE_AFTER,
     call: Caller | None = None,
     clock: Callable[[], float] = time.time,
 ) -> int:
-    """Delete markers and tombstones whose ``at`` is older than ``older_than`` seconds.
+    """Delete markers and tombstones whose ``at`` is older than ``older_than`` seconds, and
+    settle markers left unsettled for ``settle_after`` seconds (their writer died mid-write:
+    readers have fetched its rows at every sync since, so nothing is lost by settling).
 
     ``keep_writer`` (the caller's own writer id) keeps its marker whatever its age. Returns
-    the number of rows deleted.
+    the number of rows deleted. Wall clocks decide only this housekeeping, never the order
+    of changes.
     """
     run = call or _direct
-    cutoff = clock() - older_than
+    now = clock()
+    stuck = run(
+        sync.get,
+        where={"$and": [{"ok": False}, {"at": {"$lt": now - settle_after}}]},
+        include=["metadatas"],
+    )
+    settle = [
+        (i, m) for i, m in zip(stuck["ids"], stuck["metadatas"], strict=True)
+        if m.get("kw") != keep_writer
+    ]
+    if settle:
+        run(
+            sync.upsert,
+            ids=[i for i, _ in settle],
+            metadatas=[{**m, "ok": True} for _, m in settle],
+            embeddings=[SYNC_VECTOR for _ in settle],
+        )
+    cutoff = now - older_than
     got = run(sync.get, where={"at": {"$lt": cutoff}}, include=["metadatas"])
     ids = [
         i for i, m in zip(got["ids"], got["metadatas"], strict=True)

@@ -11,17 +11,25 @@ measurements that chose this over full-text queries inside Chroma.
 on a server shared by several processes):
 
 - Every writer (a store object in a process) has a random id and a counter. A write takes
-  the next number ``s``, writes its item rows stamped ``(kw=id, ks=s)``, and for deletes a
-  tombstone row; then it upserts its *marker* row ``(kw=id, ks=s)`` in the sync collection.
+  the next number ``s`` and first upserts its *marker* row ``(kw=id, ks=s, settled=False)``
+  in the sync collection (with the tombstones of the items it deletes), then writes its
+  item rows stamped ``(kw=id, ks=s)`` and deletes rows. When the writer falls idle it
+  upserts the marker again as ``settled`` (the next write's marker implies it too).
   A writer's writes are serialised, so its rows and marker only move forward.
-- Before each search, :meth:`KeywordIndex.sync` reads all markers (one small ``get``). If
-  no marker moved since the last sync, the cache is exact and nothing else is read. For each
-  writer whose marker moved from ``a`` (the value this process applied) it fetches rows and
-  tombstones with ``kw == id and ks > a`` (one ``get`` each, all writers ``$or``-ed).
-- Why this is exact: a marker is written after its rows, and a search reads markers before
-  rows, so every write whose marker was visible to the search is fully visible to the row
-  fetch. A write whose marker came later moves the marker, so the next search sees it. No
-  clocks are compared, so skew between machines cannot lose a change.
+- Before each search, :meth:`KeywordIndex.sync` reads all markers (one small ``get``). A
+  marker confirms every write up to ``ks`` when settled and up to ``ks - 1`` when not (write
+  ``ks`` may be half done). If no confirmed number moved and no marker is unsettled, the
+  cache is exact and nothing else is read. Otherwise, for each such writer, it fetches rows
+  and tombstones with ``kw == id and ks > a`` (``a``: the number this process applied; one
+  ``get`` each, all writers ``$or``-ed) and applies the confirmed number.
+- Why this is exact: a write's marker goes before its rows, but a reader counts that write
+  as applied only once a later marker confirms it, and a marker that confirms it is written
+  after every row of it; a search reads markers before rows, so every confirmed write is
+  fully visible to the row fetch, and an unconfirmed one is fetched again at every sync
+  until it is. A writer that dies mid-write leaves its marker unsettled, so its rows are
+  still fetched (at each sync, until :func:`~langmem_edge.retrieval.chroma_sync.purge_sync_rows`
+  settles markers left unsettled for ten minutes). No clocks are compared for ordering, so
+  skew between machines cannot lose a change.
 - A tombstone only removes an item from the cache if the item row is really gone when the
   sync looks (one ``get`` by ids), so a delete by one process followed by a re-put by
   another cannot be applied out of order.
@@ -40,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.config import DEFAULT_KEYWORD_CONFIG, KeywordConfig
@@ -53,6 +61,7 @@ __all__ = [
     "KeywordIndex",
     "KeywordRow",
     "KeywordSource",
+    "Marker",
     "SyncStats",
     "Tombstone",
     "decode_document",
@@ -115,6 +124,18 @@ class Tombstone:
     id: str
 
 
+class Marker(NamedTuple):
+    """A writer's marker: its last write's number, and whether that write is complete."""
+
+    seq: int
+    settled: bool = True
+
+    @property
+    def confirmed(self) -> int:
+        """The last write number known complete."""
+        return self.seq if self.settled else self.seq - 1
+
+
 @dataclass(slots=True)
 class ChangeSet:
     """Rows to (re)index and tombstones to check, as fetched from the source."""
@@ -126,8 +147,8 @@ class ChangeSet:
 class KeywordSource(Protocol):
     """Where a :class:`KeywordIndex` reads from (Chroma, or a fake in tests)."""
 
-    def markers(self) -> dict[str, int]:
-        """``writer id -> last sequence number`` of every writer's marker."""
+    def markers(self) -> dict[str, Marker]:
+        """``writer id -> Marker`` of every writer."""
         ...
 
     def changes(self, since: Mapping[str, int] | None) -> ChangeSet:
@@ -244,11 +265,13 @@ class KeywordIndex:
                     self._index_row(row)
                 stats = SyncStats("full", rows=len(changes.rows))
             else:
-                since = {w: self._applied.get(w, -1) for w, s in markers.items()
-                         if s != self._applied.get(w)}
+                since = {
+                    w: self._applied.get(w, -1)
+                    for w, m in markers.items()
+                    if not m.settled or m.confirmed != self._applied.get(w)
+                }
                 if not since:
                     self._last_sync = start
-                    self._applied = dict(markers)
                     return SyncStats("unchanged", seconds=self._clock() - start)
                 changes = self.source.changes(since)
                 for row in changes.rows:
@@ -263,7 +286,7 @@ class KeywordIndex:
                         self.bm25.remove(doc_id)
                         self.keys.remove(doc_id)
                 stats = SyncStats("delta", rows=len(changes.rows), removed=len(gone))
-            self._applied = dict(markers)
+            self._applied = {w: m.confirmed for w, m in markers.items()}
             self._loaded = True
             self._last_sync = start
             seconds = self._clock() - start

@@ -19,6 +19,7 @@ The layout lives in :mod:`langmem_edge.store.layout`; the vector channel in
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -43,17 +44,15 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
     ensure_embeddings,
-    get_text_at_path,
     tokenize_path,
     validate_op_namespace,
 )
 from langgraph.store.base import InvalidNamespaceError as _LanggraphNamespaceError
 
 from langmem_edge import _chroma
-from langmem_edge.embeddings import default_embeddings, text_hash
+from langmem_edge.embeddings import default_embeddings
 from langmem_edge.errors import (
     ConfigurationError,
-    EmbeddingError,
     InvalidInputError,
     InvalidNamespaceError,
 )
@@ -62,13 +61,16 @@ from langmem_edge.retrieval import (
     HybridConfig,
     KeywordIndex,
     SyncWriter,
-    encode_document,
     resolve_hybrid_config,
 )
 from langmem_edge.store import layout
-from langmem_edge.store.names import ItemNames
-from langmem_edge.store.search import RANKINGS, Ranking, SearchMixin
+from langmem_edge.store.hybrid import HybridMixin
+from langmem_edge.store.listing import ListingHints, ListingMixin
+from langmem_edge.store.names import Generations, ItemNames
+from langmem_edge.store.ranking import RANKINGS, Ranking
+from langmem_edge.store.search import SearchMixin
 from langmem_edge.store.ttl import TTLMixin
+from langmem_edge.store.writes import WriteMixin
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ GET_PAGE = 5000
 """Rows read per call when scanning items (filters, listing, sweeping)."""
 
 
-class ChromaStore(SearchMixin, TTLMixin, BaseStore):
+class ChromaStore(SearchMixin, HybridMixin, ListingMixin, WriteMixin, TTLMixin, BaseStore):
     """A LangGraph store on Chroma.
 
     Args:
@@ -159,8 +161,15 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             for part in ("items", "vectors", "sync")
         )
         self._writer = SyncWriter()
-        self._write_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._settle_timer: threading.Timer | None = None
+        self._max_batch = max(1, int(self._call(client.get_max_batch_size)))
+        self._write_epoch = 0
+        self._written_floor = 0
+        self._last_written: dict[str, int] = {}
         self._names = ItemNames()
+        self._gens = Generations()
+        self._listing_hints = ListingHints()
         self._prefix_share: dict[tuple[str, ...], float] = {}  # see SearchMixin._gather
         self._keywords = KeywordIndex(
             ChromaKeywordSource(self._items, self._sync, call=self._call),
@@ -205,7 +214,13 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         await run_in_executor(None, self.setup)
 
     def close(self) -> None:
-        """Stop the TTL sweeper; release the client if this store created it."""
+        """Settle the last change marker, stop the TTL sweeper; release the client if this
+        store created it."""
+        with self._write_lock:
+            timer, self._settle_timer = self._settle_timer, None
+            if timer is not None:
+                timer.cancel()
+                self._settle(self._writer.seq)
         self.stop_ttl_sweeper(timeout=5)
         if self._owns_client:
             closer = getattr(self._client, "close", None)
@@ -225,7 +240,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await asyncio.to_thread(self.close)  # joining the sweeper must not block the loop
 
     # -- BaseStore ------------------------------------------------------------------------
 
@@ -235,6 +250,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         for op in ops:
             _validate_op(op)
         now = self._clock()
+        epoch = self._write_epoch
         results: list[Result] = [None] * len(ops)
         refresh: dict[str, dict[str, Any]] = {}
 
@@ -251,7 +267,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         if puts:
             self._run_puts(list(puts.values()), now)
         if refresh:
-            self._refresh_ttl(refresh, now, skip={layout.item_id(*k) for k in puts})
+            self._refresh_ttl(refresh, now, read_at=epoch)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -332,6 +348,7 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
             return {}
         res = self._call(self._items.get, ids=ids, include=["metadatas"])
         self._names.learn(res["ids"], res["metadatas"])
+        self._gens.learn(res["ids"], res["metadatas"])
         return {
             iid: meta
             for iid, meta in zip(res["ids"], res["metadatas"], strict=True)
@@ -361,197 +378,9 @@ class ChromaStore(SearchMixin, TTLMixin, BaseStore):
         out: list[dict[str, Any]] = []
         for page in pages:
             self._names.learn(page["ids"], page["metadatas"])
+            self._gens.learn(page["ids"], page["metadatas"])
             out.extend(m for m in page["metadatas"] if now is None or m["exp"] > now)
         return out
-
-    # -- writes ---------------------------------------------------------------------------
-
-    def _run_puts(self, puts: list[PutOp], now: float) -> None:
-        plans: list[tuple[PutOp, str | None, tuple[float | None, float] | None]] = []
-        for op in puts:  # validate everything before writing anything
-            if not isinstance(op.key, str) or not op.key:
-                raise InvalidInputError(f"key must be a non-empty string, got {op.key!r}")
-            if not op.namespace:
-                raise InvalidInputError("Namespace cannot be empty.")
-            if op.value is None:
-                plans.append((op, None, None))
-                continue
-            encoded = layout.encode_value(op.namespace, op.key, op.value, self.max_value_bytes)
-            ttl = self._ttl_minutes(op.ttl)
-            plans.append((op, encoded, (ttl, layout.expiry(now, ttl))))
-
-        ids = [layout.item_id(op.namespace, op.key) for op, _, _ in plans]
-        old = self._get_items(ids=ids)
-        texts = {
-            iid: self._texts(op)
-            for iid, (op, vj, _) in zip(ids, plans, strict=True)
-            if vj is not None
-        }
-        vectors = self._vectors_for(texts, old)
-        # index=False on an existing item keeps its vectors and keyword text, as InMemoryStore
-        # and SqliteStore keep theirs: the put changes the value, not what it was indexed as.
-        keep = [
-            iid
-            for iid, (op, vj, _) in zip(ids, plans, strict=True)
-            if vj is not None and op.index is False and iid in old
-        ]
-        kept_docs: dict[str, str] = {}
-        if keep:
-            got = self._call(self._items.get, ids=keep, include=["documents"])
-            kept_docs = dict(zip(got["ids"], got["documents"] or [], strict=False))
-
-        vec_ids, vec_embs, vec_metas = [], [], []
-        item_ids, item_metas, item_docs = [], [], []
-        stale: list[str] = []
-        deletes: list[str] = []
-        for iid, (op, value_json, ttl_exp) in zip(ids, plans, strict=True):
-            prev = old.get(iid)
-            prev_nv = int(prev["nv"]) if prev else 0
-            if value_json is None:
-                if prev:
-                    deletes.append(iid)
-                    stale.extend(layout.vector_id(iid, j) for j in range(prev_nv))
-                continue
-            pairs = texts[iid]
-            n_vectors = len(pairs)
-            document = _keyword_document(pairs)
-            if iid in kept_docs:
-                n_vectors = prev_nv
-                document = kept_docs[iid] or document
-            for j, (_, path, text) in enumerate(pairs):
-                vec_ids.append(layout.vector_id(iid, j))
-                vec_embs.append(vectors[(iid, j)])
-                vec_metas.append(
-                    layout.vector_metadata(op.namespace, op.key, path, text_hash(text))
-                )
-            stale.extend(layout.vector_id(iid, j) for j in range(n_vectors, prev_nv))
-            ttl, exp = ttl_exp  # type: ignore[misc]
-            item_ids.append(iid)
-            item_metas.append(
-                layout.item_metadata(
-                    op.namespace,
-                    op.key,
-                    value_json,
-                    op.value,  # type: ignore[arg-type]
-                    created_at=float(prev["ca"]) if prev else now,
-                    updated_at=now,
-                    exp=exp,
-                    ttl_minutes=ttl,
-                    n_vectors=n_vectors,
-                )
-            )
-            item_docs.append(document)
-        self._write(
-            vectors=(vec_ids, vec_embs, vec_metas),
-            items=(item_ids, item_metas, item_docs),
-            deletes=deletes,
-            stale=stale,
-        )
-
-    def _write(
-        self,
-        *,
-        vectors: tuple[list[str], list[list[float]], list[dict[str, Any]]] = ([], [], []),
-        items: tuple[list[str], list[dict[str, Any]], list[str]] = ([], [], []),
-        deletes: list[str] = (),  # type: ignore[assignment]
-        stale: list[str] = (),  # type: ignore[assignment]
-    ) -> None:
-        """Apply one write following the keyword index's change protocol
-        (:mod:`langmem_edge.retrieval.chroma_sync`): rows carry this writer's sequence number,
-        deletes leave tombstones, and the marker goes last, so any process that sees the
-        marker sees everything this write did. Vectors go first, then items, then removals:
-        a crash in between leaves at worst orphan vector rows, which search ignores."""
-        with self._write_lock:
-            seq = self._writer.next_seq()
-            stamp = self._writer.stamp(seq)
-            vec_ids, vec_embs, vec_metas = vectors
-            if vec_ids:
-                self._call(
-                    self._vectors.upsert, ids=vec_ids, embeddings=vec_embs, metadatas=vec_metas
-                )
-            item_ids, item_metas, item_docs = items
-            if item_ids:
-                self._call(
-                    self._items.upsert,
-                    ids=item_ids,
-                    embeddings=[layout.ITEM_VECTOR] * len(item_ids),
-                    metadatas=[{**m, **stamp} for m in item_metas],
-                    documents=item_docs,
-                )
-                self._names.learn(item_ids, item_metas)
-            if deletes:
-                self._call(self._sync.upsert, **self._writer.tombstones(deletes, seq))
-                self._call(self._items.delete, ids=list(deletes))
-            if stale:
-                self._call(self._vectors.delete, ids=list(stale))
-            self._call(self._sync.upsert, **self._writer.marker(seq))
-
-    def _texts(self, op: PutOp) -> list[tuple[str, str, str]]:
-        """(field, path, text) for each text to index: the configured field, the vector path
-        as InMemoryStore names it (``field.i`` for the i-th of several), the text."""
-        if not self.embeddings or op.index is False or op.value is None:
-            return []
-        if op.index is None:
-            fields = self._fields
-        else:
-            if not isinstance(op.index, list) or not all(isinstance(p, str) for p in op.index):
-                raise InvalidInputError(
-                    f"index must be False, None or a list of JSON paths, got {op.index!r}"
-                )
-            fields = [(p, tokenize_path(p) if p != "$" else p) for p in op.index]
-        triples: list[tuple[str, str, str]] = []
-        for path, tokens in fields:
-            found = get_text_at_path(op.value, tokens)
-            if len(found) > 1:
-                triples.extend((path, f"{path}.{i}", t) for i, t in enumerate(found))
-            elif found:
-                triples.append((path, path, found[0]))
-        return triples
-
-    def _vectors_for(
-        self, texts: dict[str, list[tuple[str, str, str]]], old: dict[str, dict[str, Any]]
-    ) -> dict[tuple[str, int], list[float]]:
-        """A vector for every (item id, j): reused when the text is unchanged, else embedded."""
-        if not any(texts.values()):
-            return {}
-        reuse: dict[str, list[float]] = {}
-        old_vec_ids = [
-            layout.vector_id(iid, j)
-            for iid in texts
-            if iid in old
-            for j in range(int(old[iid]["nv"]))
-        ]
-        if old_vec_ids:
-            res = self._call(
-                self._vectors.get, ids=old_vec_ids, include=["metadatas", "embeddings"]
-            )
-            for meta, emb in zip(res["metadatas"], res["embeddings"], strict=True):
-                reuse[meta["h"]] = [float(x) for x in emb]
-        missing = list(
-            dict.fromkeys(
-                t for pairs in texts.values() for _, _, t in pairs if text_hash(t) not in reuse
-            )
-        )
-        fresh: dict[str, list[float]] = {}
-        if missing:
-            assert self.embeddings is not None
-            try:
-                embedded = self.embeddings.embed_documents(missing)
-            except Exception as e:
-                raise EmbeddingError(f"embedding {len(missing)} text(s) failed: {e}") from e
-            dims = self.index_config["dims"] if self.index_config else None
-            for text, vec in zip(missing, embedded, strict=True):
-                if dims and len(vec) != dims:
-                    raise EmbeddingError(
-                        f"the embedding model returned {len(vec)} dimensions; index.dims is {dims}"
-                    )
-                fresh[text] = [float(x) for x in vec]
-        out: dict[tuple[str, int], list[float]] = {}
-        for iid, pairs in texts.items():
-            for j, (_, _, text) in enumerate(pairs):
-                out[(iid, j)] = reuse.get(text_hash(text)) or fresh[text]
-        return out
-
 
 @contextmanager
 def _namespace_errors() -> Iterator[None]:
@@ -595,15 +424,6 @@ def _prepare_index(
         raise ConfigurationError(f"index['fields'] must be a list of JSON paths, got {fields!r}")
     tokenized = [(p, tokenize_path(p) if p != "$" else p) for p in fields]
     return config, embeddings, tokenized  # type: ignore[return-value]
-
-
-def _keyword_document(triples: list[tuple[str, str, str]]) -> str:
-    """The item row's document: its indexed texts by configured field (several values of one
-    field, as ``a[*].b`` gives, joined by newlines), for the keyword channel."""
-    fields: dict[str, list[str]] = {}
-    for field, _, text in triples:
-        fields.setdefault(field, []).append(text)
-    return encode_document({f: "\n".join(texts) for f, texts in fields.items()})
 
 
 def _matches(cond: MatchCondition, ns: Sequence[str]) -> bool:

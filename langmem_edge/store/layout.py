@@ -4,7 +4,7 @@ Two collections per store (names ``<prefix>-items`` and ``<prefix>-vectors``), b
 ``SCHEMA_VERSION`` in their collection metadata so a later layout can migrate instead of
 breaking:
 
-``items``: one row per item.
+``items``: one row per item (plus, since schema 3, ``vg``/``vt``/``fx`` below).
     id        ``item_id(namespace, key)``: 32 hex of sha256 over the JSON of (namespace, key)
     embedding a constant 1-d vector (Chroma needs one; items are never vector-searched)
     document  reserved for the keyword channel (analysed token text)
@@ -13,12 +13,16 @@ breaking:
               equality),
               ``k`` (key), ``v`` (value as JSON), ``ca``/``ua`` (created/updated,
               epoch seconds), ``exp`` (expiry, epoch seconds; ``EXP_NEVER`` when none),
-              ``ttl`` (minutes, 0 when none), ``nv`` (number of vector rows), ``f:<path>``
-              copies of short string/bool leaves and ``g:<path>`` float copies of numeric
-              leaves, so equality and range filters run inside Chroma.
+              ``ttl`` (minutes, 0 when none), ``nv`` (number of vector rows), ``vg`` (their
+              generation, see :func:`vector_id`), ``vt`` (:func:`texts_signature` of the
+              indexed texts), ``f:<path>`` copies of short string/bool leaves and
+              ``g:<path>`` float copies of numeric leaves, so equality and range filters run
+              inside Chroma; ``fx`` (True) when some leaf a filter could name was not
+              mirrored (too many leaves, a non-finite number), so pushed-down filters let the
+              item through to the Python check (:func:`pushdown_where`).
 
 ``vectors``: one row per indexed text of an item (``a[*].b`` yields one row per element).
-    id        ``<item id>:<j>``, j in ``range(nv)``
+    id        ``<item id>:<vg>:<j>``, j in ``range(nv)`` (``<item id>:<j>`` before schema 3)
     metadata  ``ns``, ``nd`` and ``k`` (the item's name, so ids never seen are resolved from
               this small row), ``p`` (the JSON path, ``path.j`` for list elements as
               InMemoryStore names them), ``h`` (sha256 of the text: an unchanged text keeps
@@ -34,6 +38,7 @@ import hashlib
 import json
 import math
 import re
+import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -42,8 +47,10 @@ from langgraph.store.base import Item
 
 from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitExceededError
 
-SCHEMA_VERSION = 2
-"""Version of this layout, stored in each collection's metadata."""
+SCHEMA_VERSION = 3
+"""Version of this layout, stored in each collection's metadata. 3: vector generations
+(``vg``, ``vt``) and the incomplete-mirror flag ``fx``; rows of 2 are read as generation
+``""`` with every leaf mirrored, and rewritten as 3 by their next put."""
 
 READS_FROM = 1
 """Oldest layout this code reads: version 1 rows also carried ``n0``.. fields (one per
@@ -76,7 +83,11 @@ MAX_FILTER_DEPTH = 3
 """Deepest dict nesting mirrored into metadata."""
 
 MAX_FILTER_FIELDS = 64
-"""Most leaves mirrored per item (the first ones in the value's order)."""
+"""Most leaves mirrored per item (the first ones in the value's order); an item with more
+carries ``INCOMPLETE_FIELD`` and is let through every pushed-down filter."""
+
+INCOMPLETE_FIELD = "fx"
+"""Item-row flag: some filterable leaf was not mirrored (see :func:`filter_fields`)."""
 
 
 def check_labels(labels: Iterable[object], *, namespace: object = None) -> None:
@@ -101,9 +112,48 @@ def item_id(namespace: tuple[str, ...], key: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 
-def vector_id(iid: str, j: int) -> str:
-    """The Chroma id of an item's ``j``-th vector row."""
-    return f"{iid}:{j}"
+def vector_id(iid: str, gen: str, j: int) -> str:
+    """The Chroma id of the ``j``-th vector row of generation ``gen`` of an item.
+
+    A generation names one set of vector rows: a put that changes an item's indexed texts
+    writes a new generation beside the old one, then switches the item row's ``vg`` to it,
+    then deletes the old rows, so a crash between the calls never lets an item rank by texts
+    it does not hold (:func:`parse_vector_id`, docs/store.md "Crash safety"). Rows written
+    before generations existed (``gen == ""``) are ``<item id>:<j>``.
+    """
+    return f"{iid}:{gen}:{j}" if gen else f"{iid}:{j}"
+
+
+def parse_vector_id(vid: str) -> tuple[str, str, int]:
+    """``(item id, generation, j)`` of a vector row id (the inverse of :func:`vector_id`)."""
+    parts = vid.split(":")
+    if len(parts) == 3:
+        return parts[0], parts[1], int(parts[2])
+    return parts[0], "", int(parts[-1])
+
+
+def new_generation() -> str:
+    """A fresh vector generation: 8 random hex, never reused, so rows of a generation that
+    is not an item's current one can never become current again."""
+    return uuid.uuid4().hex[:8]
+
+
+def texts_signature(triples: Iterable[tuple[str, str, str]]) -> str:
+    """A hash of an item's indexed texts (path and text, in order): equal signatures mean the
+    vector rows already written are still right, and a put keeps them as they are."""
+    h = hashlib.sha256()
+    for _, path, text in triples:
+        h.update(path.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+        h.update(text.encode("utf-8", "surrogatepass"))
+        h.update(b"\x01")
+    return h.hexdigest()[:16]
+
+
+def vector_ids(iid: str, meta: Mapping[str, Any]) -> list[str]:
+    """The ids of an item's current vector rows, from its item row."""
+    gen = str(meta.get("vg", ""))
+    return [vector_id(iid, gen, j) for j in range(int(meta["nv"]))]
 
 
 def namespace_fields(namespace: tuple[str, ...]) -> dict[str, Any]:
@@ -182,7 +232,10 @@ def _number(v: Any) -> float | None:
 
 
 def filter_fields(value: Mapping[str, Any]) -> dict[str, str | bool | float]:
-    """Leaves of ``value`` mirrored as metadata so filters can run inside Chroma.
+    """Leaves of ``value`` mirrored as metadata so filters can run inside Chroma, plus
+    ``INCOMPLETE_FIELD: True`` when a leaf that a pushed-down filter could name was left out
+    (more than ``MAX_FILTER_FIELDS``, or a numeric string that is not finite, such as
+    ``"inf"``, which Python's range check still compares).
 
     ``f:<dotted.path>`` holds short strings and bools (equality); ``g:<dotted.path>`` holds
     ``float(leaf)`` for every leaf Python's range filters can convert (numbers, bools, numeric
@@ -190,23 +243,47 @@ def filter_fields(value: Mapping[str, Any]) -> dict[str, str | bool | float]:
     skipped (their dotted path would be ambiguous); so are lists.
     """
     out: dict[str, str | bool | float] = {}
+    incomplete = False
 
     def walk(node: Mapping[str, Any], path: str, depth: int) -> None:
+        nonlocal incomplete
         for k, v in node.items():
+            if not _pushable_key(k):
+                continue  # never pushed down either: the Python check decides
             if len(out) >= MAX_FILTER_FIELDS:
+                incomplete = True
                 return
-            if not isinstance(k, str) or "." in k or not k:
-                continue
             p = f"{path}.{k}" if path else k
             if isinstance(v, bool) or (isinstance(v, str) and len(v) <= MAX_FILTER_STRING):
                 out[FILTER_FIELD_PREFIX + p] = v
             if (x := _number(v)) is not None:
                 out[NUMBER_FIELD_PREFIX + p] = x
-            elif isinstance(v, Mapping) and depth < MAX_FILTER_DEPTH:
-                walk(v, p, depth + 1)
+            elif isinstance(v, Mapping):
+                if depth < MAX_FILTER_DEPTH:
+                    walk(v, p, depth + 1)
+            elif _non_finite(v):
+                incomplete = True
 
     walk(value, "", 1)
+    if incomplete:
+        out[INCOMPLETE_FIELD] = True
     return out
+
+
+def _pushable_key(k: object) -> bool:
+    """Keys whose leaves are mirrored and may be pushed down: non-empty strings without
+    ``.`` (a dotted path would be ambiguous) and not starting with ``$``."""
+    return isinstance(k, str) and bool(k) and "." not in k and not k.startswith("$")
+
+
+def _non_finite(v: Any) -> bool:
+    """A leaf Python's range check converts to an infinity or NaN (``"inf"``, ``"nan"``)."""
+    if isinstance(v, (Mapping, list, tuple, bool)) or v is None:
+        return False
+    try:
+        return not math.isfinite(float(v))
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 _RANGE_PUSH = {"$gt", "$gte", "$lt", "$lte"}
@@ -233,7 +310,7 @@ def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
     def walk(node: Mapping[str, Any], path: str, depth: int) -> None:
         for k, v in node.items():
-            if not isinstance(k, str) or "." in k or k.startswith("$"):
+            if not _pushable_key(k):
                 continue
             p = f"{path}.{k}" if path else k
             if isinstance(v, Mapping):
@@ -251,7 +328,11 @@ def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 equality(p, v)
 
     walk(filter, "", 1)
-    return and_where(clauses)
+    where = and_where(clauses)
+    if where is None:
+        return None
+    # items whose mirror is incomplete are let through; Python decides for them
+    return {"$or": [where, {INCOMPLETE_FIELD: True}]}
 
 
 def lookup(value: Mapping[str, Any], key: str) -> Any:
@@ -372,6 +453,8 @@ def item_metadata(
     exp: float,
     ttl_minutes: float | None,
     n_vectors: int,
+    generation: str,
+    signature: str,
 ) -> dict[str, Any]:
     """The metadata of an item row."""
     meta: dict[str, Any] = {
@@ -384,6 +467,8 @@ def item_metadata(
         "exp": exp,
         "ttl": float(ttl_minutes or 0.0),
         "nv": n_vectors,
+        "vg": generation,
+        "vt": signature,
     }
     meta.update(filter_fields(value))
     return meta

@@ -20,7 +20,7 @@ from typing import Any
 
 from langmem_edge.store import layout
 
-__all__ = ["DEFAULT_CAPACITY", "ItemNames"]
+__all__ = ["DEFAULT_CAPACITY", "Generations", "ItemNames"]
 
 DEFAULT_CAPACITY = 500_000
 """Ids remembered per store before the memory is cleared and relearned (~250 bytes each)."""
@@ -68,3 +68,37 @@ class ItemNames:
         if name is None:
             return None
         return name[0][: len(prefix)] == prefix
+
+
+class Generations:
+    """Which vector generation each item's row named when this process last read or wrote it.
+
+    Unlike a name, an item's generation changes with every put that changes its texts, so
+    this is a hint, used where reading the item rows would cost more than the ranking:
+    :meth:`ChromaStore.nearest_keys` and the vector channel of hybrid search. A hit of a
+    generation the hint does not know (or an item it has not seen) sends the store to read the
+    item row, which corrects the hint; ``search`` always checks the rows it reads. What the
+    hint can miss: another process's put that crashed between writing an item row and
+    deleting its old vector rows, for an item this process saw before: until this process
+    reads that item again, its old vectors may still score it in those two rankings.
+    """
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.capacity = capacity
+        self._gens: dict[str, str] = {}
+
+    def get(self, iid: str) -> str | None:
+        """The generation last seen for ``iid``, or None."""
+        return self._gens.get(iid)
+
+    def learn(self, ids: Iterable[str], metas: Iterable[Mapping[str, Any]]) -> None:
+        """Remember the generations named by item rows (``vg``; ``""`` for older rows)."""
+        if len(self._gens) >= self.capacity:
+            self._gens.clear()
+        for iid, meta in zip(ids, metas, strict=True):
+            self._gens[iid] = str(meta.get("vg", ""))
+
+    def forget(self, ids: Iterable[str]) -> None:
+        """Drop ``ids`` (deleted items)."""
+        for iid in ids:
+            self._gens.pop(iid, None)

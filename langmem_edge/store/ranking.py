@@ -11,9 +11,40 @@ scores; Chroma's HNSW index nominates the candidates and reports their exact dis
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple
+
+from langgraph.store.base import SearchItem, SearchOp
+
+from langmem_edge.errors import InvalidInputError
+from langmem_edge.store import layout
+from langmem_edge.store.layout import parse_vector_id
+
+Ranking = Literal["vector", "hybrid"]
+RANKINGS: tuple[str, ...] = ("vector", "hybrid")
+
+CANDIDATE_FACTOR = 3
+"""First vector fetch: ``(offset + limit) * CANDIDATE_FACTOR * paths + 10`` rows."""
+
+ADMIT_SLACK = 5
+"""Extra item rows read per slice when admitting hits (covers a few expired/filtered ones)."""
+
+
+@dataclass(frozen=True)
+class ExplainedItem:
+    """A search result with how each channel placed it.
+
+    Attributes:
+        item: The result (its ``score`` is the fused score in hybrid ranking).
+        channels: ``{channel: {"rank", "score", "contribution"}}``: 1-based rank and raw
+            score in that channel (None when the channel did not return the item) and what it
+            added to the fused score.
+    """
+
+    item: SearchItem
+    channels: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -29,6 +60,11 @@ class Hit:
     item_id: str
     score: float
     channels: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    gens: dict[str, float] = field(default_factory=dict)
+    """Vector channel: the best score of each vector generation found (the item row says
+    which one is current: :func:`current_hits`)."""
+    row: str = ""
+    """Vector channel: the id of the best-matching vector row."""
 
 
 class KeyHit(NamedTuple):
@@ -43,19 +79,75 @@ class KeyHit(NamedTuple):
 def pool_vector_hits(vector_ids: Sequence[str], distances: Sequence[float]) -> list[Hit]:
     """Vector hits from vector rows: cosine similarity (``1 - distance``), max-pooled per item.
 
-    A vector row's id is ``<item id>:<j>`` (:func:`layout.vector_id`), so the item is known
-    without reading the row's metadata. Chroma's HNSW index nominates the candidates; the
-    distances it reports for them are exact cosine distances of the stored vectors. Ties are
-    broken by item id so the order is deterministic.
+    A vector row's id names its item and generation (:func:`layout.vector_id`), so both are
+    known without reading the row's metadata. Chroma's HNSW index nominates the candidates;
+    the distances it reports for them are exact cosine distances of the stored vectors. Ties
+    are broken by item id so the order is deterministic. Until :func:`current_hits` has seen
+    the item rows, a hit's score is its best over every generation found.
     """
-    best: dict[str, float] = {}
+    gens: dict[str, dict[str, float]] = {}
+    rows: dict[str, tuple[float, str]] = {}
     for vid, distance in zip(vector_ids, distances, strict=True):
-        iid = vid.rpartition(":")[0]
+        iid, gen, _ = parse_vector_id(vid)
         score = 1.0 - float(distance)
-        if iid not in best or score > best[iid]:
-            best[iid] = score
-    ordered = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+        per = gens.setdefault(iid, {})
+        if gen not in per or score > per[gen]:
+            per[gen] = score
+        if iid not in rows or score > rows[iid][0]:
+            rows[iid] = (score, vid)
+    return _ranked({iid: (rows[iid][0], per, rows[iid][1]) for iid, per in gens.items()})
+
+
+def current_hits(hits: Sequence[Hit], current: Mapping[str, str]) -> list[Hit]:
+    """The hits scored by their item's current vector generation only, re-ranked.
+
+    ``current`` maps item ids to the generation their item row names (``vg``); a hit whose
+    item is not in it, or none of whose rows is of that generation (rows a crashed write left
+    behind), is dropped.
+    """
+    kept: dict[str, tuple[float, dict[str, float], str]] = {}
+    for h in hits:
+        gen = current.get(h.item_id)
+        if gen is None or gen not in h.gens:
+            continue
+        score = h.gens[gen]
+        kept[h.item_id] = (score, {gen: score}, h.row if score == h.score else "")
+    return _ranked(kept)
+
+
+def _ranked(scored: Mapping[str, tuple[float, dict[str, float], str]]) -> list[Hit]:
+    ordered = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))
     return [
-        Hit(iid, score, {"vector": {"rank": rank, "score": score}})
-        for rank, (iid, score) in enumerate(ordered, start=1)
+        Hit(iid, score, {"vector": {"rank": rank, "score": score}}, gens, row)
+        for rank, (iid, (score, gens, row)) in enumerate(ordered, start=1)
     ]
+
+
+def validate_search_op(op: SearchOp) -> None:
+    layout.validate_filter(op.filter)
+    if op.limit < 0 or op.offset < 0:
+        raise InvalidInputError(
+            f"search limit and offset must be >= 0, got limit={op.limit}, offset={op.offset}"
+        )
+
+
+def passes(meta: dict[str, Any], filter: dict[str, Any] | None) -> bool:
+    """Whether an item row's value passes ``filter`` (decoded only when there is one)."""
+    return not filter or layout.matches_filter(_value(meta), filter)
+
+
+def _value(meta: dict[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(meta["v"])
+    return value
+
+
+def search_item(meta: dict[str, Any], score: float | None) -> SearchItem:
+    item = layout.row_to_item(meta)
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=score,
+    )

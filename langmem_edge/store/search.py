@@ -24,41 +24,41 @@ thread saved nothing (docs/retrieval.md).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
-from langgraph.store.base import Result, SearchItem, SearchOp
+from langgraph.store.base import Result, SearchOp
 
 from langmem_edge import _chroma
 from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
 from langmem_edge.retrieval import (
-    FusedHit,
     HybridConfig,
     KeywordIndex,
-    active_channels,
-    channel_depth,
-    fuse,
-    resolve_hybrid_config,
 )
 from langmem_edge.store import layout
-from langmem_edge.store.names import ItemNames
-from langmem_edge.store.ranking import Hit, KeyHit, pool_vector_hits
+from langmem_edge.store.listing import newest_first
+from langmem_edge.store.names import Generations, ItemNames
+from langmem_edge.store.ranking import (
+    ADMIT_SLACK,
+    CANDIDATE_FACTOR,
+    ExplainedItem,
+    Hit,
+    KeyHit,
+    Ranking,
+    current_hits,
+    passes,
+    pool_vector_hits,
+    search_item,
+    validate_search_op,
+)
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-Ranking = Literal["vector", "hybrid"]
-RANKINGS: tuple[str, ...] = ("vector", "hybrid")
-
-CANDIDATE_FACTOR = 3
-"""First vector fetch: ``(offset + limit) * CANDIDATE_FACTOR * paths + 10`` rows."""
 
 MAX_UNFILTERED_CANDIDATES = 400
 """Largest neighbour list asked for without a ``where`` before letting Chroma filter. Measured
@@ -71,26 +71,6 @@ MIN_SHARE_SAMPLE = 20
 MAX_SHARES_KEPT = 4096
 """Prefixes whose share of the neighbours a store remembers (then it starts over)."""
 
-ADMIT_SLACK = 5
-"""Extra item rows read per slice when admitting hits (covers a few expired/filtered ones)."""
-
-PER_CALL_OPTIONS = frozenset({"weights", "rrf_k", "depth"})
-"""Hybrid options a single call may override (the keyword analyser is store-wide)."""
-
-
-@dataclass(frozen=True)
-class ExplainedItem:
-    """A search result with how each channel placed it.
-
-    Attributes:
-        item: The result (its ``score`` is the fused score in hybrid ranking).
-        channels: ``{channel: {"rank", "score", "contribution"}}``: 1-based rank and raw
-            score in that channel (None when the channel did not return the item) and what it
-            added to the fused score.
-    """
-
-    item: SearchItem
-    channels: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
 
 class SearchMixin:
@@ -110,6 +90,8 @@ class SearchMixin:
     _refresh_ttl: Callable[..., None]
     _write_lock: threading.Lock
     _names: ItemNames
+    _gens: Generations
+    _write_epoch: int
     _prefix_share: dict[tuple[str, ...], float]
 
     # -- entry points ------------------------------------------------------------------------
@@ -122,7 +104,7 @@ class SearchMixin:
         now: float,
     ) -> None:
         for _, op in searches:
-            _validate_op(op)
+            validate_search_op(op)
         queries = sorted({op.query for _, op in searches if op.query})
         vectors = self._embed_queries(queries) if queries else {}
         for i, op in searches:
@@ -131,76 +113,6 @@ class SearchMixin:
             if self._should_refresh(op.refresh_ttl):
                 for e, meta in found:
                     refresh[layout.item_id(e.item.namespace, e.item.key)] = meta
-
-    def hybrid_search(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        hybrid: HybridConfig | None = None,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
-        """``search`` ranked by hybrid fusion whatever the store's ``ranking``.
-
-        ``hybrid`` overrides ``weights``, ``rrf_k`` or ``depth`` for this call, e.g.
-        ``{"weights": {"vector": 0.5}}``.
-        """
-        explained = self.explain_search(
-            namespace_prefix,
-            query=query,
-            filter=filter,
-            limit=limit,
-            offset=offset,
-            hybrid=hybrid,
-            refresh_ttl=refresh_ttl,
-        )
-        return [e.item for e in explained]
-
-    def explain_search(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        hybrid: HybridConfig | None = None,
-        ranking: Ranking = "hybrid",
-        refresh_ttl: bool | None = None,
-    ) -> list[ExplainedItem]:
-        """Search and return, for each result, its rank and raw score in every channel."""
-        op = SearchOp(tuple(namespace_prefix), filter, limit, offset, query, False)
-        _validate_op(op)
-        if ranking not in RANKINGS:
-            raise InvalidInputError(f"ranking must be one of {RANKINGS}, got {ranking!r}")
-        cfg = self._call_config(hybrid)
-        now = self._clock()
-        vectors = self._embed_queries([query]) if query else {}
-        found = self._search_one(op, vectors, ranking, cfg, now)
-        if self._should_refresh(refresh_ttl):
-            self._refresh_ttl(
-                {layout.item_id(e.item.namespace, e.item.key): m for e, m in found},
-                now,
-                skip=set(),
-            )
-        return [e for e, _ in found]
-
-    async def ahybrid_search(
-        self, namespace_prefix: tuple[str, ...], /, **kwargs: Any
-    ) -> list[SearchItem]:
-        """``hybrid_search`` on a worker thread."""
-        return await run_in_executor(None, lambda: self.hybrid_search(namespace_prefix, **kwargs))
-
-    async def aexplain_search(
-        self, namespace_prefix: tuple[str, ...], /, **kwargs: Any
-    ) -> list[ExplainedItem]:
-        """``explain_search`` on a worker thread."""
-        return await run_in_executor(None, lambda: self.explain_search(namespace_prefix, **kwargs))
 
     def nearest_keys(
         self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10
@@ -211,9 +123,9 @@ class SearchMixin:
         For callers that keep the values themselves and only need the vector ranking, as
         ``AgentMemory`` does with its profile index. No value is read, so there is no
         ``filter`` and no expiry check: an item whose TTL ran out may still be returned until
-        the sweeper deletes it (a deleted item never is, unless a crash between a write's
-        steps left its vector row behind). Costs one id-only vector query, plus one read of
-        the small vector rows of ids this process has not seen before.
+        the sweeper deletes it. Each item is scored by its current vectors as this process
+        last saw its row (see :class:`~langmem_edge.store.names.Generations`); items it has
+        not seen have their rows read once. Costs one id-only vector query, plus those reads.
 
         Raises:
             ConfigurationError: The store has no index config (nothing is embedded).
@@ -235,9 +147,11 @@ class SearchMixin:
             raise EmbeddingError(f"embedding the search query failed: {e}") from e
         op = SearchOp(prefix, None, limit, 0, query, False)
         # no filter or expiry to reject anything: only the prefix's share sets the widening
-        hits = self._gather(op, vector, limit, lambda hits, _: hits[:limit], factor=1)
+        hits = self._gather(
+            op, vector, limit, lambda hits, _: self._current(hits)[:limit], factor=1
+        )
         # no prefix: nothing asked for the names yet
-        self._learn_names([h.item_id for h in hits if h.item_id not in self._names])
+        self._learn_names([h.row for h in hits if h.item_id not in self._names])
         out = []
         for h in hits:
             name = self._names.get(h.item_id)
@@ -254,17 +168,6 @@ class SearchMixin:
         )
 
     # -- plumbing ------------------------------------------------------------------------------
-
-    def _call_config(self, hybrid: HybridConfig | None) -> HybridConfig:
-        if not hybrid:
-            return self.hybrid_config
-        extra = set(hybrid) - PER_CALL_OPTIONS
-        if extra:
-            raise ConfigurationError(
-                f"per-call hybrid options may only set {sorted(PER_CALL_OPTIONS)}; "
-                f"{sorted(extra)} are store-wide (ChromaStore(hybrid=...))"
-            )
-        return resolve_hybrid_config(self.hybrid_config, hybrid)
 
     def _embed_queries(self, queries: list[str]) -> dict[str, list[float]]:
         """Query vectors; in hybrid ranking a failure only drops the vector channel."""
@@ -297,18 +200,6 @@ class SearchMixin:
             [layout.prefix_where(op.namespace_prefix), layout.pushdown_where(op.filter)]
         )
 
-    # -- unranked ------------------------------------------------------------------------------
-
-    def _search_unranked(
-        self, op: SearchOp, now: float
-    ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
-        rows = [m for m in self._scan_items(self._search_where(op), now) if _passes(m, op.filter)]
-        rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
-        return [
-            (ExplainedItem(_search_item(m, None)), m)
-            for m in rows[op.offset : op.offset + op.limit]
-        ]
-
     # -- vector --------------------------------------------------------------------------------
 
     def _search_vector(
@@ -316,14 +207,14 @@ class SearchMixin:
     ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
         want = op.offset + op.limit
         page = self._rank_vector(op, query, want, now)[op.offset : want]
-        out = [(ExplainedItem(_search_item(m, h.score), h.channels), m) for h, m in page]
+        out = [(ExplainedItem(search_item(m, h.score), h.channels), m) for h, m in page]
         if len(out) < op.limit:
             # InMemoryStore's corner case: fill with items that have no vectors, unscored.
             where = layout.and_where([self._search_where(op), {"nv": 0}])
-            rows = [m for m in self._scan_items(where, now) if _passes(m, op.filter)]
-            rows.sort(key=lambda m: (-m["ua"], m["ns"], m["k"]))
+            rows = [m for m in self._scan_items(where, now) if passes(m, op.filter)]
+            rows.sort(key=newest_first)
             out.extend(
-                (ExplainedItem(_search_item(m, None)), m) for m in rows[: op.limit - len(out)]
+                (ExplainedItem(search_item(m, None)), m) for m in rows[: op.limit - len(out)]
             )
         return out
 
@@ -422,24 +313,41 @@ class SearchMixin:
         lack the name, from the item rows)."""
         if not prefix:
             return hits
-        self._learn_names([h.item_id for h in hits if h.item_id not in self._names])
+        self._learn_names([h.row for h in hits if h.item_id not in self._names])
         return [h for h in hits if self._names.within(h.item_id, prefix)]
 
-    def _learn_names(self, iids: list[str]) -> None:
-        if not iids:
+    def _learn_names(self, vector_ids: list[str]) -> None:
+        """Name the items of ``vector_ids`` from those (small) vector rows; items whose row
+        lacks the name (schema 1) or is gone, from their item rows."""
+        if not vector_ids:
             return
-        res = self._call(
-            self._vectors.get, ids=[layout.vector_id(i, 0) for i in iids], include=["metadatas"]
-        )
+        res = self._call(self._vectors.get, ids=vector_ids, include=["metadatas"])
         named = [
-            (vid.rpartition(":")[0], meta)
+            (layout.parse_vector_id(vid)[0], meta)
             for vid, meta in zip(res["ids"], res["metadatas"], strict=True)
             if "k" in meta
         ]
         self._names.learn([i for i, _ in named], [m for _, m in named])
-        rest = [i for i in iids if i not in self._names]
+        rest = [
+            iid for iid in dict.fromkeys(layout.parse_vector_id(v)[0] for v in vector_ids)
+            if iid not in self._names
+        ]
         if rest:
             self._get_items(ids=rest)
+
+    def _current(self, hits: list[Hit]) -> list[Hit]:
+        """Hits scored by their items' current vector generation (:func:`current_hits`),
+        from this process's hint; item rows are read for items the hint does not know or whose
+        hit shows a generation it does not name (which also drops deleted items)."""
+        unsure = [
+            h.item_id for h in hits
+            if (gen := self._gens.get(h.item_id)) is None or set(h.gens) != {gen}
+        ]
+        if unsure:
+            rows = self._get_items(ids=unsure)
+            self._gens.forget(i for i in unsure if i not in rows)
+        current = {h.item_id: g for h in hits if (g := self._gens.get(h.item_id)) is not None}
+        return current_hits(hits, current)
 
     def _admit(
         self,
@@ -454,7 +362,7 @@ class SearchMixin:
         Item rows not in ``rows`` are read in slices of the hit list (best first), so a page
         of 10 reads about 15 rows rather than every candidate's.
         """
-        kept: list[tuple[Hit, dict[str, Any]]] = []
+        kept: list[Hit] = []
         start = 0
         while start < len(hits) and len(kept) < want:
             chunk = hits[start : start + max(want - len(kept), 1) + ADMIT_SLACK]
@@ -462,139 +370,15 @@ class SearchMixin:
             missing = [h.item_id for h in chunk if h.item_id not in rows]
             if missing:
                 rows.update(self._get_items(ids=missing))
-            for h in chunk:
-                meta = rows.get(h.item_id)
-                if meta is not None and meta["exp"] > now and _passes(meta, op.filter):
-                    kept.append((h, meta))
-        return kept
-
-    def _admit_lists(
-        self,
-        lists: dict[str, list[tuple[str, float]]],
-        op: SearchOp,
-        want: int,
-        now: float,
-        rows: dict[str, dict[str, Any]],
-    ) -> dict[str, list[tuple[str, float]]]:
-        """Several channels' rankings cut to their first ``want`` admitted items (alive, passing
-        the filter), reading the item rows of all channels together: one ``get`` per round
-        for the union of the candidates not yet in ``rows`` (which it fills)."""
-        out: dict[str, list[tuple[str, float]]] = {name: [] for name in lists}
-        pos = dict.fromkeys(lists, 0)
-        rejected: set[str] = set()
-        while True:
-            slices = {}
-            for name, ranked in lists.items():
-                short = want - len(out[name])
-                if short > 0 and pos[name] < len(ranked):
-                    slices[name] = ranked[pos[name] : pos[name] + short + ADMIT_SLACK]
-                    pos[name] += len(slices[name])
-            if not slices:
-                return out
-            missing = {i for part in slices.values() for i, _ in part} - rows.keys() - rejected
-            fetched = self._get_items(ids=sorted(missing), now=now) if missing else {}
-            for iid in missing:
-                meta = fetched.get(iid)
-                if meta is not None and _passes(meta, op.filter):
-                    rows[iid] = meta
-                else:
-                    rejected.add(iid)
-            for name, part in slices.items():
-                room = want - len(out[name])
-                out[name].extend([(i, sc) for i, sc in part if i in rows][:room])
-
-    # -- hybrid --------------------------------------------------------------------------------
-
-    def _search_hybrid(
-        self, op: SearchOp, query_vector: list[float] | None, cfg: HybridConfig, now: float
-    ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
-        assert op.query
-        want = op.offset + op.limit
-        depth = channel_depth(cfg, limit=op.limit, offset=op.offset)
-        channels = active_channels(cfg)
-        rankings: dict[str, list[tuple[str, float]]] = {}
-        rows: dict[str, dict[str, Any]] = {}
-        found: dict[str, list[tuple[str, float]]] = {}
-
-        if "vector" in channels and query_vector is not None:
-            # One round (two when the namespace is rare): a slightly short vector list only
-            # shortens that channel's contribution, and its rows are read with the others'.
-            factor = CANDIDATE_FACTOR if op.filter else 1
-            n = depth * factor * max(1, len(self._fields)) + 10
-            filtered = not op.namespace_prefix  # no prefix: nothing for Chroma to filter on
-            hits, returned = self._vector_round(op, query_vector, n, filtered=filtered)
-            if not filtered:
-                hits = self._within_prefix(hits, tuple(op.namespace_prefix))
-            if not filtered and len(hits) < depth and returned == n:
-                hits, _ = self._vector_round(op, query_vector, n, filtered=True)
-            found["vector"] = [(h.item_id, h.score) for h in hits]
-        if {"keyword", "key"} & set(channels):
-            try:
-                self._keywords.sync()
-                # With a filter, rank the whole prefix (in-process, cheap): it may reject many.
-                limit = None if op.filter else depth + ADMIT_SLACK
-                for name, search in (
-                    ("keyword", self._keywords.search_keyword),
-                    ("key", self._keywords.search_key),
-                ):
-                    if name in channels:
-                        found[name] = search(
-                            op.query, namespace_prefix=tuple(op.namespace_prefix), limit=limit
-                        )
-            except Exception:
-                logger.warning("keyword channels failed; ranking by the others", exc_info=True)
-        if op.filter:
-            # Ranks are counted among the items that pass the whole filter, in every channel.
-            rankings.update(self._admit_lists(found, op, depth, now, rows))
-            fused = fuse(rankings, cfg, limit=want)[op.offset :]
-        else:
-            # The channels already kept to the prefix; only expiry is left to check, so the
-            # rows of the fused list are read lazily, a page at a time.
-            fused = self._admit_fused(fuse(found, cfg), want, now, rows)[op.offset :]
-        return [
-            (ExplainedItem(_search_item(rows[h.id], h.score), h.explain()), rows[h.id])
-            for h in fused
-        ]
-
-    def _admit_fused(
-        self, fused: list[FusedHit], want: int, now: float, rows: dict[str, dict[str, Any]]
-    ) -> list[FusedHit]:
-        """The first ``want`` fused hits whose items are alive, reading rows in slices."""
-        kept: list[FusedHit] = []
-        start = 0
-        while start < len(fused) and len(kept) < want:
-            chunk = fused[start : start + want - len(kept) + ADMIT_SLACK]
-            start += len(chunk)
-            rows.update(self._get_items(ids=[h.id for h in chunk], now=now))
-            kept.extend(h for h in chunk if h.id in rows)
-        return kept[:want]
-
-
-def _validate_op(op: SearchOp) -> None:
-    layout.validate_filter(op.filter)
-    if op.limit < 0 or op.offset < 0:
-        raise InvalidInputError(
-            f"search limit and offset must be >= 0, got limit={op.limit}, offset={op.offset}"
-        )
-
-
-def _passes(meta: dict[str, Any], filter: dict[str, Any] | None) -> bool:
-    """Whether an item row's value passes ``filter`` (decoded only when there is one)."""
-    return not filter or layout.matches_filter(_value(meta), filter)
-
-
-def _value(meta: dict[str, Any]) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(meta["v"])
-    return value
-
-
-def _search_item(meta: dict[str, Any], score: float | None) -> SearchItem:
-    item = layout.row_to_item(meta)
-    return SearchItem(
-        namespace=item.namespace,
-        key=item.key,
-        value=item.value,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        score=score,
-    )
+            alive = {
+                h.item_id: str(meta.get("vg", ""))
+                for h in chunk
+                if (meta := rows.get(h.item_id)) is not None
+                and meta["exp"] > now
+                and passes(meta, op.filter)
+            }
+            # scored by the generation the row names: rows a crashed write left are ignored
+            kept.extend(current_hits(chunk, alive))
+        # re-ranked as one list (a hit rescored by its current generation may move)
+        ranked = current_hits(kept, {h.item_id: next(iter(h.gens)) for h in kept})
+        return [(h, rows[h.item_id]) for h in ranked]

@@ -41,7 +41,10 @@ class TTLMixin:
 
     _sync: Any
     _writer: SyncWriter
-    _write: Callable[..., None]
+    _write: Callable[..., int]
+    _write_lock: threading.RLock
+    _written_floor: int
+    _last_written: dict[str, int]
     _scan_items: Callable[..., list[dict[str, Any]]]  # ChromaStore's paged item scan
 
     def _ttl_minutes(self, ttl: Any) -> float | None:
@@ -56,15 +59,26 @@ class TTLMixin:
             return refresh_ttl
         return bool((self.ttl_config or {}).get("refresh_on_read", True))
 
-    def _refresh_ttl(self, rows: dict[str, dict[str, Any]], now: float, skip: set[str]) -> None:
-        ids, metas = [], []
-        for iid, meta in rows.items():
-            ttl = float(meta.get("ttl") or 0.0)
-            if ttl > 0 and iid not in skip:
-                ids.append(iid)
-                metas.append({"exp": now + ttl * 60.0})
-        if ids:
-            self._call(self._items.update, ids=ids, metadatas=metas)
+    def _refresh_ttl(self, rows: dict[str, dict[str, Any]], now: float, read_at: int) -> None:
+        """Push back the expiry of items read at write epoch ``read_at``.
+
+        Only the ``exp`` field is written (Chroma's ``update`` merges fields and ignores ids
+        that are gone, so a refresh never brings back a deleted item or an old value), under
+        the write lock, and never for an item this process wrote after the read: that put set
+        the expiry it wanted. (Another process's put between our read and this refresh can
+        still have its expiry pushed to our read's TTL: the cost of not reading the row
+        again.)"""
+        with self._write_lock:
+            if read_at < self._written_floor:
+                return  # forgot which items were written since: skip rather than guess
+            ids, metas = [], []
+            for iid, meta in rows.items():
+                ttl = float(meta.get("ttl") or 0.0)
+                if ttl > 0 and self._last_written.get(iid, 0) <= read_at:
+                    ids.append(iid)
+                    metas.append({"exp": now + ttl * 60.0})
+            if ids:
+                self._call(self._items.update, ids=ids, metadatas=metas)
 
     def sweep_ttl(self) -> int:
         """Delete expired items (and their vectors) now. Returns how many were deleted.
@@ -73,17 +87,15 @@ class TTLMixin:
         (readers idle that long reload in full)."""
         now = self._clock()
         purge_sync_rows(self._sync, keep_writer=self._writer.writer_id, call=self._call)
+        # a put racing the sweep keeps its item: the delete is conditional on expiry
         expired = self._scan_items({"exp": {"$lte": now}})
         if not expired:
             return 0
         ids = [layout.item_id(tuple(m["ns"].split(layout.NS_SEP)), m["k"]) for m in expired]
         vec_ids = [
-            layout.vector_id(iid, j)
-            for iid, m in zip(ids, expired, strict=True)
-            for j in range(int(m["nv"]))
+            vid for iid, m in zip(ids, expired, strict=True) for vid in layout.vector_ids(iid, m)
         ]
-        self._write(deletes=ids, stale=vec_ids)
-        return len(ids)
+        return self._write(deletes=ids, stale=vec_ids, delete_where={"exp": {"$lte": now}})
 
     async def asweep_ttl(self) -> int:
         """``sweep_ttl`` on a worker thread."""

@@ -1,0 +1,112 @@
+"""Query-less search of ``ChromaStore``: newest-updated first, reading about what it returns.
+
+Chroma's ``get`` cannot sort, so a listing reads a *window* of recently updated rows
+(:meth:`ListingMixin._search_unranked`) whose threshold comes from :class:`ListingHints`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.store.base import SearchOp
+
+from langmem_edge.store import layout
+from langmem_edge.store.ranking import ExplainedItem, passes, search_item
+
+__all__ = ["MAX_LISTING_HINT", "MAX_LISTING_KEYS", "ListingHints", "ListingMixin"]
+
+MAX_LISTING_HINT = 10_000
+"""Listing positions whose update times a store remembers per (prefix, filter)."""
+
+MAX_LISTING_KEYS = 4096
+"""(prefix, filter) pairs whose listing hints a store remembers (then it starts over)."""
+
+
+class ListingMixin:
+    """Query-less search (needs the store's item scan and search ``where``)."""
+
+    _listing_hints: ListingHints
+    _scan_items: Callable[..., list[dict[str, Any]]]
+    _search_where: Callable[[SearchOp], dict[str, Any] | None]
+
+    def _search_unranked(
+        self, op: SearchOp, now: float
+    ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
+        """Newest-updated first (then namespace, key): the page ``offset:offset + limit``.
+
+        Chroma's ``get`` cannot sort, so the store reads a *window*: the rows updated at or
+        after a threshold ``T``, sorted here. If at least ``offset + limit`` rows of the window
+        pass the filter and are alive, they are exactly the first ones of the whole order
+        (every row newer than the last of them is in the window), so the page is exact; if not,
+        the whole prefix is read. ``T`` comes from :class:`ListingHints`, the update times
+        this process saw at each position the last time it read the prefix in full: a
+        hint, never trusted (a wrong one costs one read of the whole prefix, never a wrong
+        page). So a listing costs one ``get`` of about ``offset + limit`` rows once the prefix
+        was read once in this process.
+        """
+        want = op.offset + op.limit
+        if want <= 0:
+            return []
+        where = self._search_where(op)
+        key = _hint_key(op)
+        threshold = self._listing_hints.threshold(key, want)
+        rows: list[dict[str, Any]] | None = None
+        if threshold is not None:
+            recent = layout.and_where([where, {"ua": {"$gte": threshold}}])
+            window = [m for m in self._scan_items(recent, now) if passes(m, op.filter)]
+            if len(window) >= want:
+                rows = window
+        if rows is None:
+            rows = [m for m in self._scan_items(where, now) if passes(m, op.filter)]
+            rows.sort(key=newest_first)
+            self._listing_hints.learn(key, [float(m["ua"]) for m in rows])
+        else:
+            rows.sort(key=newest_first)
+            self._listing_hints.refine(key, [float(m["ua"]) for m in rows])
+        return [
+            (ExplainedItem(search_item(m, None)), m)
+            for m in rows[op.offset : op.offset + op.limit]
+        ]
+
+
+def newest_first(meta: dict[str, Any]) -> tuple[float, str, str]:
+    return (-float(meta["ua"]), meta["ns"], meta["k"])
+
+
+def _hint_key(op: SearchOp) -> tuple[tuple[str, ...], str]:
+    return tuple(op.namespace_prefix), json.dumps(op.filter or {}, sort_keys=True, default=str)
+
+
+class ListingHints:
+    """Per process: for each (prefix, filter) listed, the update times of its rows in listing
+    order, as last seen (at most ``MAX_LISTING_HINT`` positions; ``MAX_LISTING_KEYS`` keys,
+    then it starts over). Only ever used as a window threshold that the read checks."""
+
+    def __init__(self) -> None:
+        self._times: dict[tuple[tuple[str, ...], str], list[float]] = {}
+        self._lock = threading.Lock()
+
+    def threshold(self, key: tuple[tuple[str, ...], str], want: int) -> float | None:
+        """A ``ua`` threshold expected to keep ``want`` rows, or None (no hint)."""
+        times = self._times.get(key)
+        if not times or len(times) < want:
+            return None
+        return times[want - 1]
+
+    def learn(self, key: tuple[tuple[str, ...], str], times: list[float]) -> None:
+        """The whole prefix was read: ``times`` are its rows' update times, newest first."""
+        with self._lock:
+            if len(self._times) >= MAX_LISTING_KEYS:
+                self._times.clear()
+            self._times[key] = times[:MAX_LISTING_HINT]
+
+    def refine(self, key: tuple[tuple[str, ...], str], window: list[float]) -> None:
+        """A window was read: its times are exact for the first positions; keep the older
+        hints behind them."""
+        with self._lock:
+            old = self._times.get(key, [])
+            tail = [t for t in old if t < window[-1]] if window else old
+            self._times[key] = (window + tail)[:MAX_LISTING_HINT]
