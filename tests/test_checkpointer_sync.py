@@ -265,7 +265,8 @@ def test_prune_keep_latest_and_delete(saver: ChromaSaver) -> None:
     assert ids(saver.list(config(a))) == [ca[3]["configurable"]["checkpoint_id"]]
     assert ids(saver.list(config(a, "n"))) == [ca[5]["configurable"]["checkpoint_id"]]
     assert saver.get_tuple(config(a)).pending_writes == [("t", "k", "v")]
-    assert len(saver.collection.get(where={"t": a}, include=[])["ids"]) == 5  # 2 c + 2 h + 1 w
+    # 2 checkpoints + 2 heads + 1 write + its group's write marker
+    assert len(saver.collection.get(where={"t": a}, include=[])["ids"]) == 6
     assert len(list(saver.list(config(b)))) == 3
     saver.prune([b], strategy="delete")
     assert saver.get_tuple(config(b)) is None and len(cb) == 3
@@ -339,10 +340,13 @@ def test_put_and_put_writes_are_one_chroma_write_each(backend: Any) -> None:
         assert (spy.writes, spy.counts["get"]) == (1, 0)
         saver.put_writes(cfg, [("a", 1), ("b", 2), ("c", 3)], "task")
         assert (spy.writes, spy.counts["get"]) == (2, 0)
+    (bare,) = put_chain(saver, str(uuid.uuid4()), 1)
     with CallSpy(saver) as spy:
-        assert saver.get_tuple(config(tid)) is not None  # head known: one get
-        assert saver.get_tuple(cfg) is not None  # by id: one get
+        assert saver.get_tuple(config(tid)) is not None  # head known: one ranged get
+        assert saver.get_tuple(bare) is not None  # by id, no pending writes: one get by ids
         assert spy.counts["get"] == 2
+        assert saver.get_tuple(cfg).pending_writes  # by id with writes: + the group
+        assert spy.counts["get"] == 4
     cold = backend()  # another process: does not know the head yet
     with CallSpy(cold) as spy:
         assert cold.get_tuple(config(tid)).config == cfg

@@ -7,9 +7,13 @@ the pure functions of :mod:`langmem_edge.checkpointers.layout` and
 thread (``asyncio.to_thread``), so it never blocks the event loop and no body is written twice.
 
 Costs, in Chroma calls: ``put`` and ``put_writes`` are one batched write each; ``get_tuple``
-with a checkpoint id is one ``get``; the latest checkpoint is one ``get`` when this process
-already knows the head (it wrote or read it; the head record confirms it), otherwise two;
-``list`` is one ids-only ``get`` plus one ``get`` per page of ``list_page_size`` checkpoints.
+with a checkpoint id is one ``get`` by ids (two when the checkpoint has pending writes); the
+latest checkpoint is one ranged ``get`` when this process holds a hint, otherwise two (the
+head, then the range), and it is always the max id stored, whatever the hint or head says
+(:mod:`~langmem_edge.checkpointers.reads`); ``list`` is one ids-only ``get`` plus one ``get``
+per page of ``list_page_size`` checkpoints. Every write made of several calls is ordered so
+that a crash between any two of them leaves a state reads answer right ("Crash safety" in
+docs/checkpointer.md).
 """
 
 from __future__ import annotations
@@ -19,9 +23,7 @@ import builtins
 import concurrent.futures
 import logging
 import random
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any
@@ -47,6 +49,8 @@ from langmem_edge._chroma import (
 )
 from langmem_edge.checkpointers import layout as L
 from langmem_edge.checkpointers import maintenance as M
+from langmem_edge.checkpointers import reads as R
+from langmem_edge.checkpointers import writes as W
 from langmem_edge.checkpointers.ttl import CheckpointTTLConfig, TTLSweeper, validate_ttl
 from langmem_edge.errors import ConfigurationError, InvalidInputError, LimitExceededError
 
@@ -56,30 +60,6 @@ HEAD_HINT_CAPACITY = 4096
 """(thread, namespace) heads remembered per process to read the latest in one call."""
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
-
-
-class _HeadHints:
-    """Bounded LRU of the last head seen per thread key. A hint, always checked in Chroma."""
-
-    def __init__(self, capacity: int) -> None:
-        self._items: OrderedDict[str, str] = OrderedDict()
-        self._capacity = capacity
-        self._lock = threading.Lock()
-
-    def get(self, tk: str) -> str | None:
-        with self._lock:
-            return self._items.get(tk)
-
-    def set(self, tk: str, cid: str) -> None:
-        with self._lock:
-            self._items[tk] = cid
-            self._items.move_to_end(tk)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
 
 
 class ChromaSaver(BaseCheckpointSaver[str]):
@@ -134,10 +114,14 @@ class ChromaSaver(BaseCheckpointSaver[str]):
         )
         self._call = ChromaCaller(retry)
         self.collection = open_collection(
-            client, self.collection_name, schema_version=L.SCHEMA_VERSION, call=self._call
+            client,
+            self.collection_name,
+            schema_version=L.SCHEMA_VERSION,
+            call=self._call,
+            reads_from=L.OLDEST_READABLE_SCHEMA,
         )
         self._max_batch = int(self._call(client.get_max_batch_size))
-        self._hints = _HeadHints(HEAD_HINT_CAPACITY)
+        self._hints = R.HeadHints(HEAD_HINT_CAPACITY)
         self._sweeper = TTLSweeper(self.sweep_ttl)
         self._owns_client = False
 
@@ -224,24 +208,40 @@ class ChromaSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------ core five
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint named by ``config`` (the thread's latest without a checkpoint id)."""
+        """The checkpoint named by ``config`` (the thread's latest without a checkpoint id).
+
+        By id: one ``get`` by record ids (two when the checkpoint has pending writes). Latest:
+        one ranged ``get`` from the hint this process holds, else the head record first; the
+        answer is the max id stored, whatever the head says (see ``reads``).
+        """
         thread_id, ns, cid = L.parse_config(config)
         tk = L.thread_key(thread_id, ns)
         if cid:
-            rows = self._get(where={L.F_GROUP: L.group_key(tk, cid)})
+            rows = self._get(ids=R.by_id_ids(tk, cid))
+            if R.needs_group_read(rows):
+                rows = self._get(where=R.group_of(tk, cid))
             return L.tuple_from_group(rows, self.serde, thread_id, ns, cid)
-        hint = self._hints.get(tk)
-        if hint:
-            rows = self._get(where={L.F_GROUP: L.group_key(tk, hint)})
-            if L.head_confirms(rows, hint):
-                return L.tuple_from_group(rows, self.serde, thread_id, ns, hint)
+        start = self._hints.get(tk) or self._head_cid(tk)
+        scanned = False
+        while True:
+            if start is None:
+                start = M.latest_per_key(self._ids({L.F_CP_TK: tk})).get(tk)
+                if start is None:
+                    return None
+                scanned = True
+            rows = self._get(where=R.latest_where(tk, start))
+            newest = R.newest_checkpoint(rows, thread_id, ns)
+            if newest is None and scanned:
+                # the max stored id is not in the range: a schema-1 row, or deleted just now
+                rows, newest = self._get(where=R.group_of(tk, start)), start
+            if newest is not None:
+                self._hints.set(tk, newest)
+                return L.tuple_from_group(rows, self.serde, thread_id, ns, newest)
+            start = None  # dangling hint or head: start from what is stored
+
+    def _head_cid(self, tk: str) -> str | None:
         heads = self._get(ids=[L.head_row_id(tk)])
-        if not heads:
-            return None
-        latest = heads[0][1][L.F_CID]
-        self._hints.set(tk, latest)
-        rows = self._get(where={L.F_GROUP: L.group_key(tk, latest)})
-        return L.tuple_from_group(rows, self.serde, thread_id, ns, latest)
+        return heads[0][1].get(L.F_CID) if heads else None
 
     def list(
         self,
@@ -304,7 +304,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
         """Store a checkpoint (and move its thread's head) in one Chroma upsert."""
         thread_id, ns, _ = L.parse_config(config)
         tk = L.thread_key(thread_id, ns)
-        batch, stored, moved = L.put_rows(
+        batch, stored, moved = W.put_rows(
             config,
             checkpoint,
             metadata,
@@ -313,7 +313,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
             index_metadata=self.index_metadata,
             known_head=self._hints.get(tk),
         )
-        L.check_payload(batch, self.max_payload_bytes, f"Checkpoint {checkpoint['id']}")
+        W.check_payload(batch, self.max_payload_bytes, f"Checkpoint {checkpoint['id']}")
         self._write(batch)
         if moved:
             self._hints.set(tk, checkpoint["id"])
@@ -329,8 +329,8 @@ class ChromaSaver(BaseCheckpointSaver[str]):
         """Store a task's pending writes for a checkpoint in one Chroma write."""
         if not writes:
             return
-        batch, replace = L.write_rows(config, writes, task_id, task_path, self.serde)
-        L.check_payload(batch, self.max_payload_bytes, f"Writes of task {task_id}")
+        batch, replace = W.write_rows(config, writes, task_id, task_path, self.serde)
+        W.check_payload(batch, self.max_payload_bytes, f"Writes of task {task_id}")
         if len(batch.ids) > self._max_batch:
             raise LimitExceededError(
                 f"put_writes got {len(batch.ids)} writes; Chroma takes at most "
@@ -358,21 +358,25 @@ class ChromaSaver(BaseCheckpointSaver[str]):
             self._delete_checkpoints(c_ids)
 
     def _delete_checkpoints(self, c_ids: Sequence[str]) -> None:
+        """Heads first, then the groups: a head never points into a deleted group while a
+        checkpoint of its namespace survives (see "Crash safety" in docs/checkpointer.md)."""
         groups = {rid[2:] for rid in c_ids}
         tks = sorted({L.parse_checkpoint_row_id(rid)[0] for rid in c_ids})
         heads = self._get_ids([L.head_row_id(tk) for tk in tks])
-        for chunk in L.chunks(sorted(groups), L.MAX_IN_OPERANDS):
-            self._call(self.collection.delete, where=L.group_where(chunk))
         affected = [rid.split(":", 1)[1] for rid, md in heads if md.get(L.F_GROUP) in groups]
+        doomed = set(c_ids)
         remaining: dict[str, str] = {}
         for tk in affected:
-            remaining.update(M.latest_per_key(self._ids({L.F_CP_TK: tk})))
+            kept = [rid for rid in self._ids({L.F_CP_TK: tk}) if rid not in doomed]
+            remaining.update(M.latest_per_key(kept))
         repairs = M.head_repairs(groups, heads, remaining)
         if repairs:
             batch = L.RowBatch()
             for rid, md in repairs:
                 batch.add(rid, md)
             self._write(batch)
+        for chunk in L.chunks(sorted(groups, reverse=True), L.MAX_IN_OPERANDS):
+            self._call(self.collection.delete, where=L.group_where(chunk))
         self._hints.clear()
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
@@ -427,11 +431,13 @@ class ChromaSaver(BaseCheckpointSaver[str]):
             kept.add(md[L.F_GROUP])
             kept.update(self._delta_chain(md))
         for tid in tids:
+            # heads are never deleted here: rewritten below, once the deletes are done, so a
+            # cut leaves the thread un-marked and the next sweep prunes it again
+            clauses: list[dict[str, Any]] = [{L.F_THREAD: tid}, {L.F_KIND: {"$ne": L.KIND_HEAD}}]
             keep_groups = sorted(keep.get(tid, ()))
-            where: dict[str, Any] = {L.F_THREAD: tid}
             if keep_groups:
-                where = {"$and": [where, {L.F_GROUP: {"$nin": keep_groups}}]}
-            self._call(self.collection.delete, where=where)
+                clauses.append({L.F_GROUP: {"$nin": keep_groups}})
+            self._call(self.collection.delete, where={"$and": clauses})
         heads = L.RowBatch()
         now = time.time()
         current = {
@@ -445,7 +451,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
                 touched = float(head.get(L.F_TOUCHED, now)) if head else now
                 heads.add(
                     L.head_row_id(tk),
-                    L.head_metadata(
+                    W.head_metadata(
                         md[L.F_THREAD], md[L.F_NS], md[L.F_CID], touched=touched,
                         swept=mark_swept,
                     ),

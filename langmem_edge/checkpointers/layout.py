@@ -1,21 +1,27 @@
 """How checkpoints, pending writes and heads are laid out as Chroma records (pure functions).
 
-Everything here is I/O-free: it turns checkpointer calls into rows (ids + flat metadata) and
-rows back into :class:`~langgraph.checkpoint.base.CheckpointTuple`. ``ChromaSaver`` only calls
-out to Chroma with what these functions return.
+Everything here is I/O-free: keys, field names, blob encoding, and turning Chroma rows back
+into :class:`~langgraph.checkpoint.base.CheckpointTuple`. The rows ``put``/``put_writes`` write
+are built in :mod:`~langmem_edge.checkpointers.writes`, the latest-checkpoint read is planned in
+:mod:`~langmem_edge.checkpointers.reads`; ``ChromaSaver`` only calls out to Chroma.
 
-One collection, ``{prefix}-checkpoints``, holds three kinds of records. Every record carries the
+One collection, ``{prefix}-checkpoints``, holds four kinds of records. Every record carries the
 constant 1-d vector :data:`DUMMY_VECTOR` (Chroma needs one; nothing searches it)::
 
     kind  id                               what
     c     c:{tk}:{checkpoint_id}           one checkpoint: serialized checkpoint + metadata
     w     w:{tk}:{checkpoint_id}:{task}:{idx}  one pending write
-    h     h:{tk}                           the head of (thread, ns): latest id, last put time
+    m     m:{tk}:{checkpoint_id}           "this checkpoint has pending writes" (no payload)
+    h     h:{tk}                           the head of (thread, ns): a hint of the latest id,
+                                           and the last put time (TTL)
 
 ``tk`` is :func:`thread_key` (a hash of ``thread_id`` and ``checkpoint_ns``). The *group* key
-``g = {tk}:{checkpoint_id}`` is set on a checkpoint, on each of its writes, and on the head
-while that checkpoint is the latest; so a single ``get(where={"g": g})`` returns a checkpoint,
-its pending writes and (when it is the latest) the head, in one Chroma call.
+``g = {tk}:{checkpoint_id}`` is set on a checkpoint, on each of its writes and its marker, and
+on the head while that checkpoint is the latest. Every record of a ``tk`` also carries ``tn``
+(= ``tk``) and ``o`` = :func:`order_key` of its checkpoint id (an int64 that never decreases
+as the id grows), so one ``get(where={"$and": [{"tn": tk}, {"o": {"$gte": ...}}]})`` returns
+every checkpoint from a given id on, with its writes: the latest read checks its head hint
+against what is stored in the same call.
 
 Serialized bytes (from the saver's ``serde``, possibly encrypted) are base64 in metadata
 strings: a metadata string costs ~30 ms per MB to write, a document ~300 ms.
@@ -33,25 +39,26 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
-    get_serializable_checkpoint_metadata,
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langmem_edge.errors import (
-    BackendError,
-    DecryptionError,
-    InvalidInputError,
-    LimitExceededError,
-)
+from langmem_edge.errors import BackendError, DecryptionError, InvalidInputError
 
-SCHEMA_VERSION = 1
-"""Layout version recorded in the collection's metadata (see ``open_collection``)."""
+SCHEMA_VERSION = 2
+"""Layout version recorded in the collection's metadata (see ``open_collection``).
+
+2 added ``tn``/``o`` on every record and the write markers (``m``). Schema-1 rows are still
+read (:data:`OLDEST_READABLE_SCHEMA`): a checkpoint row without ``o`` is read by its group.
+"""
+
+OLDEST_READABLE_SCHEMA = 1
+"""Oldest layout this code reads; opening raises the collection's version to ours, so code
+that only knows schema 1 (and would write last-writer-wins heads) refuses it from then on."""
 
 DEFAULT_COLLECTION_PREFIX = "langmem_edge"
 """Default prefix of the checkpoint collection's name: ``langmem_edge-checkpoints``."""
@@ -84,13 +91,15 @@ METADATA_PREFIX = "m."
 ALWAYS_INDEXED = frozenset({"run_id", "source", "step"})
 """Metadata keys always indexed (``delete_for_runs`` needs ``run_id``)."""
 
-KIND_CHECKPOINT, KIND_WRITE, KIND_HEAD = "c", "w", "h"
+KIND_CHECKPOINT, KIND_WRITE, KIND_HEAD, KIND_MARK = "c", "w", "h", "m"
 
 # Field names. Some are duplicated per kind on purpose: a single-key ``where`` is ~3x faster
 # than an ``$and`` in Chroma, so each lookup gets a field only the wanted kind carries.
 F_KIND = "k"  # every record
 F_THREAD = "t"  # every record: delete_thread is one delete(where={"t": ...})
-F_GROUP = "g"  # c, w, h (head: the latest checkpoint's group)
+F_GROUP = "g"  # c, w, m, h (head: the latest checkpoint's group)
+F_TK = "tn"  # c, w, m, h: the thread key, for the latest read's range query
+F_ORDER = "o"  # c, w, m, h: order_key of the record's checkpoint id
 F_CP_THREAD = "ct"  # c only: list(thread)
 F_CP_TK = "ctn"  # c only: list(thread, ns)
 F_BLOB = "p"  # c: serialized [checkpoint, metadata]; w: serialized value (base64)
@@ -149,6 +158,59 @@ def group_key(tk: str, checkpoint_id: str) -> str:
 def checkpoint_row_id(tk: str, checkpoint_id: str) -> str:
     """Record id of a checkpoint."""
     return f"c:{tk}:{checkpoint_id}"
+
+
+def mark_row_id(tk: str, checkpoint_id: str) -> str:
+    """Record id of the marker saying a checkpoint has pending writes."""
+    return f"m:{tk}:{checkpoint_id}"
+
+
+ORDER_KEY_CHARS = 14
+"""Leading characters of a checkpoint id that :func:`order_key` encodes (21**14 < 2**63)."""
+
+_ORDER_BASE = 21
+
+
+def _order_rank(ch: str) -> tuple[int, bool]:
+    """``(rank, exact)`` of one character: ``-``, digits and ``a-f`` get their own rank; every
+    other character shares a rank with its neighbours (``exact`` False)."""
+    o = ord(ch)
+    if o < 0x2D:
+        return 0, False
+    if o == 0x2D:
+        return 1, True
+    if o < 0x30:
+        return 2, False
+    if o <= 0x39:
+        return 3 + o - 0x30, True
+    if o < 0x61:
+        return 13, False
+    if o <= 0x66:
+        return 14 + o - 0x61, True
+    return 20, False
+
+
+def order_key(checkpoint_id: str) -> int:
+    """An int64 that never decreases as ``checkpoint_id`` grows (string order).
+
+    Chroma compares only numbers (``$gt``/``$gte``), and ids are strings (uuid6: hex digits
+    and dashes, time first). The first :data:`ORDER_KEY_CHARS` characters are read as digits
+    of base 21; a character outside ``-0-9a-f`` ends the number there (the rest count as 0),
+    which keeps the map monotone for any string. For uuid6 ids that is 48 bits of timestamp
+    (0.4 ms); ids that share a key are told apart by comparing the ids themselves.
+    """
+    key = 0
+    for i in range(ORDER_KEY_CHARS):
+        rank, exact = _order_rank(checkpoint_id[i]) if i < len(checkpoint_id) else (0, False)
+        key = key * _ORDER_BASE + rank
+        if not exact:
+            return key * _ORDER_BASE ** (ORDER_KEY_CHARS - 1 - i)
+    return key
+
+
+def order_fields(tk: str, checkpoint_id: str) -> dict[str, Any]:
+    """The ``tn``/``o`` fields every record of checkpoint ``checkpoint_id`` of ``tk`` carries."""
+    return {F_TK: tk, F_ORDER: order_key(checkpoint_id)}
 
 
 def head_row_id(tk: str) -> str:
@@ -253,71 +315,7 @@ def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None
     return not filter or all(metadata.get(k) == v for k, v in filter.items())
 
 
-# --------------------------------------------------------------------------- put
-
-
-def put_rows(
-    config: RunnableConfig,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    serde: SerializerProtocol,
-    *,
-    now: float,
-    index_metadata: bool | frozenset[str],
-    known_head: str | None,
-) -> tuple[RowBatch, RunnableConfig, bool]:
-    """Records for ``put``: the checkpoint and (usually) its head.
-
-    The head moves to this checkpoint unless ``known_head`` (the head this process last saw)
-    is a newer id. Returns ``(batch, config of the stored checkpoint, head moved)``.
-    """
-    thread_id, ns, parent_id = parse_config(config)
-    cid = checkpoint["id"]
-    tk = thread_key(thread_id, ns)
-    g = group_key(tk, cid)
-    md = get_serializable_checkpoint_metadata(config, metadata)
-    pt, p, p_size = encode_blob(serde.dumps_typed([checkpoint, md]))
-    row = pack(
-        {
-            F_KIND: KIND_CHECKPOINT,
-            F_THREAD: thread_id,
-            F_GROUP: g,
-            F_CP_THREAD: thread_id,
-            F_CP_TK: tk,
-            F_BLOB: p,
-            **metadata_fields(md, index_metadata),
-            F_NS: ns,
-            F_CID: cid,
-            F_PARENT: parent_id or "",
-            F_VALUE_KEYS: sorted(checkpoint.get("channel_values") or {}),
-            F_TYPE: pt,
-        }
-    )
-    batch = RowBatch()
-    batch.add(checkpoint_row_id(tk, cid), row, p_size)
-    move_head = known_head is None or cid >= known_head
-    if move_head:
-        batch.add(head_row_id(tk), head_metadata(thread_id, ns, cid, touched=now))
-    return batch, make_config(thread_id, ns, cid), move_head
-
-
-def head_metadata(
-    thread_id: str, ns: str, cid: str, *, touched: float, swept: bool = False
-) -> dict[str, Any]:
-    """Metadata of a head record."""
-    tk = thread_key(thread_id, ns)
-    return pack(
-        {
-            F_KIND: KIND_HEAD,
-            F_THREAD: thread_id,
-            F_GROUP: group_key(tk, cid),
-            F_HEAD_THREAD: thread_id,
-            F_TOUCHED: float(touched),
-            F_SWEPT: swept,
-            F_NS: ns,
-            F_CID: cid,
-        }
-    )
+# --------------------------------------------------------------------------- packing
 
 
 def pack(md: dict[str, Any]) -> dict[str, Any]:
@@ -336,65 +334,6 @@ def unpack(md: dict[str, Any]) -> dict[str, Any]:
     return md
 
 
-# --------------------------------------------------------------------------- put_writes
-
-
-def write_rows(
-    config: RunnableConfig,
-    writes: Sequence[tuple[str, Any]],
-    task_id: str,
-    task_path: str,
-    serde: SerializerProtocol,
-) -> tuple[RowBatch, bool]:
-    """Records for ``put_writes`` and whether existing ones are replaced.
-
-    Indexes follow ``WRITES_IDX_MAP``: special channels (error, interrupt, ...) get fixed
-    negative indexes, regular writes their position. Like ``SqliteSaver``, a call made only of
-    special writes replaces what is stored; any other call keeps existing ``(task, idx)``
-    records (``add`` ignores existing ids), so re-running ``put_writes`` is idempotent.
-    """
-    thread_id, ns, cid = parse_config(config)
-    if not cid:
-        raise InvalidInputError(
-            "put_writes needs config['configurable']['checkpoint_id'] (the config put returned)"
-        )
-    tk = thread_key(thread_id, ns)
-    g = group_key(tk, cid)
-    batch = RowBatch()
-    for i, (channel, value) in enumerate(writes):
-        idx = WRITES_IDX_MAP.get(channel, i)
-        vt, v, size = encode_blob(serde.dumps_typed(value))
-        batch.add(
-            f"w:{g}:{task_id}:{idx}",
-            pack(
-                {
-                    F_KIND: KIND_WRITE,
-                    F_THREAD: thread_id,
-                    F_GROUP: g,
-                    F_BLOB: v,
-                    F_TASK: str(task_id),
-                    F_PATH: task_path or "",
-                    F_IDX: idx,
-                    F_CHANNEL: channel,
-                    F_TYPE: vt,
-                }
-            ),
-            size,
-        )
-    replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-    return batch, replace
-
-
-def check_payload(batch: RowBatch, max_payload_bytes: int, what: str) -> None:
-    """Refuse a batch whose serialized payload is over the limit (nothing is written)."""
-    if batch.payload_bytes > max_payload_bytes:
-        raise LimitExceededError(
-            f"{what} serializes to {batch.payload_bytes:,} bytes, over the limit of "
-            f"{max_payload_bytes:,} bytes (ChromaSaver(max_payload_bytes=...)); nothing was "
-            "written. Keep large blobs out of graph state (store a reference instead)."
-        )
-
-
 # --------------------------------------------------------------------------- reading
 
 
@@ -403,13 +342,6 @@ def rows_from_result(result: Mapping[str, Any]) -> list[Row]:
     ids = result.get("ids") or []
     metas = result.get("metadatas") or [None] * len(ids)
     return [(rid, unpack(dict(md or {}))) for rid, md in zip(ids, metas, strict=True)]
-
-
-def head_confirms(rows: Iterable[Row], checkpoint_id: str) -> bool:
-    """Whether ``rows`` hold a head record whose latest checkpoint is ``checkpoint_id``."""
-    return any(
-        md.get(F_KIND) == KIND_HEAD and md.get(F_CID) == checkpoint_id for _, md in rows
-    )
 
 
 def pending_writes(

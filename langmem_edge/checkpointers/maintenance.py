@@ -40,12 +40,14 @@ from langmem_edge.checkpointers.layout import (
     checkpoint_row_id,
     decode_checkpoint,
     group_key,
-    head_metadata,
     head_row_id,
+    mark_row_id,
+    order_fields,
     pack,
     parse_checkpoint_row_id,
     thread_key,
 )
+from langmem_edge.checkpointers.writes import head_metadata, mark_metadata
 
 DELTA_COUNTERS_KEY = "counters_since_delta_snapshot"
 """Checkpoint-metadata key where LangGraph lists delta channels changed since a snapshot."""
@@ -97,41 +99,42 @@ def copy_batches(
     max_rows: int,
     max_bytes: int,
 ) -> list[RowBatch]:
-    """Batches that copy a thread's checkpoints and writes to ``target_thread``.
+    """Batches that copy a thread's checkpoints and writes to ``target_thread``, in order.
 
-    Payloads are copied as stored (encrypted ones stay encrypted). Heads come last, so a head
-    never points at a checkpoint that is not written yet; a target namespace whose head
-    (``existing_heads``: ``{tk: checkpoint id}``) is newer than the copied latest keeps it.
+    Payloads are copied as stored (encrypted ones stay encrypted). Checkpoints go oldest
+    first, each as its writes, then its write marker, then the checkpoint record; heads come
+    last. So after any prefix of the batches the target holds the oldest k checkpoints of
+    each source namespace, each whole (a checkpoint record is visible only once its writes
+    are there), and reads of the target, which find the max stored id, answer one of them.
+    A target namespace whose head (``existing_heads``: ``{tk: checkpoint id}``) is newer
+    than the copied latest keeps it.
     """
+    writes_of: dict[str, list[dict[str, Any]]] = {}
+    for _, md in rows:
+        if md.get(F_KIND) == KIND_WRITE:
+            writes_of.setdefault(md[F_GROUP], []).append(md)
+    checkpoints = sorted(
+        (md for _, md in rows if md.get(F_KIND) == KIND_CHECKPOINT),
+        key=lambda md: (md[F_CID], md[F_NS]),
+    )
     records: list[tuple[str, dict[str, Any], int]] = []
     latest: dict[str, tuple[str, str]] = {}
-    for _, md in rows:
-        kind = md.get(F_KIND)
-        if kind == KIND_CHECKPOINT:
-            ns, cid = md[F_NS], md[F_CID]
-            tk = thread_key(target_thread, ns)
-            new = pack(
-                {
-                    **md,
-                    F_THREAD: target_thread,
-                    F_CP_THREAD: target_thread,
-                    F_CP_TK: tk,
-                    F_GROUP: group_key(tk, cid),
-                }
+    for md in checkpoints:
+        ns, cid = md[F_NS], md[F_CID]
+        tk = thread_key(target_thread, ns)
+        g = group_key(tk, cid)
+        moved = {F_THREAD: target_thread, F_GROUP: g, **order_fields(tk, cid)}
+        writes = writes_of.get(md[F_GROUP], [])
+        for w in writes:
+            records.append(
+                (f"w:{g}:{w[F_TASK]}:{w[F_IDX]}", pack({**w, **moved}), _payload_size(w))
             )
-            records.append((checkpoint_row_id(tk, cid), new, _payload_size(md)))
-            if cid > latest.get(tk, ("", ""))[1]:
-                latest[tk] = (ns, cid)
-    ns_of_group = {
-        md[F_GROUP]: md[F_NS] for _, md in rows if md.get(F_KIND) == KIND_CHECKPOINT
-    }
-    for _, md in rows:
-        if md.get(F_KIND) != KIND_WRITE or md[F_GROUP] not in ns_of_group:
-            continue
-        cid = md[F_GROUP].split(":", 1)[1]
-        g = group_key(thread_key(target_thread, ns_of_group[md[F_GROUP]]), cid)
-        new = pack({**md, F_THREAD: target_thread, F_GROUP: g})
-        records.append((f"w:{g}:{md[F_TASK]}:{md[F_IDX]}", new, _payload_size(md)))
+        if writes:
+            records.append((mark_row_id(tk, cid), mark_metadata(target_thread, tk, cid), 0))
+        new = pack({**md, **moved, F_CP_THREAD: target_thread, F_CP_TK: tk})
+        records.append((checkpoint_row_id(tk, cid), new, _payload_size(md)))
+        if cid > latest.get(tk, ("", ""))[1]:
+            latest[tk] = (ns, cid)
     heads = [
         (head_row_id(tk), head_metadata(target_thread, ns, cid, touched=now), 0)
         for tk, (ns, cid) in sorted(latest.items())
