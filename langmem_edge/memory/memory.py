@@ -8,11 +8,15 @@
     alice.recall("what theme does alice like?")
 
 It talks to the store only through its public API (``batch``/``abatch`` with ``GetOp``,
-``PutOp``, ``SearchOp``, ``ListNamespacesOp``), so ``InMemoryStore``, ``ChromaStore`` and any
-other ``BaseStore`` work. Vector search and write-time verification need a store with an
-index config (``index={"dims": ..., "embed": ..., "fields": ["text"]}``); without one,
-memories are found by the keyword, key and temporal channels and marked
-``embedding_status="skipped"``.
+``PutOp``, ``SearchOp``, ``ListNamespacesOp``), plus ``delete_prefix`` on stores that have it
+(:class:`~langmem_edge.memory.labels.PrefixDeleter`), so ``InMemoryStore``, ``ChromaStore``
+and any other ``BaseStore`` work. Names that become namespace labels (the namespace, profile
+names, session ids) are checked by :mod:`.labels`, and none ever enters a ``list_namespaces``
+match condition, where ``*`` is a wildcard.
+
+Vector search and write-time verification need a store with an index config
+(``index={"dims": ..., "embed": ..., "fields": ["text"]}``); without one, memories are found
+by the keyword, key and temporal channels and marked ``embedding_status="skipped"``.
 """
 
 from __future__ import annotations
@@ -139,7 +143,8 @@ class AgentMemory:
                               rewrite_index=self.rewrite_index, nearest=self.nearest)
 
     def profile(self, name: str) -> Profile:
-        """The profile ``name`` (1-100 characters, no '.'); created on first write."""
+        """The profile ``name`` (1-100 characters, no '.' or control characters; ``*`` is a
+        plain name); created on first write."""
         return Profile(self._context(name), self.config.episodic)
 
     def _profiles_plan(self) -> Plan[list[str]]:
