@@ -21,7 +21,7 @@ from test_memory_support import (  # noqa: F401 - fixtures
     store,
 )
 
-from langmem_edge.errors import InvalidInputError, LimitExceededError
+from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitExceededError
 from langmem_edge.memory import AgentMemory
 from langmem_edge.testing import FakeEmbeddings
 
@@ -74,16 +74,44 @@ def test_delete_profile_removes_everything(memory: AgentMemory, store: BaseStore
     assert [m.text for m in a.list().memories] == ["Likes juice"]
 
 
-@pytest.mark.parametrize("name", ["", "a.b", "x" * 101, "nul\x00"])
+@pytest.mark.parametrize("name", ["", "a.b", "x" * 101, "nul\x00", "a\x1fb", "tab\t", "\x7f"])
 def test_profile_names_are_validated(memory: AgentMemory, name: str) -> None:
     with pytest.raises((InvalidInputError, LimitExceededError)):
         memory.profile(name)
 
 
+@pytest.mark.parametrize("name", ["nul\x00", "a\x1fb", "tab\t", "\x7f", "a.b", "   "])
+def test_bad_profile_names_are_namespace_errors(memory: AgentMemory, name: str) -> None:
+    with pytest.raises(InvalidNamespaceError, match="profile name"):
+        memory.profile(name)
+
+
+def test_separator_in_a_name_reaches_no_other_profile(memory: AgentMemory) -> None:
+    memory.profile("alice").remember("Alice fact about kites")
+    for name in ["alice\x1fmemories", "alice\x1f", "\x1falice"]:
+        with pytest.raises(InvalidNamespaceError):
+            memory.profile(name)
+    assert memory.list_profiles() == ["alice"]
+
+
+@pytest.mark.parametrize("wild", ["*", "a*", "?", "*a"])
+def test_wildcard_names_are_plain_profiles(memory: AgentMemory, wild: str) -> None:
+    memory.profile("a").remember("A fact about kites")
+    memory.profile("ab").remember("AB fact about kites")
+    memory.profile(wild).remember("Wild fact about kites")
+    assert memory.list_profiles() == sorted({"a", "ab", wild})
+    assert [c.memory.text for c in memory.profile(wild).recall("kites").candidates] == [
+        "Wild fact about kites"]
+    assert memory.delete_profile(wild) >= 1
+    assert memory.list_profiles() == ["a", "ab"]
+    assert memory.profile("a").recall("kites").count == 1
+    assert memory.profile("ab").recall("kites").count == 1
+
+
 def test_namespace_is_validated(store: BaseStore) -> None:
     from langmem_edge.errors import ConfigurationError
 
-    for bad in [(), ("a.b",), ("langgraph",), "app"]:
+    for bad in [(), ("a.b",), ("langgraph",), "app", ("a\x1fb",), ("ok", "\t")]:
         with pytest.raises(ConfigurationError):
             AgentMemory(store, namespace=bad)  # type: ignore[arg-type]
 
@@ -97,7 +125,7 @@ def test_two_apps_share_a_store_without_seeing_each_other(store: BaseStore) -> N
 
 # -- property test ---------------------------------------------------------------------------
 
-PROFILES = ["p0", "p1", "p2", "user:p3"]
+PROFILES = ["p0", "p1", "p2", "user:p3", "*"]
 CONTACTS = [None, "bob", "carol"]
 WORDS = ["tea", "coffee", "dark", "mode", "city", "paris", "dog", "cat", "secret", "plan"]
 

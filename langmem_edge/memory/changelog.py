@@ -34,16 +34,10 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    ListNamespacesOp,
-    MatchCondition,
-    PutOp,
-    SearchOp,
-)
+from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from langmem_edge.memory.effects import Plan, batch
+from langmem_edge.memory.labels import plan_delete_prefix
 from langmem_edge.memory.snapshot import ProfileIndex
 
 __all__ = [
@@ -223,17 +217,16 @@ def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
     index.last_prune = now
     changes = index.layout.changes
     oldest = _bucket_of(now - cache.retention_seconds, cache.bucket_seconds)
+
+    def old_bucket(item: Any) -> bool:
+        label = item.namespace[len(changes)] if len(item.namespace) == len(changes) + 1 else ""
+        return label.isdigit() and int(label) < oldest
+
     try:
-        (namespaces,) = yield batch(store, [ListNamespacesOp(
-            match_conditions=(MatchCondition(match_type="prefix", path=changes),),
-            max_depth=len(changes) + 1, limit=100_000)])
-        for ns in namespaces:
-            if len(ns) != len(changes) + 1 or not ns[-1].isdigit() or int(ns[-1]) >= oldest:
-                continue
-            while True:
-                (items,) = yield batch(store, [SearchOp(ns, limit=cache.page_size)])
-                if not items:
-                    break
-                yield batch(store, [PutOp(ns, it.key, None) for it in items])
+        # the entries under the exact prefix, never a list_namespaces match condition: the
+        # profile's name is a label there, and a profile may be called "*"
+        yield from plan_delete_prefix(
+            store, changes, page=cache.page_size, doomed=old_bucket,
+            filter={"ts": {"$lt": oldest * cache.bucket_seconds}})
     except Exception as e:  # pruning is housekeeping: never fail the write that triggered it
         logger.warning("pruning the change log of %r failed: %s", index.profile, e)

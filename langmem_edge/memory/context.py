@@ -21,6 +21,7 @@ from langgraph.store.base import BaseStore
 from langmem_edge.errors import DecryptionError, InvalidInputError, LimitExceededError
 from langmem_edge.memory.config import MemoryConfig
 from langmem_edge.memory.crypto import MemoryCipher
+from langmem_edge.memory.labels import check_label
 from langmem_edge.memory.records import MemoryRecord
 from langmem_edge.memory.snapshot import ProfileIndex, ProfileLayout
 
@@ -133,21 +134,9 @@ def to_utc(value: datetime | str | float | int | None, name: str) -> datetime | 
     return value.astimezone(UTC)
 
 
-def check_label(value: Any, name: str, max_chars: int) -> str:
-    """A non-empty string usable as a store namespace label (no '.', no NUL)."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
-    if len(value) > max_chars:
-        raise LimitExceededError(f"{name} is {len(value)} characters; at most {max_chars}")
-    if "." in value or "\x00" in value:
-        raise InvalidInputError(
-            f"{name} {value!r} may not contain '.' or NUL (store namespace labels cannot)"
-        )
-    return value
-
-
 def check_profile_name(name: Any, max_chars: int) -> str:
-    """A valid profile name: 1-100 characters, no '.' or NUL."""
+    """A valid profile name: 1-100 characters, no '.' or control characters (it becomes a
+    namespace label: :func:`~langmem_edge.memory.labels.check_label`)."""
     return check_label(name, "profile name", max_chars)
 
 

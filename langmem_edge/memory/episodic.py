@@ -76,6 +76,7 @@ from langmem_edge.memory.compaction import (
     window_plan,
 )
 from langmem_edge.memory.extraction import ExtractedMemory, StoredMessage, model_extraction_plan
+from langmem_edge.memory.labels import check_label
 from langmem_edge.memory.messages import (
     ROLE_ALIASES,
     message_id,
@@ -210,6 +211,9 @@ class IngestOutcome(BaseModel):
     memories: list[ExtractedMemory] = Field(default_factory=list)
 
 
+MAX_ROOT_LABEL_CHARS = 200
+"""Longest label of a tier's ``namespace_root``."""
+
 Scope = Literal["contact", "conversation", "all"]
 Mode = Literal["semantic", "keyword"]
 
@@ -234,8 +238,14 @@ class EpisodicTier:
         model: BaseChatModel | None = None,
         profile: str | None = None,
     ) -> None:
-        if not namespace_root or not all(isinstance(x, str) and x for x in namespace_root):
-            raise ConfigurationError(f"namespace_root must be non-empty labels: {namespace_root}")
+        if isinstance(namespace_root, str) or not namespace_root:
+            raise ConfigurationError(f"namespace_root must be a tuple of labels: "
+                                     f"{namespace_root!r}")
+        for label in namespace_root:
+            try:
+                check_label(label, "namespace_root label", MAX_ROOT_LABEL_CHARS)
+            except InvalidInputError as e:
+                raise ConfigurationError(str(e)) from e
         self.store = store
         self.root = tuple(namespace_root)
         self.config = config or EpisodicConfig()

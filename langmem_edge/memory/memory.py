@@ -8,11 +8,15 @@
     alice.recall("what theme does alice like?")
 
 It talks to the store only through its public API (``batch``/``abatch`` with ``GetOp``,
-``PutOp``, ``SearchOp``, ``ListNamespacesOp``), so ``InMemoryStore``, ``ChromaStore`` and any
-other ``BaseStore`` work. Vector search and write-time verification need a store with an
-index config (``index={"dims": ..., "embed": ..., "fields": ["text"]}``); without one,
-memories are found by the keyword, key and temporal channels and marked
-``embedding_status="skipped"``.
+``PutOp``, ``SearchOp``, ``ListNamespacesOp``), plus ``delete_prefix`` on stores that have it
+(:class:`~langmem_edge.memory.labels.PrefixDeleter`), so ``InMemoryStore``, ``ChromaStore``
+and any other ``BaseStore`` work. Names that become namespace labels (the namespace, profile
+names, session ids) are checked by :mod:`.labels`, and none ever enters a ``list_namespaces``
+match condition, where ``*`` is a wildcard.
+
+Vector search and write-time verification need a store with an index config
+(``index={"dims": ..., "embed": ..., "fields": ["text"]}``); without one, memories are found
+by the keyword, key and temporal channels and marked ``embedding_status="skipped"``.
 """
 
 from __future__ import annotations
@@ -23,14 +27,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    ListNamespacesOp,
-    MatchCondition,
-    PutOp,
-    SearchOp,
-)
+from langgraph.store.base import BaseStore, GetOp, SearchOp
 
 from langmem_edge.errors import ConfigurationError, InvalidInputError
 from langmem_edge.memory.changelog import plan_commit, plan_sync
@@ -43,6 +40,7 @@ from langmem_edge.memory.context import (
 )
 from langmem_edge.memory.crypto import MemoryCipher
 from langmem_edge.memory.effects import Plan, batch, run_async, run_sync
+from langmem_edge.memory.labels import plan_child_labels, plan_delete_prefix, under
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
 from langmem_edge.memory.semantic import plan_flush_access
@@ -54,7 +52,7 @@ MAX_NAMESPACE_LABEL = 200
 """Longest label of the application namespace."""
 
 MAX_NAMESPACES = 100_000
-"""Namespaces listed at most by one ``list_namespaces`` call (profiles, deletion)."""
+"""Namespaces listed by one ``list_namespaces`` call (a page of :meth:`list_profiles`)."""
 
 
 class AgentMemory:
@@ -145,23 +143,23 @@ class AgentMemory:
                               rewrite_index=self.rewrite_index, nearest=self.nearest)
 
     def profile(self, name: str) -> Profile:
-        """The profile ``name`` (1-100 characters, no '.'); created on first write."""
+        """The profile ``name`` (1-100 characters, no '.' or control characters; ``*`` is a
+        plain name); created on first write."""
         return Profile(self._context(name), self.config.episodic)
 
     def _profiles_plan(self) -> Plan[list[str]]:
         prefix = (*self.namespace, "profiles")
-        (namespaces,) = yield batch(self.store, [ListNamespacesOp(
-            match_conditions=(MatchCondition(match_type="prefix", path=prefix),),
-            max_depth=len(prefix) + 1, limit=MAX_NAMESPACES)])
-        names = sorted({ns[len(prefix)] for ns in namespaces if len(ns) > len(prefix)})
+        names = yield from plan_child_labels(self.store, prefix, page=MAX_NAMESPACES)
         if not names:
             return []
         # some stores (InMemoryStore) keep listing namespaces whose items were all deleted
-        found = yield batch(self.store, [SearchOp((*prefix, n), limit=1) for n in names])
-        return [n for n, items in zip(names, found, strict=True) if items]
+        roots = [(*prefix, n) for n in names]
+        found = yield batch(self.store, [SearchOp(root, limit=1) for root in roots])
+        return [n for n, root, items in zip(names, roots, found, strict=True)
+                if any(under(it.namespace, root) for it in items)]
 
     def list_profiles(self) -> list[str]:
-        """Names of the profiles that hold anything."""
+        """Names of the profiles that hold anything, exactly as written, sorted."""
         return run_sync(self._profiles_plan())
 
     async def alist_profiles(self) -> list[str]:
@@ -170,21 +168,15 @@ class AgentMemory:
 
     def _delete_profile_plan(self, name: str) -> Plan[int]:
         name = check_profile_name(name, self.config.limits.max_profile_chars)
-        root = ProfileLayout(self.namespace, name).root
-        (namespaces,) = yield batch(self.store, [ListNamespacesOp(
-            match_conditions=(MatchCondition(match_type="prefix", path=root),),
-            limit=MAX_NAMESPACES)])
+        layout = ProfileLayout(self.namespace, name)
         page = self.config.index.page_size
         deleted = 0
-        # the generation marker goes last, so a reader never sees a half-deleted profile
-        # under the old generation for longer than the deletion takes
-        for ns in sorted(namespaces, key=lambda n: n[len(root):len(root) + 1] == ("meta",)):
-            while True:
-                (items,) = yield batch(self.store, [SearchOp(ns, limit=page)])
-                if not items:
-                    break
-                yield batch(self.store, [PutOp(ns, it.key, None) for it in items])
-                deleted += len(items)
+        # by exact prefix, never a match condition (a name may be "*"); the generation
+        # marker (meta) goes last, so a reader never sees a half-deleted profile under the
+        # old generation for longer than the deletion takes
+        for part in layout.parts_before_meta():
+            deleted += yield from plan_delete_prefix(self.store, part, page=page)
+        deleted += yield from plan_delete_prefix(self.store, layout.root, page=page)
         with self._lock:
             self._indexes.pop(name, None)
         return deleted

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
+from langmem_edge.memory.labels import check_label
 
 if TYPE_CHECKING:
     from langmem_edge.memory.episodic import EpisodicConfig
@@ -30,6 +31,9 @@ __all__ = [
     "orphaned_messages",
     "validate_session_id",
 ]
+
+MAX_SESSION_ID_CHARS = 200
+"""Longest session id (a namespace label of the episodic tier)."""
 
 ROLE_ALIASES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
                 "system": "system", "tool": "tool", "function": "tool"}
@@ -52,14 +56,9 @@ def orphaned_messages(deleted: Iterable[str], still_cited: Iterable[Iterable[str
 
 
 def validate_session_id(session_id: object) -> str:
-    """Check a session id: a non-empty string of at most 200 chars, no ``.`` or NUL."""
-    if not isinstance(session_id, str) or not session_id:
-        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
-    if len(session_id) > 200 or "." in session_id or "\x00" in session_id:
-        raise InvalidInputError(
-            f"session_id {session_id[:40]!r} is not allowed: at most 200 characters, "
-            "no '.' or NUL (they are namespace labels)")
-    return session_id
+    """Check a session id: a non-empty string of at most 200 chars without '.' or control
+    characters (it becomes a namespace label: :func:`~.labels.check_label`)."""
+    return check_label(session_id, "session_id", MAX_SESSION_ID_CHARS, allow_blank=True)
 
 
 def _text_of(content: Any, where: str) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.changelog import plan_sync
-from langmem_edge.memory.context import ProfileContext, to_utc
+from langmem_edge.memory.context import ProfileContext, check_optional_name, to_utc
 from langmem_edge.memory.effects import Call, Plan, run_async, run_sync
 from langmem_edge.memory.recall import RecallRequest, plan_recall
 from langmem_edge.memory.records import (
@@ -32,6 +32,7 @@ from langmem_edge.memory.records import (
     utcnow,
 )
 from langmem_edge.memory.semantic import (
+    MAX_NAME_CHARS,
     WriteSpec,
     plan_delete,
     plan_end_session,
@@ -365,6 +366,9 @@ class Profile:
 
     def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
                      writer: str | None) -> Plan[IngestResult]:
+        # checked before the messages are written, not when the extracted memories are
+        check_optional_name(contact, "contact", MAX_NAME_CHARS)
+        check_optional_name(writer, "writer", MAX_NAME_CHARS)
         tier = self._episodic()
         outcome = yield Call(tier.ingest, tier.aingest, (messages, session_id),
                              {"contact": contact})
@@ -396,6 +400,7 @@ class Profile:
 
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool,
                      contact: str | None) -> Plan[Any]:
+        check_optional_name(contact, "contact", MAX_NAME_CHARS)
         tier = self._episodic()
         window = yield Call(tier.window, tier.awindow, (session_id, budget_tokens),
                             {"compact": compact})

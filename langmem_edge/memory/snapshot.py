@@ -91,6 +91,13 @@ class ProfileLayout:
         """The change-log namespace of one bucket."""
         return (*self.changes, str(index))
 
+    def parts_before_meta(self) -> list[tuple[str, ...]]:
+        """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
+        the generation marker, and anything unknown): the records, the episodic tier's
+        messages, overlays and sessions, the change log."""
+        return [self.memories, self.messages, (*self.root, "overlays"),
+                (*self.root, "sessions"), self.changes]
+
 
 class _Columns:
     """Numeric columns of every record, for vectorised fill ranking."""
