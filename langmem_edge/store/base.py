@@ -23,21 +23,18 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from chromadb.api import ClientAPI
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import (
-    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
     ListNamespacesOp,
     MatchCondition,
-    NotProvided,
     Op,
     PutOp,
     Result,
@@ -45,16 +42,13 @@ from langgraph.store.base import (
     TTLConfig,
     ensure_embeddings,
     tokenize_path,
-    validate_op_namespace,
 )
-from langgraph.store.base import InvalidNamespaceError as _LanggraphNamespaceError
 
 from langmem_edge import _chroma
 from langmem_edge.embeddings import default_embeddings
 from langmem_edge.errors import (
     ConfigurationError,
     InvalidInputError,
-    InvalidNamespaceError,
 )
 from langmem_edge.retrieval import (
     ChromaKeywordSource,
@@ -64,6 +58,7 @@ from langmem_edge.retrieval import (
     resolve_hybrid_config,
 )
 from langmem_edge.store import layout
+from langmem_edge.store.api import NamespaceErrorsMixin
 from langmem_edge.store.hybrid import HybridMixin
 from langmem_edge.store.listing import ListingHints, ListingMixin
 from langmem_edge.store.names import Generations, ItemNames
@@ -86,7 +81,9 @@ GET_PAGE = 5000
 """Rows read per call when scanning items (filters, listing, sweeping)."""
 
 
-class ChromaStore(SearchMixin, HybridMixin, ListingMixin, WriteMixin, TTLMixin, BaseStore):
+class ChromaStore(
+    NamespaceErrorsMixin, SearchMixin, HybridMixin, ListingMixin, WriteMixin, TTLMixin, BaseStore
+):
     """A LangGraph store on Chroma.
 
     Args:
@@ -248,7 +245,7 @@ class ChromaStore(SearchMixin, HybridMixin, ListingMixin, WriteMixin, TTLMixin, 
         """Execute ``ops``: reads first (in order), then writes (the last write to a key wins)."""
         ops = list(ops)
         for op in ops:
-            _validate_op(op)
+            layout.validate_op(op)
         now = self._clock()
         epoch = self._write_epoch
         results: list[Result] = [None] * len(ops)
@@ -273,33 +270,6 @@ class ChromaStore(SearchMixin, HybridMixin, ListingMixin, WriteMixin, TTLMixin, 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` on a worker thread, so the event loop is never blocked."""
         return await run_in_executor(None, self.batch, list(ops))
-
-    def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: dict[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
-    ) -> None:
-        """``BaseStore.put``, raising our :class:`~langmem_edge.errors.InvalidNamespaceError`
-        (which has a ``.code`` and is also langgraph's) for a bad namespace."""
-        with _namespace_errors():
-            super().put(namespace, key, value, index, ttl=ttl)
-
-    async def aput(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: dict[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
-    ) -> None:
-        """``BaseStore.aput``, with the namespace errors of :meth:`put`."""
-        with _namespace_errors():
-            await super().aput(namespace, key, value, index, ttl=ttl)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -381,32 +351,6 @@ class ChromaStore(SearchMixin, HybridMixin, ListingMixin, WriteMixin, TTLMixin, 
             self._gens.learn(page["ids"], page["metadatas"])
             out.extend(m for m in page["metadatas"] if now is None or m["exp"] > now)
         return out
-
-@contextmanager
-def _namespace_errors() -> Iterator[None]:
-    """Re-raise langgraph's ``InvalidNamespaceError`` as ours (a subclass of both)."""
-    try:
-        yield
-    except _LanggraphNamespaceError as e:
-        if isinstance(e, InvalidNamespaceError):
-            raise
-        raise InvalidNamespaceError(str(e)) from e
-
-
-def _validate_op(op: Op) -> None:
-    """langgraph's label rules, then ours (no control characters), for any op."""
-    if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
-        raise InvalidInputError(f"Unknown operation type: {type(op).__name__}")
-    with _namespace_errors():
-        validate_op_namespace(op)
-    if isinstance(op, (GetOp, PutOp)):
-        layout.check_labels(op.namespace, namespace=op.namespace)
-    elif isinstance(op, SearchOp):
-        layout.check_labels(op.namespace_prefix, namespace=op.namespace_prefix)
-    else:
-        for cond in op.match_conditions or ():
-            layout.check_labels(cond.path, namespace=cond.path)
-
 
 def _prepare_index(
     index: IndexConfig | None,

@@ -39,11 +39,21 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from langgraph.store.base import Item
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    SearchOp,
+    validate_op_namespace,
+)
+from langgraph.store.base import InvalidNamespaceError as _LanggraphNamespaceError
 
 from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitExceededError
 
@@ -104,6 +114,32 @@ def check_labels(labels: Iterable[object], *, namespace: object = None) -> None:
                 f"Invalid namespace label {label!r} in {namespace!r}: labels cannot contain "
                 "control characters (U+0000-U+001F, U+007F)"
             )
+
+
+@contextmanager
+def namespace_errors() -> Iterator[None]:
+    """Re-raise langgraph's ``InvalidNamespaceError`` as ours (a subclass of both)."""
+    try:
+        yield
+    except _LanggraphNamespaceError as e:
+        if isinstance(e, InvalidNamespaceError):
+            raise
+        raise InvalidNamespaceError(str(e)) from e
+
+
+def validate_op(op: Op) -> None:
+    """langgraph's label rules, then ours (no control characters), for any op."""
+    if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+        raise InvalidInputError(f"Unknown operation type: {type(op).__name__}")
+    with namespace_errors():
+        validate_op_namespace(op)
+    if isinstance(op, (GetOp, PutOp)):
+        check_labels(op.namespace, namespace=op.namespace)
+    elif isinstance(op, SearchOp):
+        check_labels(op.namespace_prefix, namespace=op.namespace_prefix)
+    else:
+        for cond in op.match_conditions or ():
+            check_labels(cond.path, namespace=cond.path)
 
 
 def item_id(namespace: tuple[str, ...], key: str) -> str:

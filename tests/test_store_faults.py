@@ -1,0 +1,324 @@
+"""ChromaStore under faults and hostile input: issue 10's findings, each as a regression test.
+
+Fault injection (``tests/faults.py``) fails the Nth Chroma write call of an operation; a
+fresh store on the same data must then read a state one of the documented prefixes allows
+(docs/store.md, "Crash safety"): the old value ranked by its old texts, or the new one by
+its new texts, never a mix.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from faults import FaultyCaller, InjectedFault
+from langgraph.store.base import InvalidNamespaceError as LanggraphNamespaceError
+from langgraph.store.memory import InMemoryStore
+
+from langmem_edge import errors
+from langmem_edge.store import layout, writes
+from langmem_edge.testing import FakeEmbeddings
+
+DIMS = 64
+NS = ("users", "alice")
+
+
+def index() -> dict[str, Any]:
+    return {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
+
+
+@pytest.fixture(autouse=True)
+def _no_background_settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The idle-settle timer would add a write call at a random moment: push it out."""
+    monkeypatch.setattr(writes, "SETTLE_DELAY", 3600.0)
+
+
+def cosine(a: str, b: str) -> float:
+    emb = FakeEmbeddings(DIMS)
+    va, vb = emb.embed_query(a), emb.embed_query(b)
+    return sum(x * y for x, y in zip(va, vb, strict=True))
+
+
+# ----------------------------------------------------------------- 1. namespace escape
+
+
+@pytest.mark.parametrize("label", ["alice\x1fevil", "a\x00b", "tab\there", "del\x7f", "nl\n"])
+def test_control_characters_in_labels_are_refused_everywhere(
+    chroma_store_factory: Any, label: str
+) -> None:
+    store = chroma_store_factory(index=index())
+    bad = ("users", label)
+    calls = [
+        lambda: store.put(bad, "k", {"text": "planted"}),
+        lambda: store.get(bad, "k"),
+        lambda: store.delete(bad, "k"),
+        lambda: store.search(bad, query="planted"),
+        lambda: store.hybrid_search(bad, query="planted"),
+        lambda: store.list_namespaces(prefix=bad),
+        lambda: store.delete_prefix(bad),
+    ]
+    for call in calls:
+        with pytest.raises(errors.InvalidNamespaceError) as info:
+            call()
+        assert info.value.code == "invalid_namespace"
+        assert isinstance(info.value, LanggraphNamespaceError)  # still langgraph's error
+    assert store.search(("users",), query="planted") == []
+
+
+def test_langgraph_label_rules_raise_our_error_with_a_code(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory()
+    for ns in [("a.b",), ("",), ("langgraph", "x")]:
+        with pytest.raises(errors.InvalidNamespaceError) as info:
+            store.put(ns, "k", {"v": 1})
+        assert info.value.code == "invalid_namespace"
+
+
+# ----------------------------------------------------------------- 2. filters drop nothing
+
+
+def _filter_cases() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    wide = {f"f{i:02d}": i for i in range(70)} | {"kind": "target"}
+    return [
+        (wide, {"kind": "target"}),
+        (wide, {"f69": {"$gte": 69}}),
+        ({"": "empty", "kind": "x"}, {"": "empty"}),
+        ({"n": {"": 1}}, {"n": {"": 1}}),
+        ({"x": "inf"}, {"x": {"$gt": 5}}),
+        ({"x": "-Infinity"}, {"x": {"$lt": 0}}),
+    ]
+
+
+@pytest.mark.parametrize(("value", "filter"), _filter_cases())
+def test_filters_find_what_inmemorystore_finds(
+    chroma_store_factory: Any, value: dict[str, Any], filter: dict[str, Any]
+) -> None:
+    ref = InMemoryStore()
+    store = chroma_store_factory()
+    for s in (ref, store):
+        s.put(NS, "target", value)
+        s.put(NS, "other", {"kind": "other", "f69": 0, "x": 0, "n": {"": 0}})
+    expected = [i.key for i in ref.search(NS, filter=filter)]
+    assert expected == ["target"]
+    assert [i.key for i in store.search(NS, filter=filter)] == expected
+
+
+# ----------------------------------------------------------------- 3. crash between calls
+
+
+def _count_writes(make: Any, setup: Any, operation: Any) -> int:
+    store = make("count")
+    setup(store)
+    counter = FaultyCaller(store._call)
+    store._call = counter
+    operation(store)
+    return len(counter.calls)
+
+
+def _faulted(make: Any, name: str, setup: Any, operation: Any, n: int) -> Any:
+    store = make(name)
+    setup(store)
+    store._call = FaultyCaller(store._call, fail_at=n)
+    with pytest.raises(InjectedFault):
+        operation(store)
+    return make(name)  # a fresh store object on the same data
+
+
+OLD, NEW = "likes green tea", "prefers black coffee"
+
+
+def test_an_update_cut_anywhere_ranks_the_value_it_holds(chroma_store_factory: Any) -> None:
+    def setup(store: Any) -> None:
+        store.put(NS, "drink", {"text": OLD, "parts": [OLD]})
+        store.put(NS, "other", {"text": "walks the dog"})
+
+    def update(store: Any) -> None:
+        store.put(NS, "drink", {"text": NEW})
+
+    make = lambda name: chroma_store_factory(name, index=index())  # noqa: E731
+    total = _count_writes(make, setup, update)
+    assert total >= 3  # marker, vectors, item row (, old vectors)
+    for n in range(1, total + 1):
+        fresh = _faulted(make, f"u{n}", setup, update, n)
+        text = fresh.get(NS, "drink").value["text"]
+        assert text in (OLD, NEW)
+        for query in (OLD, NEW):
+            hit = next(h for h in fresh.search(NS, query=query) if h.key == "drink")
+            assert hit.score == pytest.approx(cosine(query, text), abs=1e-4), (n, query, text)
+            near = {h.key: h.score for h in fresh.nearest_keys(NS, query, limit=5)}
+            assert near["drink"] == pytest.approx(cosine(query, text), abs=1e-4)
+        fresh.put(NS, "drink", {"text": NEW})  # a retry completes the write
+        assert fresh.search(NS, query=NEW)[0].key == "drink"
+
+
+def test_a_delete_cut_anywhere_leaves_the_item_or_nothing(chroma_store_factory: Any) -> None:
+    def setup(store: Any) -> None:
+        store.put(NS, "drink", {"text": OLD})
+
+    def delete(store: Any) -> None:
+        store.delete(NS, "drink")
+
+    make = lambda name: chroma_store_factory(name, index=index())  # noqa: E731
+    total = _count_writes(make, setup, delete)
+    for n in range(1, total + 1):
+        fresh = _faulted(make, f"d{n}", setup, delete, n)
+        item = fresh.get(NS, "drink")
+        found = [h.key for h in fresh.search(NS, query=OLD)]
+        near = [h.key for h in fresh.nearest_keys(NS, OLD)]
+        keyword = [h.key for h in fresh.hybrid_search(NS, query=OLD)]
+        if item is None:
+            assert found == near == keyword == [], n
+        else:
+            assert found == near == keyword == ["drink"], n
+
+
+def test_a_shrinking_update_leaves_no_vector_that_scores(chroma_store_factory: Any) -> None:
+    """Vector rows past the item's count, left by a crash, were max-pooled into its score."""
+    make = lambda name: chroma_store_factory(name, index={**index(), "fields": ["parts[*]"]})  # noqa: E731
+
+    def setup(store: Any) -> None:
+        store.put(NS, "doc", {"parts": ["alpha one", "beta two", "gamma three"]})
+
+    def shrink(store: Any) -> None:
+        store.put(NS, "doc", {"parts": ["alpha one"]})
+
+    total = _count_writes(make, setup, shrink)
+    fresh = _faulted(make, "s", setup, shrink, total)  # the old rows' delete never ran
+    assert fresh.get(NS, "doc").value["parts"] == ["alpha one"]
+    hit = fresh.search(NS, query="gamma three")[0]
+    assert hit.score == pytest.approx(cosine("gamma three", "alpha one"), abs=1e-4)
+    fresh.put(NS, "doc", {"parts": ["delta four"]})  # the next change removes its own rows
+    assert fresh.search(NS, query="delta four")[0].score == pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_writer_dying_before_its_marker_is_still_seen_by_running_readers(
+    chroma_store_factory: Any,
+) -> None:
+    """Rows written by a writer that died before its change marker were never fetched by
+    processes already running (their keyword index): fail the last write call of an update
+    (on main before the fix, the marker; now, the old vectors' delete)."""
+
+    def keyword_keys(store: Any, query: str) -> list[str]:
+        found = store.explain_search(NS, query=query)
+        return [e.item.key for e in found if e.channels.get("keyword", {}).get("rank")]
+
+    reader = chroma_store_factory("shared", index=index())
+    writer = chroma_store_factory("shared", index=index())
+    writer.put(NS, "probe", {"text": "first words"})
+    writer.put(NS, "dying", {"text": "plain words"})
+    assert keyword_keys(reader, "zeppelin") == []  # the reader's index is loaded and synced
+    counter = FaultyCaller(writer._call)
+    writer._call = counter
+    writer.put(NS, "probe", {"text": "second words"})  # an update of the same shape
+    writer._call = FaultyCaller(counter.inner, fail_at=len(counter.calls))
+    with pytest.raises(InjectedFault):
+        writer.put(NS, "dying", {"text": "a zeppelin over the bay"})
+    assert reader.get(NS, "dying").value == {"text": "a zeppelin over the bay"}
+    assert keyword_keys(reader, "zeppelin") == ["dying"]
+    assert keyword_keys(reader, "plain") == []
+
+
+def test_delete_prefix_is_literal_and_reads_no_values(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    for ns in [("users", "*"), ("users", "*", "notes"), ("users", "bob"), ("users", "**")]:
+        store.put(ns, "k", {"text": f"in {ns}"})
+    counter = FaultyCaller(store._call)
+    store._call = counter
+    assert store.delete_prefix(("users", "*")) == 2
+    assert sorted(store.list_namespaces(prefix=("users",))) == [("users", "**"), ("users", "bob")]
+    assert [h.key for h in store.search(("users",), query="in")] == ["k", "k"]
+    assert counter.calls == ["upsert", "delete", "delete"]  # marker + tombstones, items, vectors
+
+
+def test_more_puts_in_one_batch_than_chroma_takes_in_one_call(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory()
+    limit = store._max_batch
+    from langgraph.store.base import PutOp
+
+    ops = [PutOp(NS, f"k{i}", {"i": i}) for i in range(limit + 100)]
+    store.batch(ops)
+    assert store.get(NS, f"k{limit + 99}").value == {"i": limit + 99}
+    assert len(store.search(NS, limit=limit + 200)) == limit + 100
+
+
+# ----------------------------------------------------------------- 4. listing reads little
+
+
+def test_a_listing_reads_about_what_it_returns(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory()
+    from langgraph.store.base import PutOp
+
+    t0 = store._clock()
+    for start in range(0, 2000, 500):
+        store._clock = lambda s=start: t0 + s  # each batch later than the one before
+        store.batch([PutOp(NS, f"k{i:04d}", {"i": i}) for i in range(start, start + 500)])
+    store._clock = lambda: t0 + 5000
+    store.put(NS, "k0007", {"i": 7, "moved": True})  # an update moves to the front
+    rows_read: list[int] = []
+    inner = store._call
+
+    def counting(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        out = inner(fn, *args, **kwargs)
+        if fn.__name__ == "get" and kwargs.get("include") == ["metadatas"]:
+            rows_read.append(len(out["ids"]))
+        return out
+
+    first = [i.key for i in store.search(NS, limit=10)]  # reads the prefix once
+    assert first[0] == "k0007"
+    store._call = counting
+    for offset in (0, 10, 90):
+        page = [i.key for i in store.search(NS, limit=10, offset=offset)]
+        expected = ["k0007", *[f"k{i:04d}" for i in range(1500, 2000)]]  # ties: by key
+        assert page == expected[offset : offset + 10]
+    assert max(rows_read) <= 600  # a window of the newest batch, never the 2,000 rows
+    store._clock = lambda: t0 + 6000
+    store.put(NS, "k1234", {"i": 1234, "moved": True})  # a write since the hint
+    assert [i.key for i in store.search(NS, limit=2)] == ["k1234", "k0007"]
+
+
+# ----------------------------------------------------------------- 5. TTL races
+
+
+def test_a_ttl_refresh_never_overwrites_the_expiry_of_a_later_put(
+    chroma_store_factory: Any,
+) -> None:
+    store = chroma_store_factory(ttl={"default_ttl": 10.0, "refresh_on_read": True})
+    store.put(NS, "k", {"v": 1})
+    epoch = store._write_epoch
+    row = store._get_items(ids=[layout.item_id(NS, "k")])
+    store.put(NS, "k", {"v": 2}, ttl=1000.0)  # a put between the read and its refresh
+    after_put = store._get_items(ids=[layout.item_id(NS, "k")])[layout.item_id(NS, "k")]["exp"]
+    store._refresh_ttl(row, store._clock(), read_at=epoch)
+    now = store._get_items(ids=[layout.item_id(NS, "k")])[layout.item_id(NS, "k")]
+    assert now["exp"] == after_put
+    assert json_value(now) == {"v": 2}
+
+
+def test_a_put_racing_the_sweep_keeps_its_item(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(ttl={"default_ttl": 1.0})
+    store.put(NS, "k", {"v": 1})
+    t0 = store._clock()
+    store._clock = lambda: t0 + 120.0  # expired
+    scan = store._scan_items
+
+    def scan_then_put(*args: Any, **kwargs: Any) -> Any:
+        rows = scan(*args, **kwargs)
+        store.put(NS, "k", {"v": 2})  # lands between the sweep's scan and its delete
+        return rows
+
+    store._scan_items = scan_then_put
+    assert store.sweep_ttl() == 0
+    store._scan_items = scan
+    assert store.get(NS, "k").value == {"v": 2}
+    assert store.sweep_ttl() == 0  # nothing expired is left to report again
+
+
+def json_value(meta: dict[str, Any]) -> Any:
+    import json
+
+    return json.loads(meta["v"])
+
+
+def test_fake_cosine_helper_is_a_cosine() -> None:
+    assert cosine(OLD, OLD) == pytest.approx(1.0)
+    assert not math.isclose(cosine(OLD, NEW), 1.0)
