@@ -129,6 +129,46 @@ def part1(args: argparse.Namespace) -> str:
     )
 
 
+def part_listing(args: argparse.Namespace) -> str:
+    """Query-less ``search(ns, limit=10)`` (page 1 and page 10) on a 1k-item namespace of a
+    10-namespace store, against one raw Chroma ``get(where=namespace, limit=10)`` of the same
+    rows in the same run, and ``delete_prefix`` / ``list_namespaces`` beside them."""
+    n, per = args.items, args.items // 10
+    with tempfile.TemporaryDirectory() as folder, ChromaStore.from_path(folder) as store:
+        for start in range(0, n, 500):
+            store.batch([PutOp(("bench", f"user{i % 10}"), f"item{i}", {"text": f"t {i}", "n": i})
+                         for i in range(start, min(n, start + 500))])
+        ns = ("bench", "user3")
+        where = {"p2": "bench\x1fuser3"}
+        store.search(ns, limit=10)  # the first listing of a prefix reads it once
+        rounds = range(args.queries)
+        raw = [timed(lambda: store._items.get(where=where, limit=10, include=["metadatas"]))
+               for _ in rounds]
+        first = [timed(lambda: store.search(ns, limit=10)) for _ in rounds]
+        tenth = [timed(lambda: store.search(ns, limit=10, offset=90)) for _ in rounds]
+        listed = [timed(lambda: store.list_namespaces(prefix=("bench",))) for _ in range(5)]
+        cold = ChromaStore.from_path(folder)
+        cold_first = timed(lambda: cold.search(ns, limit=10))
+        cold.close()
+        deleted = timed(lambda: store.delete_prefix(ns))
+    base = median(raw)
+    rows = [
+        ["raw Chroma get(where=namespace, limit=10)", f"{base * 1000:.2f}", "1.00x"],
+        ["search(ns, limit=10)", f"{median(first) * 1000:.2f}", f"{median(first) / base:.2f}x"],
+        ["search(ns, limit=10, offset=90)", f"{median(tenth) * 1000:.2f}",
+         f"{median(tenth) / base:.2f}x"],
+        ["first listing of the prefix in a new process", f"{cold_first * 1000:.2f}",
+         f"{cold_first / base:.2f}x"],
+        [f"list_namespaces(prefix=('bench',)) over {n:,} items", f"{median(listed) * 1000:.2f}",
+         f"{median(listed) / base:.2f}x"],
+        [f"delete_prefix of {per:,} items (once)", f"{deleted * 1000:.2f}", "-"],
+    ]
+    return (
+        f"### Listing without a query: {n:,} items in 10 namespaces, p50 of {args.queries}\n\n"
+        + table(["what", "p50 ms", "vs raw get"], rows)
+    )
+
+
 def part2(args: argparse.Namespace) -> str:
     from langmem_edge.embeddings import CachedEmbeddings, default_embeddings
 
@@ -175,8 +215,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model-items", type=int, default=2_000)
     parser.add_argument("--skip-server", action="store_true")
     parser.add_argument("--skip-model", action="store_true")
+    parser.add_argument("--only-listing", action="store_true", help="run the listing part alone")
     args = parser.parse_args(argv)
     started = time.time()
+    print(part_listing(args))
+    if args.only_listing:
+        return
+    print()
     print(part1(args))
     if not args.skip_model:
         print()
