@@ -279,6 +279,11 @@ def check_is_chroma(
     where = shown or server.base
     if resp.status_code == 429 or resp.status_code >= 500:
         raise _NotReady(f"{where} answered {what} instead of Chroma's heartbeat")
+    if resp.status_code in (401, 403):
+        raise ConfigurationError(
+            f"{where} answered but is not a Chroma server ({what}) at GET {url}: a proxy "
+            "in front of Chroma refusing the request? Pass its credentials with headers="
+        )
     raise ConfigurationError(
         f"{where} answered but is not a Chroma server ({what}) at GET {url}; check the "
         "host, port and path prefix (a Chroma 1.x server answers this with JSON)"

@@ -93,8 +93,9 @@ NOT_FOUND = b"<html><body><h1>404 Not Found</h1></body></html>"
         (200, PAGE, "text/html; charset=utf-8", "HTTP 200, text/html"),
         (404, b'{"detail": "Not Found"}', "application/json", "HTTP 404, application/json"),
         (200, b"hello", "text/plain", "HTTP 200, text/plain"),
+        (401, b"<html>Authorization Required</html>", "text/html", "HTTP 401, text/html"),
     ],
-    ids=["404-html", "200-html", "404-json", "200-text"],
+    ids=["404-html", "200-html", "404-json", "200-text", "401-html"],
 )
 @pytest.mark.parametrize("opener", ["store", "saver"])
 def test_a_url_that_is_not_chroma_is_named_as_such(
@@ -111,6 +112,8 @@ def test_a_url_that_is_not_chroma_is_named_as_such(
     assert url in message
     assert "<html" not in message.lower() and "<!doctype" not in message.lower()
     assert info.value.code == "configuration"
+    if status == 401:
+        assert "headers=" in message
 
 
 def test_a_proxy_error_page_is_transient_and_retried() -> None:
@@ -186,6 +189,7 @@ def test_connection_refused_stays_unavailable_after_retries() -> None:
         ChromaSaver.from_url(url, retry={"attempts": 2, "initial_wait": 0.01})
 
 
+@pytest.mark.server
 def test_https_to_a_plain_http_server_is_unavailable_not_a_crash(chroma_server_url: str) -> None:
     https = chroma_server_url.replace("http://", "https://")
     with pytest.raises(BackendUnavailableError):
