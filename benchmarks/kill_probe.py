@@ -261,7 +261,7 @@ def parent(args: argparse.Namespace) -> None:
     work.mkdir(parents=True)
     rng = random.Random(args.seed)
     tally: dict[str, Any] = {"checked": collections.Counter(), "lost": collections.Counter(),
-                             "misses": [], "check_failed": 0, "acked": 0}
+                             "misses": [], "check_failed": 0, "acked": 0, "crashes": []}
     started = time.monotonic()
     pending: str | None = None
     cycles = 0
@@ -281,18 +281,33 @@ def parent(args: argparse.Namespace) -> None:
         if pending:
             _collect(pending, tally, args.verbose)
         time.sleep(rng.uniform(0.05, args.max_delay))
-        os.kill(proc.pid, signal.SIGKILL)
+        crashed = proc.poll() is not None  # it died on its own: a write raised
+        if not crashed:
+            os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         reader.join(5)
+        err = proc.stderr.read() if proc.stderr and crashed else ""
         if proc.stderr:
             proc.stderr.close()
         cycles += 1
+        if crashed:
+            last = (err.strip().splitlines() or ["(no output)"])[-1]
+            tally["crashes"].append((run, last))
+            print(f"cycle {cycles}: WRITER FAILED before the kill: {last}", flush=True)
+            if len(tally["crashes"]) >= 3 and all(
+                c[0] >= f"r{cycles - 3:04d}" for c in tally["crashes"][-3:]
+            ):
+                print("three writers in a row failed: the folder is broken; stopping", flush=True)
         tally["acked"] += len(lines)
         all_acks += lines
         pending = str(work / f"{run}.jsonl")
         Path(pending).write_text("".join(lines))
-        if args.verbose:
+        if args.verbose and not crashed:
             print(f"cycle {cycles}: {len(lines)} writes acknowledged", flush=True)
+        if len(tally["crashes"]) >= 3 and all(
+            c[0] >= f"r{cycles - 3:04d}" for c in tally["crashes"][-3:]
+        ):
+            break
     # the last killed writer's acks, then everything, each from a fresh process
     for check_file in [pending, str(work / "all.jsonl")]:
         if check_file is None:
@@ -318,6 +333,9 @@ def parent(args: argparse.Namespace) -> None:
     print("checked at the end (fresh process, every acknowledged write):",
           dict(final["checked"]), "lost:",
           {f"{k}/{la}": v for (k, la), v in final["lost"].items()} or "none")
+    print(f"writers that failed on their own (a write raised): {len(tally['crashes'])}")
+    for run, last in tally["crashes"][:3]:
+        print(f"  {run}: {last}")
     for miss in (tally["misses"] + final["misses"])[:20]:
         print(f"  {miss['kind']} {miss['id']} run {miss['run']}: {miss['found']} "
               f"{miss.get('diag', '')}")
