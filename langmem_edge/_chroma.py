@@ -1,9 +1,10 @@
 """Chroma plumbing shared by the store and the checkpointer.
 
 - Opening clients: :func:`open_persistent_client` (a folder) and :func:`open_http_client` (a
-  ``chroma run`` server). Telemetry is off; Chroma's default embedding function is never
-  attached (collections are opened with ``embedding_function=None`` and every write passes
-  its own vectors).
+  ``chroma run`` server; the URL checked by :func:`parse_server_url`, then one heartbeat that
+  refuses a URL answering as something other than Chroma). Telemetry is off; Chroma's
+  default embedding function is never attached (collections are opened with
+  ``embedding_function=None`` and every write passes its own vectors).
 - :class:`ChromaCaller`: runs a Chroma call, retries transient failures (connection refused,
   timeouts, HTTP 429/5xx) with tenacity, bounded, and turns every chromadb error into one of
   ours (:class:`~langmem_edge.errors.BackendError`, ``BackendUnavailableError``).
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, TypedDict, TypeVar
-from urllib.parse import urlparse
+from typing import Any, NamedTuple, TypedDict, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 from chromadb.api import ClientAPI
@@ -128,30 +129,204 @@ def open_persistent_client(path: str) -> ClientAPI:
         raise BackendError(f"Cannot open a Chroma folder at {path!r}: {e}") from e
 
 
+API_PATH = "/api/v2"
+"""Where chromadb's HTTP client finds the API under a server URL (chromadb 1.x)."""
+
+PROBE_TIMEOUT = 10.0
+"""Seconds the heartbeat probe of :func:`open_http_client` waits for an answer."""
+
+
+class ServerURL(NamedTuple):
+    """A checked Chroma server URL (see :func:`parse_server_url`)."""
+
+    scheme: str
+    """``http`` or ``https``."""
+    host: str
+    """Host name or address, lower-cased (IPv6 without brackets)."""
+    port: int
+    """The port; default 8000 (Chroma's) for http, 443 for https."""
+    path: str
+    """The path prefix the server is mounted under, without a trailing ``/`` (``""``: none)."""
+
+    @property
+    def ssl(self) -> bool:
+        """Whether the URL is https."""
+        return self.scheme == "https"
+
+    @property
+    def base(self) -> str:
+        """The URL with its port spelled out: what the chromadb client is given."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}{self.path}"
+
+    @property
+    def api(self) -> str:
+        """The API root chromadb's client calls (``base`` + ``/api/v2``)."""
+        return self.base + API_PATH
+
+
+_EXAMPLE = "'http://127.0.0.1:8000'"
+
+
+def _redacted(url: str) -> str:
+    """``url`` for an error message, with any ``user:password@`` replaced by ``***@``."""
+    if "@" not in url:
+        return url
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    netloc, slash, tail = rest.partition("/")
+    return f"{scheme}://***@{netloc.rpartition('@')[2]}{slash}{tail}"
+
+
+def parse_server_url(url: str) -> ServerURL:
+    """Check a Chroma server URL: ``http[s]://host[:port][/path/prefix]``.
+
+    A path prefix is honoured (a server behind a reverse proxy that mounts it at
+    ``/chroma``): chromadb's client (1.x) takes a full URL as its host and calls
+    ``<url>/api/v2/...``. The port defaults to Chroma's 8000 for http and to 443 for https.
+
+    Raises:
+        ConfigurationError: no ``http://`` or ``https://`` scheme, no host, a port outside
+            1-65535, credentials in the URL (pass ``headers=`` instead), a query string or a
+            fragment, or a path naming Chroma's own API path (``/api/v1``, ``/api/v2``).
+    """
+    shown = _redacted(url) if isinstance(url, str) else url
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigurationError(
+            f"A Chroma server URL starts with http:// or https:// (like {_EXAMPLE}); "
+            f"got {shown!r}"
+        )
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https"):
+        raise ConfigurationError(
+            f"A Chroma server URL starts with http:// or https:// (like {_EXAMPLE}); "
+            f"got scheme {parts.scheme!r} in {shown!r}"
+        )
+    if parts.username is not None or parts.password is not None:
+        raise ConfigurationError(
+            f"Credentials in a Chroma server URL are not accepted ({shown!r}): pass them as "
+            "headers=, e.g. headers={'Authorization': 'Bearer <token>'} or "
+            "{'X-Chroma-Token': '<token>'}"
+        )
+    if not parts.hostname:
+        raise ConfigurationError(f"The Chroma server URL {shown!r} has no host (like {_EXAMPLE})")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        netloc_port = parts.netloc.rpartition(":")[2]
+        raise ConfigurationError(
+            f"The port of a Chroma server URL must be a number from 1 to 65535; got "
+            f"{netloc_port!r} in {shown!r}"
+        )
+    if parts.query:
+        raise ConfigurationError(
+            f"A Chroma server URL takes no query string ({shown!r}); the tenant and database "
+            "are not read from the URL"
+        )
+    if parts.fragment:
+        raise ConfigurationError(f"A Chroma server URL takes no fragment (#...): {shown!r}")
+    path = parts.path.rstrip("/")
+    if path.endswith(("/api/v1", "/api/v2")):
+        raise ConfigurationError(
+            f"Give the Chroma server's root, not its API path: {shown!r} ends with "
+            f"{path[-7:]!r}, which chromadb's client adds itself"
+        )
+    scheme = parts.scheme
+    default = 443 if scheme == "https" else 8000
+    return ServerURL(scheme, parts.hostname, port or default, path)
+
+
+class _NotReady(ConnectionError):
+    """The URL answered with a 429/5xx page that is not Chroma's: a proxy in front of a
+    server that is down or restarting. Transient (a ``ConnectionError``), so retried."""
+
+
+def check_is_chroma(
+    server: ServerURL, *, headers: dict[str, str] | None = None, shown: str | None = None
+) -> None:
+    """Ask ``GET <api>/heartbeat`` and refuse anything that does not answer like Chroma.
+
+    Chroma answers ``200 {"nanosecond heartbeat": ...}``, or an error as JSON with an
+    ``"error"`` field (left to chromadb's client to raise and us to translate). Anything
+    else is named by its status and content type, never pasted: a web page would put its
+    HTML into the message.
+
+    Raises:
+        ConfigurationError: the URL answered, but not as Chroma does. The answer is
+            permanent and the remedy is a different URL (host, port or path): a wrong
+            option, not a failing backend, so retrying would not help and
+            ``BackendError`` (which means Chroma itself refused or failed) would mislead.
+        _NotReady: a 429 or 5xx answer that is not Chroma's (transient, retried).
+        httpx.TransportError: no answer at all (transient, retried).
+    """
+    url = f"{server.api}/heartbeat"
+    resp = httpx.get(url, headers=headers, timeout=PROBE_TIMEOUT)
+    ctype = (resp.headers.get("content-type") or "").split(";")[0].strip().lower()
+    body: Any = None
+    if ctype.endswith("json") or ctype == "":
+        try:
+            body = resp.json()
+        except ValueError:
+            body = None
+    if isinstance(body, dict) and (
+        (resp.status_code == 200 and "nanosecond heartbeat" in body) or "error" in body
+    ):
+        return
+    what = f"HTTP {resp.status_code}, {ctype or 'no content type'}"
+    where = shown or server.base
+    if resp.status_code == 429 or resp.status_code >= 500:
+        raise _NotReady(f"{where} answered {what} instead of Chroma's heartbeat")
+    if resp.status_code in (401, 403):
+        raise ConfigurationError(
+            f"{where} answered but is not a Chroma server ({what}) at GET {url}: a proxy "
+            "in front of Chroma refusing the request? Pass its credentials with headers="
+        )
+    raise ConfigurationError(
+        f"{where} answered but is not a Chroma server ({what}) at GET {url}; check the "
+        "host, port and path prefix (a Chroma 1.x server answers this with JSON)"
+    )
+
+
 def open_http_client(
     url: str,
     *,
     headers: dict[str, str] | None = None,
     retry: RetryConfig | None = None,
 ) -> ClientAPI:
-    """A ``chromadb.HttpClient`` for a server at ``url`` (``http[s]://host[:port]``)."""
+    """A ``chromadb.HttpClient`` for a server at ``url``: ``http[s]://host[:port][/prefix]``.
+
+    The URL is checked by :func:`parse_server_url` (a path prefix is honoured), then one
+    heartbeat (:func:`check_is_chroma`) makes sure it is a Chroma server before chromadb's
+    client is built. Both run under the retry policy: no answer, a timeout, or a 429/5xx page
+    is retried, then raised as ``BackendUnavailableError``.
+
+    Raises:
+        ConfigurationError: a malformed URL, or one that answers but not as Chroma does.
+        BackendUnavailableError: the server stayed unreachable through every retry.
+        BackendError: Chroma refused the client (bad credentials, unknown tenant, ...).
+    """
     import chromadb
 
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ConfigurationError(
-            f"Expected a Chroma server URL like 'http://127.0.0.1:8000', got {url!r}"
+    server = parse_server_url(url)
+    shown = _redacted(url)
+
+    def connect() -> ClientAPI:
+        check_is_chroma(server, headers=headers, shown=shown)
+        # chromadb takes a full URL as host (then ignores port): the path prefix survives
+        return chromadb.HttpClient(
+            host=server.base,
+            port=server.port,
+            ssl=server.ssl,
+            headers=dict(headers) if headers else None,
+            settings=_settings(),
         )
-    ssl = parsed.scheme == "https"
-    port = parsed.port or (443 if ssl else 8000)
-    return ChromaCaller(retry)(
-        chromadb.HttpClient,
-        host=parsed.hostname,
-        port=port,
-        ssl=ssl,
-        headers=headers,
-        settings=_settings(),
-    )
+
+    client: ClientAPI = ChromaCaller(retry)(connect)
+    logger.debug("connected to the Chroma server at %s", server.api)
+    return client
 
 
 def open_collection(

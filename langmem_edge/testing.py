@@ -5,7 +5,8 @@
   behaves sensibly without a model. No model, no network.
 - :class:`ScriptedChatModel`: a chat model that answers from a script (a list of replies, or
   a function of the prompt), for testing code that calls a ``BaseChatModel``.
-- :func:`chroma_server`: a throwaway ``chroma run`` on 127.0.0.1 for server-mode tests.
+- :func:`chroma_server`: a throwaway ``chroma run`` on 127.0.0.1 for server-mode tests;
+  :func:`chroma_command`: the command line that runs chromadb's CLI with this interpreter.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-__all__ = ["FakeEmbeddings", "ScriptedChatModel", "chroma_server"]
+__all__ = ["FakeEmbeddings", "ScriptedChatModel", "chroma_command", "chroma_server"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -135,10 +136,55 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
+def chroma_command() -> list[str]:
+    """The command that runs chromadb's ``chroma`` CLI with this interpreter.
+
+    chromadb declares the CLI as the console script ``chroma = chromadb.cli.cli:app`` and its
+    module has no ``__main__`` block: ``python -m chromadb.cli.cli`` imports it and exits 0
+    without a word. So the entry point is read from chromadb's installed metadata and called
+    through ``sys.executable -c``: no dependence on PATH, on where the installer put scripts,
+    or on a ``chroma`` from another environment shadowing this one.
+    """
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    target = "chromadb.cli.cli:app"
+    try:
+        for ep in distribution("chromadb").entry_points:
+            if ep.group == "console_scripts" and ep.name == "chroma":
+                target = ep.value
+                break
+    except PackageNotFoundError:  # pragma: no cover - chromadb is a dependency
+        pass
+    module, _, attr = target.partition(":")
+    code = (
+        "import importlib, sys; "
+        f"app = importlib.import_module({module!r}).{attr}; "
+        "sys.argv[0] = 'chroma'; sys.exit(app())"
+    )
+    return [sys.executable, "-c", code]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @contextmanager
-def chroma_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
-    """Start ``chroma run`` on 127.0.0.1, a free port and a temporary folder; yield its URL;
-    stop it by its PID (and delete the folder) on exit.
+def chroma_server(*, port: int | None = None, startup_timeout: float = 60.0) -> Iterator[str]:
+    """Start ``chroma run`` on 127.0.0.1 and a temporary folder; yield its URL; stop it by its
+    PID (and delete the folder) on exit.
+
+    The server runs under this interpreter (:func:`chroma_command`), so it starts whether or
+    not the environment's ``bin`` folder is on PATH.
+
+    Args:
+        port: The port to listen on. Default: a free one.
+        startup_timeout: Seconds to wait for the first heartbeat. Default 60.
+
+    Raises:
+        RuntimeError: the server exited before answering (the message has its exit code and
+            output), or did not answer within ``startup_timeout``.
 
     Example:
         ```python
@@ -148,38 +194,45 @@ def chroma_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
     """
     import httpx
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port() if port is None else port
     folder = tempfile.mkdtemp(prefix="langmem-edge-chroma-")
-    exe = shutil.which("chroma")
-    cmd = [exe] if exe else [sys.executable, "-m", "chromadb.cli.cli"]
     log_path = Path(folder) / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [*cmd, "run", "--path", folder, "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    args = ["run", "--path", folder, "--host", "127.0.0.1", "--port", str(port)]
     url = f"http://127.0.0.1:{port}"
+    proc: subprocess.Popen[bytes] | None = None
     try:
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [*chroma_command(), *args], stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + startup_timeout
         while True:
+            code = proc.poll()
+            if code is not None:
+                output = log_path.read_text(errors="replace")[-4000:].strip()
+                raise RuntimeError(
+                    f"chroma run ({' '.join(args)}) exited with code {code} before answering "
+                    f"on {url}; its output: {output or '(nothing)'}"
+                )
             try:
                 if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                tail = log_path.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"chroma run did not start: {tail}")
+            if time.monotonic() > deadline:
+                output = log_path.read_text(errors="replace")[-4000:].strip()
+                raise RuntimeError(
+                    f"chroma run did not answer on {url} within {startup_timeout} s; "
+                    f"its output: {output or '(nothing)'}"
+                )
             time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         shutil.rmtree(folder, ignore_errors=True)

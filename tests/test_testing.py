@@ -52,3 +52,47 @@ def test_chroma_server_starts_serves_and_stops() -> None:
             assert store.get(("t",), "k").value == {"v": 1}
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{url}/api/v2/heartbeat", timeout=1)
+
+
+def _path_without_python_scripts() -> str:
+    """PATH with every folder that holds a ``chroma`` script removed (the venv's bin, pyenv's
+    shims): what a test runner started as ``/path/to/venv/bin/python -m pytest`` sees."""
+    import os
+    import shutil
+
+    folders = os.environ.get("PATH", "").split(os.pathsep)
+    kept = [d for d in folders if d and not shutil.which("chroma", path=d)]
+    return os.pathsep.join(kept)
+
+
+def test_chroma_server_starts_without_the_venv_bin_on_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shutil
+
+    from langmem_edge import ChromaStore
+    from langmem_edge.testing import chroma_server
+
+    monkeypatch.setenv("PATH", _path_without_python_scripts())
+    assert shutil.which("chroma") is None
+    with chroma_server() as url:
+        with ChromaStore.from_url(url, index=None) as store:
+            store.put(("t",), "k", {"v": 1})
+            assert store.get(("t",), "k").value == {"v": 1}
+
+
+def test_chroma_server_that_exits_early_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from langmem_edge.testing import chroma_server
+
+    with socket.socket() as busy:  # a port already taken: `chroma run` exits with a message
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(RuntimeError) as info:
+            with chroma_server(port=port, startup_timeout=30):
+                pass  # pragma: no cover - must not start
+    message = str(info.value)
+    assert "exited with code" in message
+    assert "not available" in message  # chroma's own words, not "(nothing)"
