@@ -322,3 +322,40 @@ def json_value(meta: dict[str, Any]) -> Any:
 def test_fake_cosine_helper_is_a_cosine() -> None:
     assert cosine(OLD, OLD) == pytest.approx(1.0)
     assert not math.isclose(cosine(OLD, NEW), 1.0)
+
+
+def test_listing_pages_stay_exact_under_updates_deletes_and_expiry(
+    chroma_store_factory: Any,
+) -> None:
+    """Hints go stale as other writes land; every page must still be the reference's."""
+    import random
+
+    from langgraph.store.base import PutOp
+
+    rng = random.Random(5)
+    store = chroma_store_factory(ttl={"refresh_on_read": False})
+    t = [1_000_000.0]
+    store._clock = lambda: t[0]
+    model: dict[str, float] = {}
+    for i in range(0, 120, 40):
+        store.batch([PutOp(NS, f"k{j:03d}", {"j": j}) for j in range(i, i + 40)])
+        model.update({f"k{j:03d}": t[0] for j in range(i, i + 40)})
+        t[0] += 1
+    for _ in range(12):
+        for _ in range(rng.randint(1, 8)):
+            k = f"k{rng.randrange(130):03d}"
+            if rng.random() < 0.25:
+                store.delete(NS, k)
+                model.pop(k, None)
+            else:
+                expiring = rng.random() < 0.2
+                store.put(NS, k, {"r": rng.random()}, ttl=0.01 if expiring else None)
+                model[k] = t[0]
+                if expiring:
+                    model[k] = -1.0  # gone once the clock moves past its minute
+        t[0] += 2
+        live = sorted((k for k, ua in model.items() if ua >= 0), key=lambda k: (-model[k], k))
+        model = {k: ua for k, ua in model.items() if ua >= 0}
+        for offset in (0, 10, 30, 50, 90, 115):
+            got = [i.key for i in store.search(NS, limit=10, offset=offset)]
+            assert got == live[offset : offset + 10], (offset, len(live))

@@ -29,6 +29,8 @@ class ListingMixin:
     """Query-less search (needs the store's item scan and search ``where``)."""
 
     _listing_hints: ListingHints
+    _call: Callable[..., Any]
+    _items: Any
     _scan_items: Callable[..., list[dict[str, Any]]]
     _search_where: Callable[[SearchOp], dict[str, Any] | None]
 
@@ -44,14 +46,18 @@ class ListingMixin:
         the whole prefix is read. ``T`` comes from :class:`ListingHints`, the update times
         this process saw at each position the last time it read the prefix in full: a
         hint, never trusted (a wrong one costs one read of the whole prefix, never a wrong
-        page). So a listing costs one ``get`` of about ``offset + limit`` rows once the prefix
-        was read once in this process.
+        page). So a first page costs one ``get`` of about ``limit`` rows once the prefix was
+        read once in this process, and a later page without a filter an id-only count and
+        one ``get`` of about ``limit`` rows (:meth:`_page_between`).
         """
         want = op.offset + op.limit
         if want <= 0:
             return []
-        where = self._search_where(op)
         key = _hint_key(op)
+        page = self._page_between(op, key, now) if op.offset and not op.filter else None
+        if page is not None:
+            return page
+        where = self._search_where(op)
         threshold = self._listing_hints.threshold(key, want)
         rows: list[dict[str, Any]] | None = None
         if threshold is not None:
@@ -66,10 +72,42 @@ class ListingMixin:
         else:
             rows.sort(key=newest_first)
             self._listing_hints.refine(key, [float(m["ua"]) for m in rows])
-        return [
-            (ExplainedItem(search_item(m, None)), m)
-            for m in rows[op.offset : op.offset + op.limit]
-        ]
+        return _page(rows, op.offset, op.limit)
+
+    def _page_between(
+        self, op: SearchOp, key: tuple[tuple[str, ...], str], now: float
+    ) -> list[tuple[ExplainedItem, dict[str, Any]]] | None:
+        """A later page without a filter, reading about ``limit`` rows: the rows updated
+        within ``[lo, hi]`` (the hinted update times at the page's first and last positions),
+        placed by counting (ids only) the live rows updated after ``hi``. Exact when that
+        count is at most ``offset`` and the window reaches ``offset + limit``; None otherwise
+        (then the caller reads from the newest row on)."""
+        bounds = self._listing_hints.bounds(key, op.offset, op.limit)
+        if bounds is None:
+            return None
+        lo, hi = bounds
+        prefix = layout.prefix_where(tuple(op.namespace_prefix))
+        alive = {"exp": {"$gt": now}}
+        newer = self._call(
+            self._items.get,
+            where=layout.and_where([prefix, {"ua": {"$gt": hi}}, alive]),
+            include=[],
+        )
+        before = len(newer["ids"])
+        window = self._scan_items(
+            layout.and_where([prefix, {"ua": {"$gte": lo}}, {"ua": {"$lte": hi}}]), now
+        )
+        start = op.offset - before
+        if start < 0 or start + op.limit > len(window):
+            return None
+        window.sort(key=newest_first)
+        return _page(window, start, op.limit)
+
+
+def _page(
+    rows: list[dict[str, Any]], start: int, limit: int
+) -> list[tuple[ExplainedItem, dict[str, Any]]]:
+    return [(ExplainedItem(search_item(m, None)), m) for m in rows[start : start + limit]]
 
 
 def newest_first(meta: dict[str, Any]) -> tuple[float, str, str]:
@@ -95,6 +133,15 @@ class ListingHints:
         if not times or len(times) < want:
             return None
         return times[want - 1]
+
+    def bounds(
+        self, key: tuple[tuple[str, ...], str], offset: int, limit: int
+    ) -> tuple[float, float] | None:
+        """The hinted update times at positions ``offset`` and ``offset + limit - 1``."""
+        times = self._times.get(key)
+        if not times or len(times) < offset + limit or limit <= 0:
+            return None
+        return times[offset + limit - 1], times[offset]
 
     def learn(self, key: tuple[tuple[str, ...], str], times: list[float]) -> None:
         """The whole prefix was read: ``times`` are its rows' update times, newest first."""
