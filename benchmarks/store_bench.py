@@ -146,6 +146,7 @@ def part_listing(args: argparse.Namespace) -> str:
                for _ in rounds]
         first = [timed(lambda: store.search(ns, limit=10)) for _ in rounds]
         tenth = [timed(lambda: store.search(ns, limit=10, offset=90)) for _ in rounds]
+        fiftieth = [timed(lambda: store.search(ns, limit=10, offset=490)) for _ in rounds]
         listed = [timed(lambda: store.list_namespaces(prefix=("bench",))) for _ in range(5)]
         cold = ChromaStore.from_path(folder)
         cold_first = timed(lambda: cold.search(ns, limit=10))
@@ -157,6 +158,8 @@ def part_listing(args: argparse.Namespace) -> str:
         ["search(ns, limit=10)", f"{median(first) * 1000:.2f}", f"{median(first) / base:.2f}x"],
         ["search(ns, limit=10, offset=90)", f"{median(tenth) * 1000:.2f}",
          f"{median(tenth) / base:.2f}x"],
+        ["search(ns, limit=10, offset=490)", f"{median(fiftieth) * 1000:.2f}",
+         f"{median(fiftieth) / base:.2f}x"],
         ["first listing of the prefix in a new process", f"{cold_first * 1000:.2f}",
          f"{cold_first / base:.2f}x"],
         [f"list_namespaces(prefix=('bench',)) over {n:,} items", f"{median(listed) * 1000:.2f}",

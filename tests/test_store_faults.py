@@ -337,13 +337,13 @@ def test_listing_pages_stay_exact_under_updates_deletes_and_expiry(
     t = [1_000_000.0]
     store._clock = lambda: t[0]
     model: dict[str, float] = {}
-    for i in range(0, 120, 40):
+    for i in range(0, 360, 40):
         store.batch([PutOp(NS, f"k{j:03d}", {"j": j}) for j in range(i, i + 40)])
         model.update({f"k{j:03d}": t[0] for j in range(i, i + 40)})
         t[0] += 1
     for _ in range(12):
         for _ in range(rng.randint(1, 8)):
-            k = f"k{rng.randrange(130):03d}"
+            k = f"k{rng.randrange(370):03d}"
             if rng.random() < 0.25:
                 store.delete(NS, k)
                 model.pop(k, None)
@@ -356,6 +356,6 @@ def test_listing_pages_stay_exact_under_updates_deletes_and_expiry(
         t[0] += 2
         live = sorted((k for k, ua in model.items() if ua >= 0), key=lambda k: (-model[k], k))
         model = {k: ua for k, ua in model.items() if ua >= 0}
-        for offset in (0, 10, 30, 50, 90, 115):
+        for offset in (0, 10, 30, 50, 90, 115, 200, 210, 300, 310):
             got = [i.key for i in store.search(NS, limit=10, offset=offset)]
             assert got == live[offset : offset + 10], (offset, len(live))
