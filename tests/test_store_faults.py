@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 import pytest
-from faults import FaultyCaller, InjectedFault
+from faults import EXIT_CODE, FaultyCaller, InjectedFault, run_child
 from langgraph.store.base import InvalidNamespaceError as LanggraphNamespaceError
 from langgraph.store.memory import InMemoryStore
 
@@ -359,3 +359,56 @@ def test_listing_pages_stay_exact_under_updates_deletes_and_expiry(
         for offset in (0, 10, 30, 50, 90, 115, 200, 210, 300, 310):
             got = [i.key for i in store.search(NS, limit=10, offset=offset)]
             assert got == live[offset : offset + 10], (offset, len(live))
+
+
+KILL_CHILD = """
+import os
+from faults import FaultyCaller
+from langmem_edge import ChromaStore
+from langmem_edge.store import writes
+from langmem_edge.testing import FakeEmbeddings
+
+writes.SETTLE_DELAY = 3600.0
+index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
+store = ChromaStore.from_path(os.environ["FOLDER"], index=index)
+ns = ("users", "alice")
+store.put(ns, "drink", {"text": "likes green tea"})
+store.put(ns, "gone", {"text": "to be deleted"})
+store._call = FaultyCaller(store._call, fail_at=int(os.environ["FAIL_AT"]), mode="exit")
+from langgraph.store.base import PutOp
+store.batch([
+    PutOp(ns, "drink", {"text": "prefers black coffee"}),
+    PutOp(ns, "new", {"text": "a brand new fact"}),
+    PutOp(ns, "gone", None),
+])
+print("finished")
+"""
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 3, 4, 5])
+def test_a_writer_killed_at_any_call_leaves_a_state_a_fresh_process_reads_right(
+    tmp_path: Any, fail_at: int
+) -> None:
+    """SIGKILL-like exits (os._exit, no cleanup) at each write call of a batch that updates,
+    adds and deletes: a fresh store on the folder sees each item whole, old or new, and
+    ranks it by the texts it holds."""
+    folder = tmp_path / "store"
+    child = run_child(KILL_CHILD, env={"FOLDER": str(folder), "FAIL_AT": str(fail_at)})
+    if "finished" in child.stdout:
+        assert child.returncode == 0  # the batch makes fewer write calls than fail_at
+    else:
+        assert child.returncode == EXIT_CODE, child.stderr[-2000:]
+    from langmem_edge import ChromaStore
+
+    with ChromaStore.from_path(str(folder), index=index()) as fresh:
+        drink = fresh.get(NS, "drink").value["text"]
+        assert drink in (OLD, NEW)
+        new, gone = fresh.get(NS, "new"), fresh.get(NS, "gone")
+        for query in (OLD, NEW):
+            hit = next(h for h in fresh.search(NS, query=query) if h.key == "drink")
+            assert hit.score == pytest.approx(cosine(query, drink), abs=1e-4)
+        keys = {h.key for h in fresh.search(NS, query="fact deleted", limit=10)}
+        assert ("new" in keys) == (new is not None)
+        assert ("gone" in keys) == (gone is not None)
+        hybrid = {e.item.key for e in fresh.explain_search(NS, query="brand new fact")}
+        assert ("new" in hybrid) == (new is not None)
