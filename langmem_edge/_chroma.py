@@ -337,12 +337,15 @@ def open_collection(
     call: ChromaCaller,
     metadata: dict[str, Any] | None = None,
     reads_from: int | None = None,
+    upgrade: Callable[[Collection, int], None] | None = None,
 ) -> Collection:
     """Get or create ``name`` with cosine space and a schema version in its metadata.
 
     A collection of an older schema from ``reads_from`` on (default: only this one) is one
-    this code reads as it is; its version is raised to ``schema_version``, so code that
-    knows only the older layout refuses it from then on instead of misreading new rows.
+    this code reads as it is; ``upgrade(collection, found_version)`` runs first (it must be
+    idempotent: a crash before the version is raised runs it again), then its version is
+    raised to ``schema_version``, so code that knows only the older layout refuses it from
+    then on instead of misreading new rows.
 
     Raises:
         ConfigurationError: the collection was written by a newer layout than this code knows,
@@ -365,6 +368,8 @@ def open_collection(
                 f"Collection {name!r} has layout schema {found}; this version of langmem_edge "
                 f"reads schemas {oldest} to {schema_version}."
             )
+        if upgrade is not None:
+            upgrade(collection, found)
         kept = {
             k: v for k, v in (collection.metadata or {}).items() if not k.startswith("hnsw:")
         }

@@ -444,3 +444,36 @@ def test_scans_past_the_first_page(open_store: Any, monkeypatch: pytest.MonkeyPa
     )
     assert store.list_namespaces(prefix=("s",)) == [("s", "n0"), ("s", "n1"), ("s", "n2")]
     assert store.sweep_ttl() == 1
+
+
+def test_schema_2_stores_are_read_and_their_wide_items_flagged(tmp_path: Any) -> None:
+    """Schema 2 had no vector generations (ids ``<item>:<j>``) and truncated the filter
+    mirror of wide values silently; reopening flags those rows so filters find them, and
+    searches rank by the legacy vector rows until the next put rewrites them."""
+    path = str(tmp_path / "v2")
+    store = ChromaStore.from_path(path, index=index())
+    wide = {f"f{i:02d}": i for i in range(70)} | {"kind": "target", "text": "red apples"}
+    store.put(("fruit",), "wide", wide)
+    store.put(("fruit",), "plain", {"kind": "other", "text": "green pears"})
+    rows = store._vectors.get(include=["metadatas", "embeddings"])
+    store._vectors.delete(ids=rows["ids"])
+    legacy = [f"{layout.parse_vector_id(v)[0]}:0" for v in rows["ids"]]
+    store._vectors.add(ids=legacy, embeddings=rows["embeddings"], metadatas=rows["metadatas"])
+    ids = store._items.get(include=[])["ids"]
+    store._items.update(ids=ids, metadatas=[{"vg": None, "vt": None, "fx": None}] * len(ids))
+    for col in (store._items, store._vectors, store._sync):
+        col.modify(metadata={SCHEMA_KEY: 2})
+    store.close()
+
+    again = ChromaStore.from_path(path, index=index())
+    assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
+    assert [i.key for i in again.search(("fruit",), filter={"kind": "target"})] == ["wide"]
+    assert again.search(("fruit",), query="red apples")[0].key == "wide"
+    assert again.search(("fruit",), query="red apples")[0].score == pytest.approx(1.0, abs=1e-4)
+    again.put(("fruit",), "wide", {**wide, "text": "ripe bananas"})  # rewrites as schema 3
+    assert again.search(("fruit",), query="ripe bananas")[0].key == "wide"
+    left = again._vectors.get(include=[])["ids"]
+    wide_id = layout.item_id(("fruit",), "wide")
+    assert f"{wide_id}:0" not in left  # the legacy row went with the old generation
+    assert len(left) == 2
+    again.close()

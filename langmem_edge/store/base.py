@@ -20,6 +20,7 @@ The layout lives in :mod:`langmem_edge.store.layout`; the vector channel in
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -154,6 +155,7 @@ class ChromaStore(
                 schema_version=layout.SCHEMA_VERSION,
                 reads_from=layout.READS_FROM,
                 call=self._call,
+                upgrade=self._flag_incomplete_mirrors if part == "items" else None,
             )
             for part in ("items", "vectors", "sync")
         )
@@ -175,6 +177,32 @@ class ChromaStore(
         self._clock: Callable[[], float] = time.time  # epoch seconds; tests may replace it
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
+
+    def _flag_incomplete_mirrors(self, items: Any, found: int) -> None:
+        """Upgrade from schema < 3: set ``fx`` on item rows whose filter mirror is incomplete
+        (more than ``MAX_FILTER_FIELDS`` leaves, non-finite numeric strings), which older
+        layouts truncated silently, so pushed-down filters let them through. One read of
+        every row, once; only the rows concerned are written (``update`` merges fields)."""
+        ids, metas = [], []
+        offset = 0
+        while True:
+            page = self._call(items.get, include=["metadatas"], limit=GET_PAGE, offset=offset)
+            for iid, meta in zip(page["ids"], page["metadatas"], strict=True):
+                if "v" in meta and layout.INCOMPLETE_FIELD not in meta:
+                    value = json.loads(meta["v"])
+                    if isinstance(value, dict) and layout.filter_fields(value).get(
+                        layout.INCOMPLETE_FIELD
+                    ):
+                        ids.append(iid)
+                        metas.append({layout.INCOMPLETE_FIELD: True})
+            if len(page["ids"]) < GET_PAGE:
+                break
+            offset += GET_PAGE
+        for start in range(0, len(ids), GET_PAGE):
+            end = start + GET_PAGE
+            self._call(items.update, ids=ids[start:end], metadatas=metas[start:end])
+        if ids:
+            logger.info("schema %d -> 3: flagged %d item(s), mirrors incomplete", found, len(ids))
 
     # -- construction -------------------------------------------------------------------
 
