@@ -325,10 +325,7 @@ class ChromaStore(
                 path = tuple(cond.path)
                 lead = path.index("*") if "*" in path else len(path)
                 clauses.append(layout.prefix_where(path[:lead]))  # labels past a "*": below
-        namespaces = {
-            tuple(m["ns"].split(layout.NS_SEP))
-            for m in self._scan_items(layout.and_where(clauses), now)
-        }
+        namespaces = self._live_namespaces(layout.and_where(clauses), now)
         matched = [
             ns for ns in namespaces if all(_matches(c, ns) for c in (op.match_conditions or ()))
         ]
@@ -336,6 +333,25 @@ class ChromaStore(
             matched = list({ns[: op.max_depth] for ns in matched})
         matched.sort()
         return matched[op.offset : op.offset + op.limit]
+
+    def _live_namespaces(self, where: dict[str, Any] | None, now: float) -> set[tuple[str, ...]]:
+        """The namespaces of the live items matching ``where``.
+
+        Reads ids only (the expiry checked inside Chroma) and names them from
+        :class:`~langmem_edge.store.names.ItemNames`, which is exact forever (an id is a hash
+        of its namespace and key); only ids this process never saw have their rows read, so a
+        listing costs about one id-only ``get`` once the items were seen."""
+        alive = layout.and_where([where, {"exp": {"$gt": now}}])
+        ids = self._call(self._items.get, where=alive, include=[])["ids"]
+        unknown = [i for i in ids if i not in self._names]
+        for start in range(0, len(unknown), GET_PAGE):
+            self._get_items(ids=unknown[start : start + GET_PAGE])
+        namespaces = set()
+        for iid in ids:
+            name = self._names.get(iid)
+            if name is not None:  # None: deleted between the two reads
+                namespaces.add(name[0])
+        return namespaces
 
     def _get_items(self, *, ids: list[str], now: float | None = None) -> dict[str, dict[str, Any]]:
         """Item rows by id; with ``now``, only those alive then.
