@@ -62,8 +62,22 @@ def _settings() -> Settings:
     return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
+DAMAGED_INDEX_SIGNS = ("Error deserializing pickle file", "EOF while parsing")
+"""Text of the error Chroma 1.5 raises at every write once a collection's HNSW metadata file
+(``index_metadata.pickle``) was cut short by a kill while Chroma saved it (seen in
+``benchmarks/kill_probe.py --sync-threshold 10``): permanent, never worth a retry."""
+
+
+def is_damaged_index(exc: BaseException) -> bool:
+    """Whether ``exc`` says a collection's vector index files are damaged on disk."""
+    text = str(exc)
+    return any(sign in text for sign in DAMAGED_INDEX_SIGNS)
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether a failed Chroma call is worth retrying (network trouble, 429, 5xx)."""
+    if is_damaged_index(exc):
+        return False
     if isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError)):
         return True
     if isinstance(exc, ChromaError):
@@ -111,6 +125,13 @@ class ChromaCaller:
 
 def wrap_error(exc: BaseException, what: str) -> BackendError:
     """Our error for a chromadb (or transport) exception raised by ``what``."""
+    if is_damaged_index(exc):
+        return BackendError(
+            f"Chroma {what} failed: the collection's vector index files on disk are damaged "
+            "(a process was killed while Chroma was saving them). Its rows are intact in "
+            "Chroma's SQLite file, but Chroma refuses writes to this collection until the "
+            f"collection is rebuilt. ({type(exc).__name__}: {exc})"
+        )
     if is_transient(exc):
         return BackendUnavailableError(
             f"Chroma is unavailable: {what} kept failing after retries "

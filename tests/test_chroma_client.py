@@ -218,3 +218,26 @@ def test_a_path_prefix_is_honoured(chroma_server_url: str) -> None:
         # without the prefix, the proxy answers its own 404 page: named, not pasted
         with pytest.raises(ConfigurationError, match="not a Chroma server"):
             ChromaStore.from_url(proxy, index=None, retry={"attempts": 1})
+
+
+def test_a_damaged_index_file_is_named_and_never_retried() -> None:
+    from chromadb.errors import InternalError
+
+    from langmem_edge import _chroma, errors
+
+    exc = InternalError(
+        "Error executing plan: Error deserializing pickle file: eval error at offset 0: "
+        "EOF while parsing"
+    )
+    assert not _chroma.is_transient(exc)
+    calls = []
+
+    def broken() -> None:
+        calls.append(1)
+        raise exc
+
+    broken.__name__ = "upsert"
+    with pytest.raises(errors.BackendError) as info:
+        _chroma.ChromaCaller({"attempts": 4, "initial_wait": 0.0})(broken)
+    assert not isinstance(info.value, errors.BackendUnavailableError)
+    assert "damaged" in str(info.value) and len(calls) == 1
