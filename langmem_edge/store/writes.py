@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
-from langgraph.store.base import IndexConfig, PutOp, get_text_at_path, tokenize_path
+from langgraph.store.base import IndexConfig, PutOp, SearchOp, get_text_at_path, tokenize_path
 
 from langmem_edge import _chroma
 from langmem_edge.embeddings import text_hash
@@ -73,12 +73,7 @@ class WriteMixin:
         prefix = tuple(namespace_prefix)
         if not prefix:
             raise InvalidNamespaceError("delete_prefix needs a non-empty namespace prefix")
-        for label in prefix:
-            if not isinstance(label, str) or not label:
-                raise InvalidNamespaceError(
-                    f"namespace labels must be non-empty strings, got {label!r} in {prefix!r}"
-                )
-        layout.check_labels(prefix, namespace=prefix)
+        layout.validate_op(SearchOp(prefix))
         where = layout.prefix_where(prefix)
         ids = self._call(self._items.get, where=where, include=[])["ids"]
         vec_ids = self._call(self._vectors.get, where=where, include=[])["ids"]
