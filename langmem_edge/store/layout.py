@@ -241,13 +241,24 @@ def encode_value(
             f"value for key {key!r} in namespace {namespace} must be a dict, "
             f"got {type(value).__name__}"
         )
+    where = _non_string_key(value)
+    if where is not None:
+        raise InvalidInputError(
+            f"value for key {key!r} in namespace {namespace} has a non-string dict key at "
+            f"{where}: JSON would turn it into a string, so the value would not round-trip"
+        )
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise InvalidInputError(
+            f"value for key {key!r} in namespace {namespace} holds a lone surrogate "
+            f"({e.object[e.start:e.end]!r}), which is not valid Unicode and Chroma cannot store"
+        ) from e
     except (TypeError, ValueError) as e:
         raise InvalidInputError(
             f"value for key {key!r} in namespace {namespace} is not JSON-serialisable: {e}"
         ) from e
-    size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise LimitExceededError(
             f"value for key {key!r} in namespace {namespace} is {size:,} bytes as JSON; "
@@ -256,13 +267,31 @@ def encode_value(
     return text
 
 
+def _non_string_key(node: Any, path: str = "$") -> str | None:
+    """The JSON path of the first dict key that is not a string, or None."""
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            if not isinstance(k, str):
+                return f"{path}[{k!r}]"
+            found = _non_string_key(v, f"{path}.{k}")
+            if found is not None:
+                return found
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            found = _non_string_key(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
 def _number(v: Any) -> float | None:
-    """``float(v)`` as Python's range filters compute it, or None (non-finite or not numeric)."""
+    """``float(v)`` as Python's range filters compute it, or None (non-finite, too large for
+    a float, or not numeric)."""
     if isinstance(v, (Mapping, list, tuple)) or v is None:
         return None
     try:
         x = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return x if math.isfinite(x) else None
 
@@ -313,12 +342,15 @@ def _pushable_key(k: object) -> bool:
 
 
 def _non_finite(v: Any) -> bool:
-    """A leaf Python's range check converts to an infinity or NaN (``"inf"``, ``"nan"``)."""
+    """A leaf Python's range check converts to an infinity or NaN (``"inf"``, ``"nan"``), or
+    a number too large for a float (``10**400``, ``"1e400"`` is infinite)."""
     if isinstance(v, (Mapping, list, tuple, bool)) or v is None:
         return False
     try:
         return not math.isfinite(float(v))
-    except (TypeError, ValueError, OverflowError):
+    except OverflowError:
+        return True
+    except (TypeError, ValueError):
         return False
 
 
@@ -424,8 +456,8 @@ def _apply(value: Any, op: str, operand: Any) -> bool:
     if op in _RANGE_OPS:
         try:
             return bool(_RANGE_OPS[op](float(value), float(operand)))
-        except (TypeError, ValueError):
-            return False  # a missing or non-numeric value never satisfies a range
+        except (TypeError, ValueError, OverflowError):
+            return False  # a missing, non-numeric or too large value never satisfies a range
     raise InvalidInputError(
         f"Unsupported filter operator {op!r}; use one of $eq, $ne, $gt, $gte, $lt, $lte"
     )
@@ -446,7 +478,10 @@ def validate_filter(filter: Mapping[str, Any] | None) -> None:
                     )
                 walk(v)
 
-    walk(filter)
+    # top-level keys are field names (``{"$x": 1}`` filters a field called "$x", as in
+    # InMemoryStore); operators appear inside a field's dict
+    for v in filter.values():
+        walk(v)
 
 
 _ALLOWED_OPS = {"$eq", "$ne", *_RANGE_OPS}

@@ -86,8 +86,8 @@ class WriteMixin:
     def _run_puts(self, puts: list[PutOp], now: float) -> None:
         plans: list[tuple[PutOp, str | None, tuple[float | None, float] | None]] = []
         for op in puts:  # validate everything before writing anything
-            if not isinstance(op.key, str) or not op.key:
-                raise InvalidInputError(f"key must be a non-empty string, got {op.key!r}")
+            if not isinstance(op.key, str):
+                raise InvalidInputError(f"key must be a string, got {op.key!r}")
             if not op.namespace:
                 raise InvalidInputError("Namespace cannot be empty.")
             if op.value is None:
