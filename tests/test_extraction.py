@@ -15,14 +15,14 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from langmem_edge.errors import ExtractionError
-from langmem_edge.memory.episodic import EpisodicConfig
-from langmem_edge.memory.extraction import (
+from langmem_edge.memory.core.plans import RetryPolicy, arun_plan, is_transient, run_plan
+from langmem_edge.memory.episodic.extraction import (
     StoredMessage,
     chunk_messages,
     detail_windows,
     model_extraction_plan,
 )
-from langmem_edge.memory.plans import RetryPolicy, arun_plan, is_transient, run_plan
+from langmem_edge.memory.episodic.tier import EpisodicConfig
 from langmem_edge.testing import ScriptedChatModel
 
 FAST = EpisodicConfig(retry_wait_initial=0.0, retry_wait_max=0.0)
@@ -99,7 +99,7 @@ def test_classification_and_check_drop_failing_candidates(caplog: pytest.LogCapt
         ]
 
     model = scripted(propose, fail={"The user moved to Munich in 2021.": "temporal_accuracy"})
-    with caplog.at_level(logging.INFO, logger="langmem_edge.memory.extraction"):
+    with caplog.at_level(logging.INFO, logger="langmem_edge.memory.episodic.extraction"):
         out = extract(model, msgs(3))
     assert [(m.text, m.kind, m.fact_type) for m in out] == [
         ("The user moved to Berlin in 2023.", "event", "event"),

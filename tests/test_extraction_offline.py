@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from langmem_edge.memory.extraction import StoredMessage
-from langmem_edge.memory.offline import (
+from langmem_edge.memory.core.tokens import estimate_tokens
+from langmem_edge.memory.episodic.extraction import StoredMessage
+from langmem_edge.memory.episodic.rules import (
     analyze,
     bm25_scores,
     extractive_summary,
     rule_based_memories,
     supported,
 )
-from langmem_edge.memory.tokens import estimate_tokens
 
 WHEN = datetime(2024, 6, 12, 15, 0, tzinfo=UTC)  # a Wednesday
 

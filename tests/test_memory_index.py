@@ -13,8 +13,8 @@ import time
 from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
 
 from langmem_edge.memory import AgentMemory
-from langmem_edge.memory.changelog import plan_prune
-from langmem_edge.memory.effects import run_sync
+from langmem_edge.memory.core.effects import run_sync
+from langmem_edge.memory.index.changes import plan_prune
 
 
 def two(make_store, **kw):

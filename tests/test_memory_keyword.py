@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 
-from langmem_edge.memory.keyword import BM25Index, analyse
+from langmem_edge.memory.index.keyword import BM25Index, analyse
 
 
 def test_analyse_lowercases_drops_stop_words_and_stems() -> None:

@@ -1,4 +1,4 @@
-"""Configuration of ``AgentMemory`` and its semantic tier: every number is a named default.
+"""Configuration of ``AgentMemory`` and every tier: every number is a named default.
 
 ``MemoryConfig`` groups small pydantic models, one per concern. Each field's default is a
 module-level constant with its own docstring, so the numbers in DESIGN.md's table live in one
@@ -20,6 +20,7 @@ from langmem_edge.errors import ConfigurationError
 
 __all__ = [
     "CompositeConfig",
+    "EpisodicConfig",
     "IndexCacheConfig",
     "LimitsConfig",
     "MemoryConfig",
@@ -161,6 +162,23 @@ CACHED_PROFILES = 16
 
 PAGE_SIZE = 1000
 """Items read per store call when loading a profile or scanning."""
+
+# --- token estimate (episodic tier) --------------------------------------------------------
+
+CJK_THRESHOLD = 0.30
+"""Share of CJK characters above which a text counts as CJK."""
+
+CJK_CHARS_PER_TOKEN = 1.5
+"""Characters per token for CJK text."""
+
+JSON_THRESHOLD = 0.08
+"""Share of JSON punctuation (``{}[]:"``) above which a text counts as structured."""
+
+JSON_CHARS_PER_TOKEN = 3.0
+"""Characters per token for JSON-like text."""
+
+DEFAULT_CHARS_PER_TOKEN = 3.5
+"""Characters per token for everything else."""
 
 # --- limits ---------------------------------------------------------------------------------
 
@@ -365,6 +383,113 @@ class LimitsConfig(_Section):
     """Failed embeddings before ``failed`` (3)."""
 
 
+class EpisodicConfig(BaseModel):
+    """Every number of the episodic tier, with its default (DESIGN.md's table where it has one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    # ingest
+    max_messages_per_call: int = Field(500, ge=1)
+    """Messages accepted by one ingest call."""
+    max_message_bytes: int = Field(32 * 1024, ge=1)
+    """Largest message content, in UTF-8 bytes (32 KB)."""
+    extraction_context_messages: int = Field(2, ge=0)
+    """Earlier messages of the session shown to extraction as context."""
+    # extraction
+    chunk_chars: int = Field(10_000, ge=1)
+    """Characters of message content per extraction chunk."""
+    chunk_overlap_messages: int = Field(2, ge=0)
+    """Messages a chunk repeats from the previous one."""
+    max_concurrency: int = Field(4, ge=1)
+    """Model calls (chunks, windows, checks) run at once."""
+    detail_min_messages: int = Field(9, ge=1)
+    """Conversations with at least this many messages get the detail pass."""
+    detail_window_messages: int = Field(8, ge=1)
+    """Messages per detail-pass window."""
+    detail_overlap_messages: int = Field(2, ge=0)
+    """Messages consecutive detail windows share."""
+    extraction_source: str = "turn"
+    """Source of memories extracted on ingest."""
+    extraction_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    """Confidence of memories extracted on ingest (DESIGN.md: per-turn 0.5)."""
+    max_attempts: int = Field(3, ge=1)
+    """Attempts per model call on transient errors (tenacity)."""
+    retry_wait_initial: float = Field(0.5, ge=0.0)
+    """Backoff multiplier in seconds (exponential: 0.5, 1, 2, ...)."""
+    retry_wait_max: float = Field(8.0, ge=0.0)
+    """Longest wait between attempts, in seconds."""
+    # token estimate
+    cjk_threshold: float = Field(CJK_THRESHOLD, ge=0.0, le=1.0)
+    """Share of CJK characters above which text counts as CJK."""
+    cjk_chars_per_token: float = Field(CJK_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of CJK text."""
+    json_threshold: float = Field(JSON_THRESHOLD, ge=0.0, le=1.0)
+    """Share of ``{}[]:"`` above which text counts as JSON-like."""
+    json_chars_per_token: float = Field(JSON_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of JSON-like text."""
+    default_chars_per_token: float = Field(DEFAULT_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of other text."""
+    message_overhead_tokens: int = Field(4, ge=0)
+    """Tokens counted per message in a window on top of its text (role, separators)."""
+    # compaction
+    head_messages: int = Field(2, ge=0)
+    """First messages of a session kept as the window's head."""
+    head_share: float = Field(0.10, ge=0.0, le=1.0)
+    """Share of the window budget for the head."""
+    overlay_share: float = Field(0.20, ge=0.0, le=1.0)
+    """Share of the window budget for overlays."""
+    tail_share: float = Field(0.70, ge=0.0, le=1.0)
+    """Share of the window budget for the tail (it also gets the rounding remainder)."""
+    min_range_messages: int = Field(3, ge=1)
+    """Smallest uncovered range summarised into an overlay."""
+    max_range_messages: int = Field(60, ge=1)
+    """Largest range one overlay summarises."""
+    page_size: int = Field(10, ge=1)
+    """History rows per page, read newest first. Each message stores its page number, so a
+    session keeps the page size it started with (it is in the session record)."""
+    max_rows_scanned: int = Field(200, ge=1)
+    """History rows a window reads at most."""
+    overlay_page_size: int = Field(100, ge=1)
+    """Overlays read per page."""
+    max_overlays: int = Field(1000, ge=1)
+    """Overlays of a session a window reads at most."""
+    overlay_summary_max_tokens: int = Field(200, ge=1)
+    """Longest overlay summary (also capped by the overlay budget of the window making it)."""
+    flush_max_facts: int = Field(10, ge=0)
+    """Memories the pre-compaction flush lifts from a range at most."""
+    flush_confidence: float = Field(0.6, ge=0.0, le=1.0)
+    """Confidence of pre-compaction memories."""
+    flush_source: str = "pre-compaction"
+    """Source of pre-compaction memories."""
+    # recall
+    recall_limit: int = Field(10, ge=1)
+    """Messages ``recall_conversation`` returns by default."""
+    keyword_scan_limit: int = Field(5000, ge=1)
+    """Messages keyword recall scores at most."""
+    scan_page_size: int = Field(500, ge=1)
+    """Rows per page when scanning a namespace (keyword recall, deletion)."""
+    bm25_k1: float = Field(1.2, ge=0.0)
+    """BM25 term-frequency saturation."""
+    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
+    """BM25 length normalisation."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise ConfigurationError(f"invalid EpisodicConfig: {e}") from e
+
+    @model_validator(mode="after")
+    def _shares(self) -> EpisodicConfig:
+        total = self.head_share + self.overlay_share + self.tail_share
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(
+                f"head_share + overlay_share + tail_share must be 1.0, got {total:.3f}")
+        if self.min_range_messages > self.max_range_messages:
+            raise ValueError("min_range_messages must be <= max_range_messages")
+        return self
+
+
 class MemoryConfig(_Section):
     """Everything ``AgentMemory`` can tune; every number is a documented default."""
 
@@ -378,14 +503,18 @@ class MemoryConfig(_Section):
     composite: CompositeConfig = CompositeConfig()
     index: IndexCacheConfig = IndexCacheConfig()
     limits: LimitsConfig = LimitsConfig()
-    episodic: Any = None
-    """The episodic tier's config (``langmem_edge.memory.episodic.EpisodicConfig`` or a dict);
-    ``None`` uses its defaults."""
+    episodic: EpisodicConfig = EpisodicConfig()
+    """The episodic tier's config (:class:`EpisodicConfig`, or a dict of overrides)."""
 
     @field_validator("confidence_by_source", mode="before")
     @classmethod
     def _merge_confidence(cls, v: Any) -> Any:
         return _merge(CONFIDENCE_BY_SOURCE, v)
+
+    @field_validator("episodic", mode="before")
+    @classmethod
+    def _episodic_defaults(cls, v: Any) -> Any:
+        return EpisodicConfig() if v is None else v
 
     @model_validator(mode="after")
     def _check(self) -> MemoryConfig:

@@ -5,7 +5,7 @@ A :class:`Profile` is the isolation unit: every call reads and writes only under
 so no call on one profile can return another's data, whatever the query, filter or key.
 
 Every method has an async twin (``aremember``, ``arecall``, ...). Both are thin shells over
-one plan (``effects.py``): the sync one runs it with ``run_sync``, the async one awaits
+one plan (``core/effects.py``): the sync one runs it with ``run_sync``, the async one awaits
 ``run_async``.
 """
 
@@ -18,10 +18,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langmem_edge.errors import InvalidInputError
-from langmem_edge.memory.changelog import plan_sync
-from langmem_edge.memory.context import ProfileContext, check_optional_name, to_utc
-from langmem_edge.memory.effects import Call, Plan, run_async, run_sync
-from langmem_edge.memory.recall import RecallRequest, plan_recall
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.dates import iso_to_epoch
+from langmem_edge.memory.core.effects import Call, Plan, run_async, run_sync
+from langmem_edge.memory.core.validate import check_optional_name, to_utc
+from langmem_edge.memory.index.changes import plan_sync
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
     IngestResult,
@@ -31,7 +32,9 @@ from langmem_edge.memory.records import (
     SessionDeletion,
     utcnow,
 )
-from langmem_edge.memory.semantic import (
+from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.recall import RecallRequest, plan_recall
+from langmem_edge.memory.semantic.write import (
     MAX_NAME_CHARS,
     WriteSpec,
     plan_delete,
@@ -44,10 +47,9 @@ from langmem_edge.memory.semantic import (
     plan_write,
     valid_at,
 )
-from langmem_edge.memory.snapshot import iso_to_epoch
 
 if TYPE_CHECKING:
-    from langmem_edge.memory.episodic import EpisodicTier
+    from langmem_edge.memory.episodic.tier import EpisodicTier
 
 __all__ = ["Profile", "ProfileView"]
 
@@ -58,7 +60,7 @@ _KIND_TITLES = {"fact": "Facts", "instruction": "Instructions", "event": "Events
 class Profile:
     """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
 
-    def __init__(self, ctx: ProfileContext, episodic: Any = None) -> None:
+    def __init__(self, ctx: ProfileContext, episodic: EpisodicConfig) -> None:
         self._ctx = ctx
         self._episodic_config = episodic
         self._tier: EpisodicTier | None = None
@@ -329,7 +331,7 @@ class Profile:
             if v.get("session_id") and v.get("source_message_ids"):
                 cited[v["session_id"]].update(v["source_message_ids"])
         if cascade and cited:
-            from langmem_edge.memory.episodic import orphaned_messages
+            from langmem_edge.memory.episodic.tier import orphaned_messages
 
             tier = self._episodic()
             still = [v.get("source_message_ids") or () for v in ctx.index.values.values()]
@@ -343,12 +345,10 @@ class Profile:
 
     def _episodic(self) -> EpisodicTier:
         if self._tier is None:
-            from langmem_edge.memory.episodic import EpisodicConfig, EpisodicTier
+            from langmem_edge.memory.episodic.tier import EpisodicTier
 
-            cfg = self._episodic_config
-            if isinstance(cfg, dict):
-                cfg = EpisodicConfig(**cfg)
-            self._tier = EpisodicTier(self._ctx.store, self._ctx.layout.root, config=cfg,
+            self._tier = EpisodicTier(self._ctx.store, self._ctx.layout.root,
+                                      config=self._episodic_config,
                                       model=self._ctx.model, profile=self.name)
         return self._tier
 

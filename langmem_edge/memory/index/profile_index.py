@@ -5,7 +5,7 @@ channel (BM25 over the profile's texts), an exact key channel, and the relevance
 active memory ranked by recency and use). Reading a whole profile on every recall costs
 O(profile) store reads, so each ``AgentMemory`` keeps, per profile it touches, a
 :class:`ProfileIndex`: the records' values, BM25 postings, a key map, and numpy columns for
-admissibility masks and the fill. ``changelog.py`` keeps it exact across processes.
+admissibility masks and the fill. ``index/changes.py`` keeps it exact across processes.
 
 Rows are never reused (a deleted record leaves a dead row; the index rebuilds its rows when
 dead ones outnumber live ones), so BM25 postings can name rows directly.
@@ -17,22 +17,21 @@ import logging
 import math
 import threading
 from collections.abc import Iterable
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from langmem_edge.memory.config import IndexCacheConfig, RecallConfig
-from langmem_edge.memory.keyword import BM25Index, analyse
+from langmem_edge.memory.core.dates import iso_to_epoch
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.index.keyword import BM25Index, analyse
 from langmem_edge.memory.records import KINDS
 
 __all__ = [
-    "ProfileIndex",
-    "ProfileLayout",
     "Admissible",
+    "ProfileIndex",
     "ended_at",
-    "iso_to_epoch",
     "key_terms",
 ]
 
@@ -46,13 +45,6 @@ EXACT_KEY_SCORE = 2.0
 COMPACT_MIN_DEAD = 1024
 """Deleted rows tolerated before the index considers rebuilding its rows."""
 
-
-
-def iso_to_epoch(value: str | None, default: float = _INF) -> float:
-    """Epoch seconds of an ISO-8601 timestamp (``default`` when missing)."""
-    if not value:
-        return default
-    return datetime.fromisoformat(value).timestamp()
 
 
 _KEY_SPLIT = str.maketrans({c: " " for c in "._-:/"})
@@ -74,29 +66,6 @@ def ended_at(value: dict[str, Any], status: str) -> float:
     if stamp:
         return iso_to_epoch(stamp)
     return -_INF if value.get("status") == status else _INF
-
-
-class ProfileLayout:
-    """The store namespaces of one profile."""
-
-    def __init__(self, namespace: tuple[str, ...], profile: str) -> None:
-        self.profile = profile
-        self.root = (*namespace, "profiles", profile)
-        self.memories = (*self.root, "memories")
-        self.messages = (*self.root, "messages")
-        self.meta = (*self.root, "meta")
-        self.changes = (*self.root, "changes")
-
-    def bucket(self, index: int) -> tuple[str, ...]:
-        """The change-log namespace of one bucket."""
-        return (*self.changes, str(index))
-
-    def parts_before_meta(self) -> list[tuple[str, ...]]:
-        """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
-        the generation marker, and anything unknown): the records, the episodic tier's
-        messages, overlays and sessions, the change log."""
-        return [self.memories, self.messages, (*self.root, "overlays"),
-                (*self.root, "sessions"), self.changes]
 
 
 class _Columns:

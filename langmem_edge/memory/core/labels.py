@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 from langgraph.store.base import BaseStore, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from langmem_edge.errors import InvalidNamespaceError, LimitExceededError
-from langmem_edge.memory.effects import Call, Plan, batch
+from langmem_edge.memory.core.effects import Call, Plan, batch
 
 __all__ = [
     "PrefixDeleter",

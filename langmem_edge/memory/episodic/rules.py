@@ -58,14 +58,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from langmem_edge.memory.extraction import (
+from langmem_edge.memory.core.tokens import estimate_tokens
+from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     StoredMessage,
     dedupe_memories,
     kind_of,
 )
-from langmem_edge.memory.keyword import BM25Index
-from langmem_edge.memory.tokens import estimate_tokens
+from langmem_edge.memory.index.keyword import BM25Index
 from langmem_edge.retrieval.text import ENGLISH_STOPWORDS, default_analyzer
 
 __all__ = [

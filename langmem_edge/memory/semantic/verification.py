@@ -37,8 +37,8 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, Field
 
 from langmem_edge.memory.config import VerificationConfig
-from langmem_edge.memory.effects import Plan, invoke
-from langmem_edge.memory.keyword import analyse
+from langmem_edge.memory.core.effects import Plan, invoke
+from langmem_edge.memory.index.keyword import analyse
 
 __all__ = [
     "Judgement",

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.runnables import Runnable
@@ -43,10 +43,8 @@ from tenacity import (
 )
 
 from langmem_edge.errors import ConfigurationError, ExtractionError
-from langmem_edge.memory import effects
-
-if TYPE_CHECKING:
-    from langmem_edge.memory.episodic import EpisodicConfig
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core import effects
 
 __all__ = ["ModelCall", "ModelStep", "Plan", "RetryPolicy", "StoreStep", "arun_plan",
            "is_transient", "run_plan"]
@@ -97,7 +95,7 @@ class RetryPolicy:
 
     @classmethod
     def from_config(cls, config: EpisodicConfig) -> RetryPolicy:
-        """The policy an :class:`~langmem_edge.memory.episodic.EpisodicConfig` describes."""
+        """The policy an :class:`~langmem_edge.memory.config.EpisodicConfig` describes."""
         return cls(
             attempts=config.max_attempts,
             wait_initial=config.retry_wait_initial,

@@ -1,7 +1,7 @@
 """Compaction: the model's view of a long conversation, and the overlays that summarise it.
 
 Messages are never rewritten. What changes is the *window* a model sees for a token budget
-``B`` (tokens estimated by :mod:`langmem_edge.memory.tokens`, plus ``message_overhead_tokens``
+``B`` (tokens estimated by :mod:`langmem_edge.memory.core.tokens`, plus ``message_overhead_tokens``
 per message):
 
 - **head**, ``floor(0.10 B)``: the first ``head_messages`` (2) messages of the session. When
@@ -51,7 +51,7 @@ import json
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -59,17 +59,15 @@ from langgraph.store.base import GetOp, Item, PutOp, SearchOp
 from pydantic import BaseModel, Field
 
 from langmem_edge.errors import InvalidInputError
-from langmem_edge.memory.extraction import (
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.plans import ModelCall, ModelStep, Plan, StoreStep
+from langmem_edge.memory.core.tokens import estimate_tokens, truncate_to_tokens
+from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     StoredMessage,
     model_extraction_plan,
 )
-from langmem_edge.memory.offline import extractive_summary, rule_based_memories
-from langmem_edge.memory.plans import ModelCall, ModelStep, Plan, StoreStep
-from langmem_edge.memory.tokens import estimate_tokens, truncate_to_tokens
-
-if TYPE_CHECKING:
-    from langmem_edge.memory.episodic import EpisodicConfig
+from langmem_edge.memory.episodic.rules import extractive_summary, rule_based_memories
 
 __all__ = [
     "ContextWindow",

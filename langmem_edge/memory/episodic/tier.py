@@ -35,7 +35,7 @@ by id); ingest a session from one writer at a time.
 
 **Extraction** on ingest covers the new messages, with up to ``extraction_context_messages``
 (2) earlier messages of the session shown as context: with a model,
-:func:`~.extraction.model_extraction_plan`; without, :func:`~.offline.rule_based_memories`.
+:func:`~.extraction.model_extraction_plan`; without, :func:`~.rules.rule_based_memories`.
 Results are :class:`~.extraction.ExtractedMemory` with source ``"turn"`` (per-turn extraction) and
 confidence 0.5; the Profile writes them through the semantic tier.
 
@@ -43,7 +43,7 @@ confidence 0.5; the Profile writes them through the semantic tier.
 store's own ``search(query=...)`` over the messages namespace (vector or hybrid, as the store
 does it). ``"keyword"`` fetches the messages in scope (pages of ``scan_page_size``, at most
 ``keyword_scan_limit`` rows, in the store's order) and ranks them with BM25
-(:func:`~.offline.bm25_scores`, k1 1.2, b 0.75); messages without a query term are left out.
+(:func:`~.rules.bm25_scores`, k1 1.2, b 0.75); messages without a query term are left out.
 Scopes: ``"conversation"`` (needs ``session_id``), ``"contact"`` (messages ingested with that
 ``contact``; with no contact given it is the whole profile), ``"all"`` (the whole profile).
 
@@ -64,28 +64,33 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field
 
 from langmem_edge.errors import ConfigurationError, InvalidInputError
-from langmem_edge.memory import tokens as _tokens
-from langmem_edge.memory.compaction import (
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.labels import check_label
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.plans import Plan, RetryPolicy, StoreStep, arun_plan, run_plan
+from langmem_edge.memory.episodic.compaction import (
     ContextWindow,
     Overlay,
     in_range,
     page_ops,
     window_plan,
 )
-from langmem_edge.memory.extraction import ExtractedMemory, StoredMessage, model_extraction_plan
-from langmem_edge.memory.labels import check_label
-from langmem_edge.memory.messages import (
+from langmem_edge.memory.episodic.extraction import (
+    ExtractedMemory,
+    StoredMessage,
+    model_extraction_plan,
+)
+from langmem_edge.memory.episodic.messages import (
     ROLE_ALIASES,
     message_id,
     normalize_messages,
     orphaned_messages,
     validate_session_id,
 )
-from langmem_edge.memory.offline import bm25_scores, rule_based_memories
-from langmem_edge.memory.plans import Plan, RetryPolicy, StoreStep, arun_plan, run_plan
+from langmem_edge.memory.episodic.rules import bm25_scores, rule_based_memories
 
 __all__ = [
     "EpisodicConfig",
@@ -96,113 +101,6 @@ __all__ = [
     "message_id",
     "orphaned_messages",
 ]
-
-class EpisodicConfig(BaseModel):
-    """Every number of the episodic tier, with its default (DESIGN.md's table where it has one)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    # ingest
-    max_messages_per_call: int = Field(500, ge=1)
-    """Messages accepted by one ingest call."""
-    max_message_bytes: int = Field(32 * 1024, ge=1)
-    """Largest message content, in UTF-8 bytes (32 KB)."""
-    extraction_context_messages: int = Field(2, ge=0)
-    """Earlier messages of the session shown to extraction as context."""
-    # extraction
-    chunk_chars: int = Field(10_000, ge=1)
-    """Characters of message content per extraction chunk."""
-    chunk_overlap_messages: int = Field(2, ge=0)
-    """Messages a chunk repeats from the previous one."""
-    max_concurrency: int = Field(4, ge=1)
-    """Model calls (chunks, windows, checks) run at once."""
-    detail_min_messages: int = Field(9, ge=1)
-    """Conversations with at least this many messages get the detail pass."""
-    detail_window_messages: int = Field(8, ge=1)
-    """Messages per detail-pass window."""
-    detail_overlap_messages: int = Field(2, ge=0)
-    """Messages consecutive detail windows share."""
-    extraction_source: str = "turn"
-    """Source of memories extracted on ingest."""
-    extraction_confidence: float = Field(0.5, ge=0.0, le=1.0)
-    """Confidence of memories extracted on ingest (DESIGN.md: per-turn 0.5)."""
-    max_attempts: int = Field(3, ge=1)
-    """Attempts per model call on transient errors (tenacity)."""
-    retry_wait_initial: float = Field(0.5, ge=0.0)
-    """Backoff multiplier in seconds (exponential: 0.5, 1, 2, ...)."""
-    retry_wait_max: float = Field(8.0, ge=0.0)
-    """Longest wait between attempts, in seconds."""
-    # token estimate
-    cjk_threshold: float = Field(_tokens.CJK_THRESHOLD, ge=0.0, le=1.0)
-    """Share of CJK characters above which text counts as CJK."""
-    cjk_chars_per_token: float = Field(_tokens.CJK_CHARS_PER_TOKEN, gt=0.0)
-    """Characters per token of CJK text."""
-    json_threshold: float = Field(_tokens.JSON_THRESHOLD, ge=0.0, le=1.0)
-    """Share of ``{}[]:"`` above which text counts as JSON-like."""
-    json_chars_per_token: float = Field(_tokens.JSON_CHARS_PER_TOKEN, gt=0.0)
-    """Characters per token of JSON-like text."""
-    default_chars_per_token: float = Field(_tokens.DEFAULT_CHARS_PER_TOKEN, gt=0.0)
-    """Characters per token of other text."""
-    message_overhead_tokens: int = Field(4, ge=0)
-    """Tokens counted per message in a window on top of its text (role, separators)."""
-    # compaction
-    head_messages: int = Field(2, ge=0)
-    """First messages of a session kept as the window's head."""
-    head_share: float = Field(0.10, ge=0.0, le=1.0)
-    """Share of the window budget for the head."""
-    overlay_share: float = Field(0.20, ge=0.0, le=1.0)
-    """Share of the window budget for overlays."""
-    tail_share: float = Field(0.70, ge=0.0, le=1.0)
-    """Share of the window budget for the tail (it also gets the rounding remainder)."""
-    min_range_messages: int = Field(3, ge=1)
-    """Smallest uncovered range summarised into an overlay."""
-    max_range_messages: int = Field(60, ge=1)
-    """Largest range one overlay summarises."""
-    page_size: int = Field(10, ge=1)
-    """History rows per page, read newest first. Each message stores its page number, so a
-    session keeps the page size it started with (it is in the session record)."""
-    max_rows_scanned: int = Field(200, ge=1)
-    """History rows a window reads at most."""
-    overlay_page_size: int = Field(100, ge=1)
-    """Overlays read per page."""
-    max_overlays: int = Field(1000, ge=1)
-    """Overlays of a session a window reads at most."""
-    overlay_summary_max_tokens: int = Field(200, ge=1)
-    """Longest overlay summary (also capped by the overlay budget of the window making it)."""
-    flush_max_facts: int = Field(10, ge=0)
-    """Memories the pre-compaction flush lifts from a range at most."""
-    flush_confidence: float = Field(0.6, ge=0.0, le=1.0)
-    """Confidence of pre-compaction memories."""
-    flush_source: str = "pre-compaction"
-    """Source of pre-compaction memories."""
-    # recall
-    recall_limit: int = Field(10, ge=1)
-    """Messages ``recall_conversation`` returns by default."""
-    keyword_scan_limit: int = Field(5000, ge=1)
-    """Messages keyword recall scores at most."""
-    scan_page_size: int = Field(500, ge=1)
-    """Rows per page when scanning a namespace (keyword recall, deletion)."""
-    bm25_k1: float = Field(1.2, ge=0.0)
-    """BM25 term-frequency saturation."""
-    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
-    """BM25 length normalisation."""
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as e:
-            raise ConfigurationError(f"invalid EpisodicConfig: {e}") from e
-
-    @model_validator(mode="after")
-    def _shares(self) -> EpisodicConfig:
-        total = self.head_share + self.overlay_share + self.tail_share
-        if abs(total - 1.0) > 1e-6:
-            raise ValueError(
-                f"head_share + overlay_share + tail_share must be 1.0, got {total:.3f}")
-        if self.min_range_messages > self.max_range_messages:
-            raise ValueError("min_range_messages must be <= max_range_messages")
-        return self
-
 
 class IngestOutcome(BaseModel):
     """What an ingest did: the messages it added and the memories extracted from them."""
@@ -251,21 +149,22 @@ class EpisodicTier:
         self.config = config or EpisodicConfig()
         self.model = model
         self.profile = profile if profile is not None else self.root[-1]
+        self.layout = ProfileLayout.from_root(self.root, self.profile)
         self._policy = RetryPolicy.from_config(self.config)
 
     # namespaces --------------------------------------------------------------------------
     def messages_namespace(self, session_id: str | None = None) -> tuple[str, ...]:
         """``(*root, "messages")`` or, with a session, ``(*root, "messages", session_id)``."""
-        return (*self.root, "messages") + ((session_id,) if session_id else ())
+        return self.layout.session_messages(session_id)
 
     def overlays_namespace(self, session_id: str) -> tuple[str, ...]:
         """``(*root, "overlays", session_id)``."""
-        return (*self.root, "overlays", session_id)
+        return self.layout.overlays(session_id)
 
     @property
     def sessions_namespace(self) -> tuple[str, ...]:
         """``(*root, "sessions")``: one record per session."""
-        return (*self.root, "sessions")
+        return self.layout.sessions
 
     # plans -------------------------------------------------------------------------------
     def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,

@@ -4,7 +4,7 @@ Channels (each yields up to ``depth[thinking_level]`` hits; 20 / 50 / 150):
 
 * ``vector``: ``store.search(query=...)`` on the profile's memories, filtered on profile,
   status and scope (one search per scope); hits under ``vector_min_score`` are not matches.
-* ``keyword``: BM25 over the profile index (``keyword.py``); :func:`keyword_channel` is the
+* ``keyword``: BM25 over the profile index (``index/keyword.py``); :func:`keyword_channel` is the
   seam where a store-side keyword search (ChromaStore's hybrid channels) can replace it.
 * ``key``: memories whose key is the query, or whose key words all occur in the query.
 * ``temporal``: when the query holds a relative date ("last week", anchored on
@@ -36,10 +36,11 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
-from langmem_edge.memory.changelog import plan_sync, probe_ops
-from langmem_edge.memory.context import ProfileContext, check_optional_name, check_text
-from langmem_edge.memory.dates import DateWindow, find_window
-from langmem_edge.memory.effects import Call, Plan, batch, invoke
+from langmem_edge.memory.core.dates import DateWindow, find_window, iso_to_epoch
+from langmem_edge.memory.core.effects import Call, Plan, batch, invoke
+from langmem_edge.memory.core.validate import check_optional_name, check_text
+from langmem_edge.memory.index.changes import plan_sync, probe_ops
+from langmem_edge.memory.index.profile_index import Admissible, ProfileIndex, ended_at
 from langmem_edge.memory.records import (
     KINDS,
     Candidate,
@@ -48,9 +49,9 @@ from langmem_edge.memory.records import (
     scope_of,
     utcnow,
 )
-from langmem_edge.memory.scoring import composite, recency, rrf_fuse, tag_overlap
-from langmem_edge.memory.semantic import MAX_NAME_CHARS, plan_flush_access
-from langmem_edge.memory.snapshot import Admissible, ProfileIndex, ended_at, iso_to_epoch
+from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.scoring import composite, recency, rrf_fuse, tag_overlap
+from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, plan_flush_access
 
 __all__ = ["RecallRequest", "keyword_channel", "plan_recall"]
 

@@ -5,7 +5,8 @@ Two parts:
 1. **Types** shared by the episodic tier: :class:`StoredMessage` (one raw message as stored),
    :class:`ExtractedMemory` (a checked candidate for the semantic tier to write) and
    :data:`FACT_TYPES` (each fact type's kind, as DESIGN.md classifies them).
-2. **Model extraction** (:func:`model_extraction_plan`, a plan of :mod:`.plans`):
+2. **Model extraction** (:func:`model_extraction_plan`, a plan of
+   :mod:`langmem_edge.memory.core.plans`):
 
    - the messages are cut into chunks of about ``chunk_chars`` (10,000) characters, the next
      chunk repeating the last ``chunk_overlap_messages`` (2) messages of the previous one; a
@@ -25,9 +26,10 @@ Two parts:
    - survivors are de-duplicated by normalised text (their message ids merged).
 
    Each call is retried on transient errors, up to ``max_attempts`` (3), by the plan driver
-   (:mod:`.plans`); a call that still fails raises :class:`~langmem_edge.errors.ExtractionError`.
+   (:mod:`langmem_edge.memory.core.plans`); a call that still fails raises
+   :class:`~langmem_edge.errors.ExtractionError`.
 
-The model-free path is :mod:`langmem_edge.memory.offline`.
+The model-free path is :mod:`langmem_edge.memory.episodic.rules`.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -46,11 +48,9 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langmem_edge.errors import ExtractionError
-from langmem_edge.memory.plans import ModelCall, ModelStep, Plan
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.plans import ModelCall, ModelStep, Plan
 from langmem_edge.memory.records import KIND_OF_FACT_TYPE, FactType, Kind
-
-if TYPE_CHECKING:
-    from langmem_edge.memory.episodic import EpisodicConfig
 
 __all__ = ["CHECK_POINTS", "FACT_TYPES", "CandidateCheck", "CandidateChecks",
            "ExtractedMemories", "ExtractedMemory", "MemoryCandidate", "StoredMessage",

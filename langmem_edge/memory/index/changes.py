@@ -1,8 +1,9 @@
 """The change log that keeps every process's profile index exact, and its plans.
 
-Each ``AgentMemory`` keeps a :class:`~langmem_edge.memory.snapshot.ProfileIndex` per profile
-it touches. It is exact across processes without any side file: everything it needs to know
-is in the store. Layout under the profile root ``R = (*namespace, "profiles", profile)``::
+Each ``AgentMemory`` keeps a :class:`~langmem_edge.memory.index.profile_index.ProfileIndex`
+per profile it touches. It is exact across processes without any side file: everything it
+needs to know is in the store. Layout under the profile root
+``R = (*namespace, "profiles", profile)``::
 
     (*R, "memories")             key = memory id          the records (source of truth)
     (*R, "meta")                 key = "generation"       a random id, created with the
@@ -36,9 +37,9 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
-from langmem_edge.memory.effects import Plan, batch
-from langmem_edge.memory.labels import plan_delete_prefix
-from langmem_edge.memory.snapshot import ProfileIndex
+from langmem_edge.memory.core.effects import Plan, batch
+from langmem_edge.memory.core.labels import plan_delete_prefix
+from langmem_edge.memory.index.profile_index import ProfileIndex
 
 __all__ = [
     "GENERATION_KEY",

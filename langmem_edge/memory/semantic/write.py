@@ -1,8 +1,8 @@
-"""The semantic tier's write path and record reads, as plans (see ``effects.py``).
+"""The semantic tier's write path and record reads, as plans (see ``core/effects.py``).
 
 Writing a memory (``plan_write``):
 
-1. Sync the profile index (``snapshot.py``).
+1. Sync the profile index (``index/profile_index.py``).
 2. Supersession by key: a fact or instruction whose ``key`` is held by active facts or
    instructions of the same scope (contact, or agent-wide) supersedes them. Events and tasks
    accumulate.
@@ -35,17 +35,17 @@ from langmem_edge.errors import (
     LimitExceededError,
     NotFoundError,
 )
-from langmem_edge.memory.changelog import plan_commit, plan_sync
-from langmem_edge.memory.context import (
-    ProfileContext,
-    aad,
+from langmem_edge.memory.core.dates import iso_to_epoch
+from langmem_edge.memory.core.effects import Plan, batch
+from langmem_edge.memory.core.validate import (
     check_metadata,
     check_optional_name,
     check_tags,
     check_text,
     to_utc,
 )
-from langmem_edge.memory.effects import Plan, batch
+from langmem_edge.memory.index.changes import plan_commit, plan_sync
+from langmem_edge.memory.index.profile_index import ended_at
 from langmem_edge.memory.records import (
     FACT_TYPES_BY_KIND,
     KIND_OF_FACT_TYPE,
@@ -59,8 +59,8 @@ from langmem_edge.memory.records import (
     scope_of,
     utcnow,
 )
-from langmem_edge.memory.snapshot import ended_at, iso_to_epoch
-from langmem_edge.memory.verification import VerifyCandidate, plan_verdicts
+from langmem_edge.memory.semantic.context import ProfileContext, aad
+from langmem_edge.memory.semantic.verification import VerifyCandidate, plan_verdicts
 
 __all__ = [
     "WriteSpec",

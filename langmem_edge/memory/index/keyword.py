@@ -1,8 +1,9 @@
 """The local keyword channel: an analyser and an incremental BM25 index.
 
 Works over any ``BaseStore`` (only ``store.search(query=...)``'s vector ranking is needed
-from the store). The index lives in the per-process profile index (``snapshot.py``) and is
-kept exact by the change log, so another process's write is visible to the next recall.
+from the store). The index lives in the per-process profile index
+(``index/profile_index.py``) and is kept exact by the change log, so another process's
+write is visible to the next recall.
 
 Analysis: the package's one analyser (:func:`langmem_edge.retrieval.text.default_analyzer`:
 normalised words, English stopwords dropped, Snowball stems from ``snowballstemmer``, the

@@ -1,0 +1,63 @@
+"""Where a profile's data lives in the store: every namespace of one profile, in one place.
+
+Under the profile root ``R = (*namespace, "profiles", profile)``::
+
+    (*R, "memories")              the semantic tier's records, key = memory id
+    (*R, "meta")                  the profile's generation and the change protocol's markers
+    (*R, "changes", ...)          the change protocol's entries
+    (*R, "messages", session)     the episodic tier's raw messages, key = message id
+    (*R, "overlays", session)     the episodic tier's compaction overlays
+    (*R, "sessions")              the episodic tier's session records, key = session id
+
+Tiers and the index take their namespaces from a :class:`ProfileLayout`, never spell them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ProfileLayout"]
+
+
+class ProfileLayout:
+    """The store namespaces of one profile (pure: no I/O)."""
+
+    def __init__(self, namespace: tuple[str, ...], profile: str) -> None:
+        self.profile = profile
+        self.root = (*namespace, "profiles", profile)
+        self.memories = (*self.root, "memories")
+        self.messages = (*self.root, "messages")
+        self.meta = (*self.root, "meta")
+        self.changes = (*self.root, "changes")
+        self.sessions = (*self.root, "sessions")
+
+    @classmethod
+    def from_root(cls, root: tuple[str, ...], profile: str | None = None) -> ProfileLayout:
+        """The layout of the profile whose root is ``root`` (``(*namespace, "profiles",
+        name)``, or any root a caller chose); ``profile`` defaults to its last label."""
+        layout = cls.__new__(cls)
+        layout.profile = profile if profile is not None else root[-1]
+        layout.root = tuple(root)
+        layout.memories = (*layout.root, "memories")
+        layout.messages = (*layout.root, "messages")
+        layout.meta = (*layout.root, "meta")
+        layout.changes = (*layout.root, "changes")
+        layout.sessions = (*layout.root, "sessions")
+        return layout
+
+    def session_messages(self, session_id: str | None = None) -> tuple[str, ...]:
+        """``(*R, "messages")`` or, with a session, ``(*R, "messages", session_id)``."""
+        return (*self.messages, session_id) if session_id else self.messages
+
+    def overlays(self, session_id: str) -> tuple[str, ...]:
+        """``(*R, "overlays", session_id)``."""
+        return (*self.root, "overlays", session_id)
+
+    def bucket(self, index: int) -> tuple[str, ...]:
+        """The change-log namespace of one bucket."""
+        return (*self.changes, str(index))
+
+    def parts_before_meta(self) -> list[tuple[str, ...]]:
+        """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
+        the generation marker, and anything unknown): the records, the episodic tier's
+        messages, overlays and sessions, the change log."""
+        return [self.memories, self.messages, (*self.root, "overlays"), self.sessions,
+                self.changes]
