@@ -13,7 +13,7 @@ import time
 from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
 
 from langmem_edge.memory import AgentMemory
-from langmem_edge.memory.core.effects import run_sync
+from langmem_edge.memory.core.plans import run_sync
 from langmem_edge.memory.index.changes import plan_prune
 
 

@@ -29,17 +29,17 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, GetOp, SearchOp
 
-from langmem_edge.errors import ConfigurationError, InvalidInputError
+from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.config import MemoryConfig, load_config
 from langmem_edge.memory.core.crypto import MemoryCipher
-from langmem_edge.memory.core.effects import Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.labels import (
-    check_label,
+    check_namespace,
     plan_child_labels,
     plan_delete_prefix,
     under,
 )
 from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.validate import check_profile_name
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
@@ -85,14 +85,7 @@ class AgentMemory:
             raise ConfigurationError(
                 f"store must be a langgraph BaseStore, got {type(store).__name__}"
             )
-        if isinstance(namespace, str) or not isinstance(namespace, tuple) or not namespace:
-            raise ConfigurationError(f"namespace must be a non-empty tuple of labels, "
-                                     f"got {namespace!r}")
-        for label in namespace:
-            try:
-                check_label(label, "namespace label", MAX_NAMESPACE_LABEL)
-            except InvalidInputError as e:
-                raise ConfigurationError(str(e)) from e
+        check_namespace(namespace, "namespace", MAX_NAMESPACE_LABEL)
         if namespace[0] == "langgraph":
             raise ConfigurationError('namespace may not start with "langgraph" (reserved)')
         ranking = getattr(store, "ranking", "vector")

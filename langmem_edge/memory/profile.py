@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.dates import iso_to_epoch
-from langmem_edge.memory.core.effects import Call, Plan, run_async, run_sync
+from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
 from langmem_edge.memory.index.changes import plan_sync
 from langmem_edge.memory.records import (

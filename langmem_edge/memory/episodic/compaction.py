@@ -60,7 +60,8 @@ from pydantic import BaseModel, Field
 
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
-from langmem_edge.memory.core.plans import ModelCall, ModelStep, Plan, StoreStep
+from langmem_edge.memory.core.models import ModelCall, message_text
+from langmem_edge.memory.core.plans import ModelStep, Plan, StoreStep
 from langmem_edge.memory.core.tokens import estimate_tokens, truncate_to_tokens
 from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
@@ -306,13 +307,6 @@ def in_range(pages: Sequence[Sequence[Item] | None], lo: int, hi: int) -> list[S
     return sorted((m for m in found if lo <= m.seq < hi), key=lambda m: (m.seq, m.id))
 
 
-def _ai_text(output: Any) -> str:
-    content = getattr(output, "content", output)
-    if isinstance(content, list):
-        return " ".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return str(content)
-
-
 def _build_overlay(session_id: str, lo: int, hi: int, msgs: Sequence[StoredMessage],
                    summary: str, method: str, config: EpisodicConfig) -> Overlay:
     now = datetime.now(UTC)
@@ -430,7 +424,7 @@ def _compact_plan(
     (reply,) = yield ModelStep((ModelCall(
         model, [SystemMessage(content=prompt), HumanMessage(content=rendered)],
         f"summarise messages {lo}-{hi}", structured=False),))
-    summary, _ = truncate_to_tokens(_ai_text(reply).strip(), max_tokens, **_ratios(config))
+    summary, _ = truncate_to_tokens(message_text(reply).strip(), max_tokens, **_ratios(config))
     flushed = yield from model_extraction_plan(
         msgs, model, config=config, source=config.flush_source,
         confidence=config.flush_confidence, session_id=session_id, detail=False,

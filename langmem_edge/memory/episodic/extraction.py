@@ -44,12 +44,12 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langmem_edge.errors import ExtractionError
 from langmem_edge.memory.config import EpisodicConfig
-from langmem_edge.memory.core.plans import ModelCall, ModelStep, Plan
+from langmem_edge.memory.core.models import ModelCall, structured_runnable
+from langmem_edge.memory.core.plans import ModelStep, Plan
 from langmem_edge.memory.records import KIND_OF_FACT_TYPE, FactType, Kind
 
 __all__ = ["CHECK_POINTS", "FACT_TYPES", "CandidateCheck", "CandidateChecks",
@@ -382,16 +382,6 @@ def dedupe_memories(memories: Sequence[ExtractedMemory]) -> list[ExtractedMemory
     return list(kept.values())
 
 
-def _structured(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, Any]:
-    try:
-        return model.with_structured_output(schema)
-    except NotImplementedError as e:
-        raise ExtractionError(
-            f"{type(model).__name__} does not support with_structured_output(), which model "
-            "extraction needs; pass model=None for rule-based extraction"
-        ) from e
-
-
 def model_extraction_plan(
     messages: Sequence[StoredMessage],
     model: BaseChatModel,
@@ -420,7 +410,7 @@ def model_extraction_plan(
         units += [Unit(tuple(w), detail=True) for w in detail_windows(
             messages, min_messages=config.detail_min_messages,
             size=config.detail_window_messages, overlap=config.detail_overlap_messages)]
-    extractor = _structured(model, ExtractedMemories)
+    extractor = structured_runnable(model, ExtractedMemories, parse_text=False)
     outputs: list[ExtractedMemories] = yield ModelStep(tuple(
         ModelCall(extractor, _extraction_input(u), f"extract {'detail' if u.detail else 'chunk'}"
                   f" {i + 1}/{len(units)}") for i, u in enumerate(units)))
@@ -428,7 +418,7 @@ def model_extraction_plan(
                 if out.memories]
     if not proposed:
         return []
-    checker = _structured(model, CandidateChecks)
+    checker = structured_runnable(model, CandidateChecks, parse_text=False)
     verdicts: list[CandidateChecks] = yield ModelStep(tuple(
         ModelCall(checker, _check_input(u, cands), f"check unit {i + 1}/{len(proposed)}")
         for i, (u, cands) in enumerate(proposed)))

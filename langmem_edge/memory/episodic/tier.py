@@ -43,7 +43,8 @@ confidence 0.5; the Profile writes them through the semantic tier.
 store's own ``search(query=...)`` over the messages namespace (vector or hybrid, as the store
 does it). ``"keyword"`` fetches the messages in scope (pages of ``scan_page_size``, at most
 ``keyword_scan_limit`` rows, in the store's order) and ranks them with BM25
-(:func:`~.rules.bm25_scores`, k1 1.2, b 0.75); messages without a query term are left out.
+(:class:`~langmem_edge.retrieval.bm25.BM25Index`, k1 1.2, b 0.75); messages without a query
+term are left out.
 Scopes: ``"conversation"`` (needs ``session_id``), ``"contact"`` (messages ingested with that
 ``contact``; with no contact given it is the whole profile), ``"all"`` (the whole profile).
 
@@ -60,17 +61,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from pydantic import BaseModel, Field
 
-from langmem_edge.errors import ConfigurationError, InvalidInputError
+from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
-from langmem_edge.memory.core.labels import check_label
+from langmem_edge.memory.core.labels import check_namespace
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import Plan, RetryPolicy, StoreStep, arun_plan, run_plan
+from langmem_edge.memory.core.models import RetryPolicy
+from langmem_edge.memory.core.plans import Plan, StoreStep, run_async, run_sync
 from langmem_edge.memory.episodic.compaction import (
     ContextWindow,
     Overlay,
@@ -90,7 +92,9 @@ from langmem_edge.memory.episodic.messages import (
     orphaned_messages,
     validate_session_id,
 )
-from langmem_edge.memory.episodic.rules import bm25_scores, rule_based_memories
+from langmem_edge.memory.episodic.rules import rule_based_memories
+from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
     "EpisodicConfig",
@@ -111,6 +115,8 @@ class IngestOutcome(BaseModel):
 
 MAX_ROOT_LABEL_CHARS = 200
 """Longest label of a tier's ``namespace_root``."""
+
+T = TypeVar("T")
 
 Scope = Literal["contact", "conversation", "all"]
 Mode = Literal["semantic", "keyword"]
@@ -136,14 +142,7 @@ class EpisodicTier:
         model: BaseChatModel | None = None,
         profile: str | None = None,
     ) -> None:
-        if isinstance(namespace_root, str) or not namespace_root:
-            raise ConfigurationError(f"namespace_root must be a tuple of labels: "
-                                     f"{namespace_root!r}")
-        for label in namespace_root:
-            try:
-                check_label(label, "namespace_root label", MAX_ROOT_LABEL_CHARS)
-            except InvalidInputError as e:
-                raise ConfigurationError(str(e)) from e
+        check_namespace(namespace_root, "namespace_root", MAX_ROOT_LABEL_CHARS)
         self.store = store
         self.root = tuple(namespace_root)
         self.config = config or EpisodicConfig()
@@ -278,9 +277,12 @@ class EpisodicTier:
                     for it in items if it.value.get("profile") == self.profile]
         docs = yield from self._scan_plan(prefix, flt, self.config.keyword_scan_limit)
         docs = [d for d in docs if d.value.get("profile") == self.profile]
-        scores = bm25_scores(query, [d.value["text"] for d in docs], k1=self.config.bm25_k1,
-                             b=self.config.bm25_b)
-        ranked = sorted((pair for pair in zip(scores, docs, strict=True) if pair[0] > 0),
+        index = BM25Index(k1=self.config.bm25_k1, b=self.config.bm25_b)
+        analyzer = default_analyzer()
+        for i, d in enumerate(docs):
+            index.upsert(str(i), {"text": analyzer.terms(d.value["text"])})
+        hits = index.search(analyzer.query_terms(query))
+        ranked = sorted(((h.score, docs[int(h.id)]) for h in hits),
                         key=lambda p: (-p[0], -int(p[1].value["seq"])))
         return [StoredMessage.from_value(d.key, d.value, score=s) for s, d in ranked[:limit]]
 
@@ -336,51 +338,51 @@ class EpisodicTier:
                                            {"profile": self.profile}, self.config.max_overlays)
         return sorted((Overlay.from_value(it.value) for it in items), key=lambda o: o.from_seq)
 
-    def _run(self, plan: Plan[Any]) -> Any:
-        return run_plan(plan, store=self.store, policy=self._policy)
+    def _run(self, plan: Plan[T]) -> T:
+        return run_sync(plan, store=self.store, policy=self._policy)
 
-    async def _arun(self, plan: Plan[Any]) -> Any:
-        return await arun_plan(plan, store=self.store, policy=self._policy)
+    async def _arun(self, plan: Plan[T]) -> T:
+        return await run_async(plan, store=self.store, policy=self._policy)
 
     # public API: each method is a thin shell over one plan --------------------------------
     def ingest(self, messages: Sequence[Any], session_id: str, *, contact: str | None = None
                ) -> IngestOutcome:
         """Store the new messages and extract memories from them (extraction first: when it
         fails, nothing is written). Idempotent: a re-ingest adds and extracts nothing."""
-        return self._run(self._ingest_plan(messages, session_id, contact, True))  # type: ignore
+        return self._run(self._ingest_plan(messages, session_id, contact, True))
 
     async def aingest(self, messages: Sequence[Any], session_id: str, *,
                       contact: str | None = None) -> IngestOutcome:
         """Async :meth:`ingest`."""
-        return await self._arun(self._ingest_plan(messages, session_id, contact, True))  # type: ignore
+        return await self._arun(self._ingest_plan(messages, session_id, contact, True))
 
     def add_messages(self, messages: Sequence[Any], session_id: str, *,
                      contact: str | None = None) -> list[StoredMessage]:
         """Store messages without extraction; returns only the ones that were new."""
-        return self._run(self._ingest_plan(messages, session_id, contact, False)).messages  # type: ignore
+        return self._run(self._ingest_plan(messages, session_id, contact, False)).messages
 
     async def aadd_messages(self, messages: Sequence[Any], session_id: str, *,
                             contact: str | None = None) -> list[StoredMessage]:
         """Async :meth:`add_messages`."""
         out = await self._arun(self._ingest_plan(messages, session_id, contact, False))
-        return out.messages  # type: ignore[no-any-return]
+        return out.messages
 
     def list_messages(self, session_id: str, *, start: int = 0, limit: int = 100
                       ) -> list[StoredMessage]:
         """Messages of a session in order, from position ``start``, at most ``limit``."""
-        return self._run(self._list_plan(session_id, start, limit))  # type: ignore
+        return self._run(self._list_plan(session_id, start, limit))
 
     async def alist_messages(self, session_id: str, *, start: int = 0, limit: int = 100
                              ) -> list[StoredMessage]:
         """Async :meth:`list_messages`."""
-        return await self._arun(self._list_plan(session_id, start, limit))  # type: ignore
+        return await self._arun(self._list_plan(session_id, start, limit))
 
     def recall_conversation(self, query: str, *, mode: Mode = "semantic",
                             limit: int | None = None, role: str | None = None,
                             scope: Scope = "contact", session_id: str | None = None,
                             contact: str | None = None) -> list[StoredMessage]:
         """Search raw messages (see the module docstring); each result carries ``score``."""
-        return self._run(self._recall_plan(query, mode, limit, role, scope, session_id,  # type: ignore
+        return self._run(self._recall_plan(query, mode, limit, role, scope, session_id,
                                            contact))
 
     async def arecall_conversation(self, query: str, *, mode: Mode = "semantic",
@@ -388,40 +390,40 @@ class EpisodicTier:
                                    scope: Scope = "contact", session_id: str | None = None,
                                    contact: str | None = None) -> list[StoredMessage]:
         """Async :meth:`recall_conversation`."""
-        return await self._arun(self._recall_plan(query, mode, limit, role, scope,  # type: ignore
+        return await self._arun(self._recall_plan(query, mode, limit, role, scope,
                                                   session_id, contact))
 
     def window(self, session_id: str, budget_tokens: int, *, compact: bool = True
                ) -> ContextWindow:
         """The model's view of a session for a token budget; with ``compact``, summarise the
         oldest uncovered range into one new overlay and return its flushed memories."""
-        return self._run(self._window_plan(session_id, budget_tokens, compact))  # type: ignore
+        return self._run(self._window_plan(session_id, budget_tokens, compact))
 
     async def awindow(self, session_id: str, budget_tokens: int, *, compact: bool = True
                       ) -> ContextWindow:
         """Async :meth:`window`."""
-        return await self._arun(self._window_plan(session_id, budget_tokens, compact))  # type: ignore
+        return await self._arun(self._window_plan(session_id, budget_tokens, compact))
 
     def overlays(self, session_id: str) -> list[Overlay]:
         """Every overlay of a session, in range order."""
-        return self._run(self._overlays_plan(session_id))  # type: ignore[no-any-return]
+        return self._run(self._overlays_plan(session_id))
 
     async def aoverlays(self, session_id: str) -> list[Overlay]:
         """Async :meth:`overlays`."""
-        return await self._arun(self._overlays_plan(session_id))  # type: ignore
+        return await self._arun(self._overlays_plan(session_id))
 
     def delete_session(self, session_id: str) -> int:
         """Delete a session's messages, overlays and record; returns the messages deleted."""
-        return self._run(self._delete_session_plan(session_id))  # type: ignore
+        return self._run(self._delete_session_plan(session_id))
 
     async def adelete_session(self, session_id: str) -> int:
         """Async :meth:`delete_session`."""
-        return await self._arun(self._delete_session_plan(session_id))  # type: ignore
+        return await self._arun(self._delete_session_plan(session_id))
 
     def delete_messages(self, session_id: str, message_ids: Iterable[str]) -> int:
         """Delete messages (see :func:`orphaned_messages`) and the overlays over them."""
-        return self._run(self._delete_messages_plan(session_id, message_ids))  # type: ignore
+        return self._run(self._delete_messages_plan(session_id, message_ids))
 
     async def adelete_messages(self, session_id: str, message_ids: Iterable[str]) -> int:
         """Async :meth:`delete_messages`."""
-        return await self._arun(self._delete_messages_plan(session_id, message_ids))  # type: ignore
+        return await self._arun(self._delete_messages_plan(session_id, message_ids))

@@ -37,8 +37,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
-from langmem_edge.memory.core.effects import Plan, batch
 from langmem_edge.memory.core.labels import plan_delete_prefix
+from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.index.profile_index import ProfileIndex
 
 __all__ = [

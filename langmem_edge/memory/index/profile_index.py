@@ -7,8 +7,10 @@ O(profile) store reads, so each ``AgentMemory`` keeps, per profile it touches, a
 :class:`ProfileIndex`: the records' values, BM25 postings, a key map, and numpy columns for
 admissibility masks and the fill. ``index/changes.py`` keeps it exact across processes.
 
-Rows are never reused (a deleted record leaves a dead row; the index rebuilds its rows when
-dead ones outnumber live ones), so BM25 postings can name rows directly.
+The keyword channel is the package's one BM25 (:class:`langmem_edge.retrieval.bm25.BM25Index`,
+keyed by memory id); each row records its document's BM25 slot, so an admissibility mask over
+rows becomes a mask over slots with one numpy assignment. Rows are never reused (a deleted
+record leaves a dead row; the index rebuilds its rows when dead ones outnumber live ones).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import numpy as np
 from langmem_edge.memory.config import IndexCacheConfig, RecallConfig
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.index.keyword import BM25Index, analyse
 from langmem_edge.memory.records import KINDS
+from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
     "Admissible",
@@ -55,7 +58,7 @@ _KEY_SPLIT = str.maketrans({c: " " for c in "._-:/"})
 def key_terms(key: str, *, last: bool) -> frozenset[str]:
     """Analysed words of a key (``preference.ui_theme``), or of its last segment."""
     part = key.rsplit(".", 1)[-1] if last else key
-    return frozenset(analyse(part.translate(_KEY_SPLIT)))
+    return frozenset(default_analyzer().terms(part.translate(_KEY_SPLIT)))
 
 
 def ended_at(value: dict[str, Any], status: str) -> float:
@@ -84,6 +87,7 @@ class _Columns:
     scope: np.ndarray
     kind: np.ndarray
     writer: np.ndarray
+    slot: np.ndarray
 
     def __init__(self, capacity: int = 1024) -> None:
         self.row_of: dict[str, int] = {}
@@ -106,6 +110,7 @@ class _Columns:
         self.scope = grow(getattr(self, "scope", None), np.int32, -1)
         self.kind = grow(getattr(self, "kind", None), np.int8, -1)
         self.writer = grow(getattr(self, "writer", None), np.int32, -1)
+        self.slot = grow(getattr(self, "slot", None), np.int64, -1)
 
     def code(self, text: str | None) -> int:
         """A small integer for a scope or writer string (-1 for ``None``)."""
@@ -146,6 +151,7 @@ class _Columns:
         row = self.row_of.pop(mid, None)
         if row is not None:
             self.present[row] = False
+            self.slot[row] = -1
             self.ids[row] = None
             self.dead += 1
         return row
@@ -265,24 +271,18 @@ class ProfileIndex:
                 return
             self._sorted = None
             self._unkey(value)
-            row = self.columns.drop(mid)
-            if row is not None:
-                self.bm25.remove(row)
+            self.columns.drop(mid)
+            self.bm25.remove(mid)
             self._maybe_compact()
 
     def _set(self, value: dict[str, Any]) -> None:
         mid = value["id"]
         held = self.values.get(mid)
-        text = "" if value.get("encrypted") else value.get("text") or ""
+        text = _indexed_text(value)
         if held is None:
             self._sorted = None
         else:
             self._unkey(held)
-            if (held.get("text") or "") != text or bool(held.get("encrypted")) != bool(
-                    value.get("encrypted")):
-                old_row = self.columns.drop(mid)  # a new text gets a new row
-                if old_row is not None:
-                    self.bm25.remove(old_row)
         self.values[mid] = value
         if value.get("key"):
             sk = (value.get("scope") or "agent", value["key"])
@@ -290,8 +290,13 @@ class ProfileIndex:
                 self._index_key(sk, add=True)
             self.by_key.setdefault(sk, set()).add(mid)
         row = self.columns.set(value)
-        if text and row not in self.bm25:
-            self.bm25.add(row, text)
+        if held is None or _indexed_text(held) != text or mid not in self.bm25:
+            if text:
+                self.bm25.upsert(mid, {"text": default_analyzer().terms(text)})
+            else:
+                self.bm25.remove(mid)
+        slot = self.bm25.slot(mid)
+        self.columns.slot[row] = -1 if slot is None else slot
         pending = self.pending_access.get(mid)
         if pending is not None:
             self.columns.access[row] += pending[0]
@@ -342,7 +347,7 @@ class ProfileIndex:
         leading segments alone (``preference``) match too much to count."""
         with self.lock:
             out = {sk: EXACT_KEY_SCORE for sk in self._key_lower.get(query.strip().lower(), ())}
-            terms = set(analyse(query))
+            terms = set(default_analyzer().terms(query))
             candidates = set().union(*(self._key_terms.get(t, ()) for t in terms)) if terms else ()
             for sk in candidates:
                 if sk in out or not key_terms(sk[1], last=True) & terms:
@@ -350,6 +355,21 @@ class ProfileIndex:
                 words = key_terms(sk[1], last=False)
                 out[sk] = len(words & terms) / len(words)
             return list(out.items())
+
+    def keyword(self, query: str, *, limit: int, admissible: Admissible
+                ) -> list[tuple[str, float]]:
+        """BM25 hits ``(id, score)`` of the admissible records for ``query``, best first
+        (the keyword channel; :class:`~langmem_edge.retrieval.bm25.BM25Index`, admitted by
+        the mask over its slots)."""
+        with self.lock:
+            c = self.columns
+            n = min(len(c.ids), admissible.mask.size)
+            slots = c.slot[:n][admissible.mask[:n] & (c.slot[:n] >= 0)]
+            accept = np.zeros(self.bm25.slots, dtype=bool)
+            accept[slots] = True
+            hits = self.bm25.search(default_analyzer().query_terms(query), limit=limit,
+                                    accept_mask=accept)
+        return [(h.id, h.score) for h in hits]
 
     def valid_from_between(self, start: float, end: float) -> list[tuple[str, float]]:
         """``(id, valid_from)`` of present records with ``start <= valid_from < end``."""
@@ -417,6 +437,11 @@ class ProfileIndex:
             top = np.argpartition(-scores, k - 1)[:k]
             top = top[np.argsort(-scores[top], kind="stable")]
             return [(str(c.ids[rows[i]]), float(scores[i])) for i in top]
+
+
+def _indexed_text(value: dict[str, Any]) -> str:
+    """The text the keyword channel indexes: none for an encrypted record."""
+    return "" if value.get("encrypted") else value.get("text") or ""
 
 
 def _any_of(column: np.ndarray, codes: list[int]) -> np.ndarray:

@@ -37,21 +37,24 @@ from langgraph.store.base import SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.core.dates import DateWindow, find_window, iso_to_epoch
-from langmem_edge.memory.core.effects import Call, Plan, batch, invoke
+from langmem_edge.memory.core.models import message_text
+from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
 from langmem_edge.memory.core.validate import check_optional_name, check_text
 from langmem_edge.memory.index.changes import plan_sync, probe_ops
 from langmem_edge.memory.index.profile_index import Admissible, ProfileIndex, ended_at
 from langmem_edge.memory.records import (
     KINDS,
     Candidate,
+    ChannelScore,
     RecallResult,
     ScoreBreakdown,
     scope_of,
     utcnow,
 )
 from langmem_edge.memory.semantic.context import ProfileContext
-from langmem_edge.memory.semantic.scoring import composite, recency, rrf_fuse, tag_overlap
+from langmem_edge.memory.semantic.scoring import composite, recency, tag_overlap
 from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, plan_flush_access
+from langmem_edge.retrieval.fusion import rrf_fuse
 
 __all__ = ["RecallRequest", "keyword_channel", "plan_recall"]
 
@@ -145,10 +148,7 @@ def _check(ctx: ProfileContext, req: RecallRequest) -> RecallRequest:
 def keyword_channel(index: ProfileIndex, query: str, depth: int, accept: Admissible
                     ) -> list[tuple[str, float]]:
     """BM25 hits of the profile index (the seam a store-side keyword search replaces)."""
-    with index.lock:
-        ids = index.columns.ids
-        return [(str(ids[row]), score)
-                for row, score in index.bm25.search(query, limit=depth, mask=accept.mask)]
+    return index.keyword(query, limit=depth, admissible=accept)
 
 
 def key_channel(index: ProfileIndex, query: str, depth: int, accept: Callable[[str], bool]
@@ -192,13 +192,6 @@ def answer_messages(query: str, texts: Sequence[str], reference: datetime) -> li
         HumanMessage(content=f"Today is {reference.date().isoformat()}.\nMemories:\n{listing}"
                              f"\n\nQuestion: {query}"),
     ]
-
-
-def _content(message: Any) -> str:
-    content = getattr(message, "content", message)
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-    return str(content)
 
 
 def _vector_ops(ctx: ProfileContext, scope: _Scope, text: str, depth: int) -> list[SearchOp]:
@@ -271,7 +264,8 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     hyde_text = None
     if use_model and ctx.has_vectors:
         try:
-            hyde_text = _content((yield invoke(ctx.model, hyde_messages(req.query, reference))))
+            (reply,) = yield invoke(ctx.model, hyde_messages(req.query, reference), "hyde")
+            hyde_text = message_text(reply)
         except Exception as e:
             logger.warning("HyDE generation failed (%s); channel skipped", e)
     ops: list[SearchOp] = []
@@ -330,7 +324,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     if window is not None:
         channels["temporal"] = temporal_channel(ctx.index, window, depth, accept)
 
-    fused = rrf_fuse({k: v for k, v in channels.items() if v}, cfg.weights, cfg.rrf_k)
+    fused = _fuse(channels, cfg.weights, cfg.rrf_k)
     if not fused:
         return RecallResult(count=0, answer="", candidates=[])
     if req.scorer == "composite":
@@ -364,6 +358,18 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
         ):
             yield from plan_flush_access(ctx)
     return RecallResult(count=len(candidates), answer=answer, candidates=candidates)
+
+
+def _fuse(channels: dict[str, list[tuple[str, float]]], weights: dict[str, float], rrf_k: int
+          ) -> dict[str, tuple[float, dict[str, ChannelScore]]]:
+    """Weighted RRF of the channels (:func:`langmem_edge.retrieval.fusion.rrf_fuse`, the
+    store's fusion too): ``{id: (fused score, detail of the channels that ranked it)}``."""
+    hits = rrf_fuse({k: v for k, v in channels.items() if v}, weights=weights, rrf_k=rrf_k)
+    return {h.id: (h.score, {name: ChannelScore(rank=c.rank, raw=float(c.score),
+                                                contribution=c.contribution)
+                             for name, c in h.channels.items()
+                             if c.rank is not None and c.score is not None})
+            for h in hits}
 
 
 def _plan_cosines(ctx: ProfileContext, query: str, fused: dict[str, Any]
@@ -469,9 +475,9 @@ def _plan_answer(ctx: ProfileContext, req: RecallRequest, candidates: list[Candi
         return ""
     if ctx.model is not None:
         try:
-            reply = yield invoke(ctx.model, answer_messages(
-                req.query, [c.text for c in candidates], reference))
-            return _content(reply).strip()
+            (reply,) = yield invoke(ctx.model, answer_messages(
+                req.query, [c.text for c in candidates], reference), "answer")
+            return message_text(reply).strip()
         except Exception as e:
             logger.warning("answer generation failed (%s); using the top memories", e)
     return "\n".join(matched[: ctx.config.recall.answer_max_candidates])

@@ -36,7 +36,7 @@ from langmem_edge.errors import (
     NotFoundError,
 )
 from langmem_edge.memory.core.dates import iso_to_epoch
-from langmem_edge.memory.core.effects import Plan, batch
+from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import (
     check_metadata,
     check_optional_name,
