@@ -144,15 +144,17 @@ SOURCE_PRIORITY: dict[str, float] = {
 
 # --- per-process profile index --------------------------------------------------------------
 
-CHANGE_BUCKET_SECONDS = 60.0
-"""Width of one change-log bucket (one store namespace per bucket)."""
-
-CLOCK_MARGIN_SECONDS = 5.0
-"""A sync re-reads this much of the change log before its last sync (clock skew, slow
-commits); re-applying a change is harmless."""
-
 CHANGE_RETENTION_SECONDS = 3600.0
-"""Change-log entries older than this are pruned; an index older than this reloads fully."""
+"""Change entries and writers' markers older than this (by the pruner's wall clock) are
+pruned."""
+
+RELOAD_AFTER_SECONDS = 1800.0
+"""An index not synced for this long (this process's monotonic clock) reloads its profile
+whole; ``retention - reload_after`` is the clock skew between machines the pruning tolerates."""
+
+SETTLE_AFTER_SECONDS = 600.0
+"""A marker left unsettled this long belongs to a writer that died mid-write: pruning
+settles it (readers have re-read its entries at every sync since)."""
 
 PRUNE_INTERVAL_SECONDS = 300.0
 """A process prunes a profile's change log at most this often."""
@@ -335,14 +337,14 @@ class CompositeConfig(_Section):
 
 
 class IndexCacheConfig(_Section):
-    """The per-process profile index, kept exact by a change log in the store."""
+    """The per-process profile index, kept exact by the change protocol in the store."""
 
-    bucket_seconds: float = Field(default=CHANGE_BUCKET_SECONDS, gt=0)
-    """Change-log bucket width (60 s)."""
-    clock_margin_seconds: float = Field(default=CLOCK_MARGIN_SECONDS, ge=0)
-    """Overlap re-read on every sync (5 s)."""
     retention_seconds: float = Field(default=CHANGE_RETENTION_SECONDS, gt=0)
     """Change-log retention (1 h)."""
+    reload_after_seconds: float = Field(default=RELOAD_AFTER_SECONDS, gt=0)
+    """Reload a profile not synced for this long (30 min)."""
+    settle_after_seconds: float = Field(default=SETTLE_AFTER_SECONDS, gt=0)
+    """Settle markers left unsettled this long (10 min)."""
     prune_interval_seconds: float = Field(default=PRUNE_INTERVAL_SECONDS, gt=0)
     """How often a process prunes (5 min)."""
     cached_profiles: int = Field(default=CACHED_PROFILES, ge=1)
@@ -352,9 +354,8 @@ class IndexCacheConfig(_Section):
 
     @model_validator(mode="after")
     def _check(self) -> IndexCacheConfig:
-        if self.retention_seconds <= 2 * (self.bucket_seconds + self.clock_margin_seconds):
-            raise ValueError("retention_seconds must exceed 2 * (bucket_seconds + "
-                             "clock_margin_seconds)")
+        if self.reload_after_seconds >= self.retention_seconds:
+            raise ValueError("reload_after_seconds must be below retention_seconds")
         return self
 
 

@@ -370,9 +370,20 @@ class Profile:
         check_optional_name(contact, "contact", MAX_NAME_CHARS)
         check_optional_name(writer, "writer", MAX_NAME_CHARS)
         tier = self._episodic()
+        # resumable: the session's extraction mark moves only once the memories are written,
+        # so an ingest that failed in between is extracted again by the next one
         outcome = yield Call(tier.ingest, tier.aingest, (messages, session_id),
-                             {"contact": contact})
-        written = yield from self._write_extracted(outcome.memories, contact, writer)
+                             {"contact": contact, "confirm_later": True})
+        memories = outcome.memories
+        if outcome.resumed:  # some may have been written before the failure
+            yield from plan_sync(self._ctx.store, self._ctx.index)
+            have = {(v.get("session_id"), v.get("text"))
+                    for v in self._ctx.index.values.values()}
+            memories = [m for m in memories if (m.session_id, m.text) not in have]
+        written = yield from self._write_extracted(memories, contact, writer)
+        if outcome.extracted_to is not None:
+            yield Call(tier.confirm_extracted, tier.aconfirm_extracted,
+                       (session_id, outcome.extracted_to))
         return IngestResult(messages_added=len(outcome.messages), memories_written=written)
 
     def ingest(self, messages: Sequence[Any], *, session_id: str, contact: str | None = None,

@@ -3,8 +3,10 @@
 Under the profile root ``R = (*namespace, "profiles", profile)``::
 
     (*R, "memories")              the semantic tier's records, key = memory id
-    (*R, "meta")                  the profile's generation and the change protocol's markers
-    (*R, "changes", ...)          the change protocol's entries
+    (*R, "meta")                  the profile's generation
+    (*R, "writers")               the change protocol's markers, key = writer id
+    (*R, "changes", writer)       the change protocol's entries, key = sequence number
+    (*R, "access", memory id)     access counts of one memory, key = writer id
     (*R, "messages", session)     the episodic tier's raw messages, key = message id
     (*R, "overlays", session)     the episodic tier's compaction overlays
     (*R, "sessions")              the episodic tier's session records, key = session id
@@ -27,6 +29,8 @@ class ProfileLayout:
         self.messages = (*self.root, "messages")
         self.meta = (*self.root, "meta")
         self.changes = (*self.root, "changes")
+        self.writers = (*self.root, "writers")
+        self.access = (*self.root, "access")
         self.sessions = (*self.root, "sessions")
 
     @classmethod
@@ -40,6 +44,8 @@ class ProfileLayout:
         layout.messages = (*layout.root, "messages")
         layout.meta = (*layout.root, "meta")
         layout.changes = (*layout.root, "changes")
+        layout.writers = (*layout.root, "writers")
+        layout.access = (*layout.root, "access")
         layout.sessions = (*layout.root, "sessions")
         return layout
 
@@ -51,13 +57,17 @@ class ProfileLayout:
         """``(*R, "overlays", session_id)``."""
         return (*self.root, "overlays", session_id)
 
-    def bucket(self, index: int) -> tuple[str, ...]:
-        """The change-log namespace of one bucket."""
-        return (*self.changes, str(index))
+    def entries(self, writer: str) -> tuple[str, ...]:
+        """The change entries of one writer."""
+        return (*self.changes, writer)
+
+    def access_of(self, memory_id: str) -> tuple[str, ...]:
+        """The access-count items of one memory (one per writer)."""
+        return (*self.access, memory_id)
 
     def parts_before_meta(self) -> list[tuple[str, ...]]:
         """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
         the generation marker, and anything unknown): the records, the episodic tier's
-        messages, overlays and sessions, the change log."""
+        messages, overlays and sessions, the access counts, the change log and its markers."""
         return [self.memories, self.messages, (*self.root, "overlays"), self.sessions,
-                self.changes]
+                self.access, self.changes, self.writers]

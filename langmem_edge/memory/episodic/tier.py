@@ -39,6 +39,13 @@ by id); ingest a session from one writer at a time.
 Results are :class:`~.extraction.ExtractedMemory` with source ``"turn"`` (per-turn extraction) and
 confidence 0.5; the Profile writes them through the semantic tier.
 
+**The extraction mark.** The session record's ``extracted_to`` is the first message whose
+memories are not known to be written. ``ingest(..., confirm_later=True)`` (what the Profile
+uses) leaves it where it was, and the caller moves it with :meth:`EpisodicTier.
+confirm_extracted` once the memories are written; every ingest of the session extracts the
+messages from the mark on (``IngestOutcome.resumed``), so a failure between storing the
+messages and writing their memories is repaired by the next ingest, not lost for good.
+
 **Recall.** ``recall_conversation(query, mode=...)`` searches raw messages. ``"semantic"`` is the
 store's own ``search(query=...)`` over the messages namespace (vector or hybrid, as the store
 does it). ``"keyword"`` fetches the messages in scope (pages of ``scan_page_size``, at most
@@ -111,6 +118,13 @@ class IngestOutcome(BaseModel):
 
     messages: list[StoredMessage] = Field(default_factory=list)
     memories: list[ExtractedMemory] = Field(default_factory=list)
+    resumed: list[StoredMessage] = Field(default_factory=list)
+    """Messages stored by an earlier ingest whose memories were never confirmed written,
+    extracted again by this one."""
+    extracted_to: int | None = None
+    """With ``confirm_later``: the session's extraction mark to confirm
+    (:meth:`EpisodicTier.confirm_extracted`) once the memories are written; ``None`` when
+    there is nothing to confirm."""
 
 
 MAX_ROOT_LABEL_CHARS = 200
@@ -120,6 +134,15 @@ T = TypeVar("T")
 
 Scope = Literal["contact", "conversation", "all"]
 Mode = Literal["semantic", "keyword"]
+
+
+def _mark_after(mark: int, start: int, end: int, extract: bool, confirm_later: bool) -> int:
+    """A session's extraction mark once an ingest has stored messages ``start..end``: left
+    for the caller to move (``confirm_later``), past everything extracted now, or, for
+    messages stored without extraction, past them unless earlier ones still wait."""
+    if extract:
+        return mark if confirm_later else end
+    return end if mark == start else mark
 
 
 class EpisodicTier:
@@ -167,7 +190,7 @@ class EpisodicTier:
 
     # plans -------------------------------------------------------------------------------
     def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
-                     extract: bool) -> Plan[IngestOutcome]:
+                     extract: bool, confirm_later: bool = False) -> Plan[IngestOutcome]:
         sid = validate_session_id(session_id)
         if contact is not None and not isinstance(contact, str):
             raise InvalidInputError(f"contact must be a string or None, got {contact!r}")
@@ -186,33 +209,58 @@ class EpisodicTier:
         fresh = [mid for mid, item in zip(unique, found[1:], strict=True) if item is None]
         new = [StoredMessage(id=mid, session_id=sid, seq=start + i, contact=contact,
                              **unique[mid]) for i, mid in enumerate(fresh)]
+        # messages before ``mark`` have had their memories written (sessions from before the
+        # mark existed: all of them)
+        mark = int(meta.value.get("extracted_to", start)) if meta else 0
+        behind: list[StoredMessage] = []
+        if extract and mark < start:
+            found = yield StoreStep(page_ops(ns, self.profile, mark, start, ps))
+            behind = in_range(found, mark, start)
+        todo = [*behind, *new]
         memories: list[ExtractedMemory] = []
-        if extract and new:
+        if extract and todo:
+            first = todo[0].seq
             context: list[StoredMessage] = []
-            k = min(self.config.extraction_context_messages, start)
+            k = min(self.config.extraction_context_messages, first)
             if k:
-                found = yield StoreStep(page_ops(ns, self.profile, start - k, start, ps))
-                context = in_range(found, start - k, start)
+                found = yield StoreStep(page_ops(ns, self.profile, first - k, first, ps))
+                context = in_range(found, first - k, first)
             if self.model is not None:
                 memories = yield from model_extraction_plan(
-                    new, self.model, config=self.config, source=self.config.extraction_source,
+                    todo, self.model, config=self.config,
+                    source=self.config.extraction_source,
                     confidence=self.config.extraction_confidence, session_id=sid,
                     context=context)
             else:
                 memories = rule_based_memories(
-                    new, source=self.config.extraction_source,
+                    todo, source=self.config.extraction_source,
                     confidence=self.config.extraction_confidence, session_id=sid)
+        end = start + len(new)
         if new:
             value: dict[str, Any] = dict(meta.value) if meta else {
                 "kind": "session", "profile": self.profile, "session_id": sid, "count": 0,
                 "page_size": ps, "first_ts": new[0].ts.isoformat()}
-            value.update(next_seq=start + len(new), count=int(value["count"]) + len(new),
-                         last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat())
+            value.update(next_seq=end, count=int(value["count"]) + len(new),
+                         last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat(),
+                         extracted_to=_mark_after(mark, start, end, extract, confirm_later))
             if contact is not None:
                 value.setdefault("contact", contact)
             yield StoreStep((*(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
                              PutOp(self.sessions_namespace, sid, value, index=False)))
-        return IngestOutcome(messages=new, memories=memories)
+        elif behind and not confirm_later:
+            yield from self._confirm_plan(sid, end)
+        return IngestOutcome(messages=new, memories=memories, resumed=behind,
+                             extracted_to=end if confirm_later and extract and todo else None)
+
+    def _confirm_plan(self, session_id: str, extracted_to: int) -> Plan[None]:
+        sid = validate_session_id(session_id)
+        (meta,) = yield StoreStep((GetOp(self.sessions_namespace, sid),))
+        if meta is None or meta.value.get("profile") != self.profile:
+            return
+        mark = int(meta.value.get("extracted_to", meta.value["next_seq"]))
+        if extracted_to > mark:
+            yield StoreStep((PutOp(self.sessions_namespace, sid,
+                                   {**meta.value, "extracted_to": extracted_to}, index=False),))
 
     def _list_plan(self, session_id: str, start: int, limit: int) -> Plan[list[StoredMessage]]:
         sid = validate_session_id(session_id)
@@ -345,16 +393,33 @@ class EpisodicTier:
         return await run_async(plan, store=self.store, policy=self._policy)
 
     # public API: each method is a thin shell over one plan --------------------------------
-    def ingest(self, messages: Sequence[Any], session_id: str, *, contact: str | None = None
-               ) -> IngestOutcome:
+    def ingest(self, messages: Sequence[Any], session_id: str, *, contact: str | None = None,
+               confirm_later: bool = False) -> IngestOutcome:
         """Store the new messages and extract memories from them (extraction first: when it
-        fails, nothing is written). Idempotent: a re-ingest adds and extracts nothing."""
-        return self._run(self._ingest_plan(messages, session_id, contact, True))
+        fails, nothing is written). Idempotent: a re-ingest adds and extracts nothing.
+
+        With ``confirm_later``, the caller writes the memories and then calls
+        :meth:`confirm_extracted` with ``outcome.extracted_to``; until it does, every ingest
+        of the session extracts those messages again (``outcome.resumed``), so memories lost
+        to a failure between the two writes are not lost for good.
+        """
+        return self._run(self._ingest_plan(messages, session_id, contact, True, confirm_later))
 
     async def aingest(self, messages: Sequence[Any], session_id: str, *,
-                      contact: str | None = None) -> IngestOutcome:
+                      contact: str | None = None, confirm_later: bool = False
+                      ) -> IngestOutcome:
         """Async :meth:`ingest`."""
-        return await self._arun(self._ingest_plan(messages, session_id, contact, True))
+        return await self._arun(self._ingest_plan(messages, session_id, contact, True,
+                                                  confirm_later))
+
+    def confirm_extracted(self, session_id: str, extracted_to: int) -> None:
+        """Record that the memories of the session's messages before ``extracted_to`` are
+        written (see :meth:`ingest`)."""
+        self._run(self._confirm_plan(session_id, extracted_to))
+
+    async def aconfirm_extracted(self, session_id: str, extracted_to: int) -> None:
+        """Async :meth:`confirm_extracted`."""
+        await self._arun(self._confirm_plan(session_id, extracted_to))
 
     def add_messages(self, messages: Sequence[Any], session_id: str, *,
                      contact: str | None = None) -> list[StoredMessage]:

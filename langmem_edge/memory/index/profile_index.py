@@ -7,6 +7,13 @@ O(profile) store reads, so each ``AgentMemory`` keeps, per profile it touches, a
 :class:`ProfileIndex`: the records' values, BM25 postings, a key map, and numpy columns for
 admissibility masks and the fill. ``index/changes.py`` keeps it exact across processes.
 
+**Access counts** are not written into records (a read-modify-write of a record to bump a
+counter could bring back a record another process deleted meanwhile). Each writer keeps one
+item per memory under ``(*R, "access", memory id)``, key = its writer id, value its own
+cumulative ``count`` and ``last`` access: written blind (no read), never touching a record.
+A memory's count is its record's ``access_count`` (carried over by ``update``) plus the sum
+of its items plus this process's pending bumps.
+
 The keyword channel is the package's one BM25 (:class:`langmem_edge.retrieval.bm25.BM25Index`,
 keyed by memory id); each row records its document's BM25 slot, so an admissibility mask over
 rows becomes a mask over slots with one numpy assignment. Rows are never reused (a deleted
@@ -18,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import uuid
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -29,6 +37,7 @@ from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.records import KINDS
 from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.chroma_sync import SyncWriter
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
@@ -158,7 +167,8 @@ class _Columns:
 
 
 class ProfileIndex:
-    """Everything recall needs about one profile, in memory, kept exact by the change log."""
+    """Everything recall needs about one profile, in memory, kept exact by the change protocol
+    (:mod:`langmem_edge.memory.index.changes`)."""
 
     def __init__(self, layout: ProfileLayout, cache: IndexCacheConfig, recall: RecallConfig
                  ) -> None:
@@ -167,25 +177,53 @@ class ProfileIndex:
         self.cache = cache
         self.recall_config = recall
         self.lock = threading.RLock()
+        self.pending_access: dict[str, tuple[int, str]] = {}
+        self.pending_since: float | None = None
+        self.counts: dict[str, dict[str, tuple[int, str]]] = {}
+        """Access counts read from the store: ``{memory id: {writer: (count, last ISO)}}``."""
+        self.count_writer = uuid.uuid4().hex[:16]
+        """This index's writer id for access-count items."""
+        self._free_writers: list[SyncWriter] = []
+        self._writer_ids: set[str] = set()
         self._clear()
         self.last_prune = 0.0
 
     def _clear(self) -> None:
         self.generation: str | None = None
-        self.seen_head: str | None = None
         self.synced_at: float | None = None
+        """When this index last synced (this process's monotonic clock)."""
         self.values: dict[str, dict[str, Any]] = {}
         self.tombstones: set[str] = set()
-        self.applied: dict[str, float] = {}
+        self.applied: dict[str, int] = {}
+        """The change protocol's number applied per writer."""
         self.bm25 = BM25Index(k1=self.recall_config.bm25_k1, b=self.recall_config.bm25_b)
         self.by_key: dict[tuple[str, str], set[str]] = {}
         self._key_terms: dict[str, set[tuple[str, str]]] = {}
         self._key_lower: dict[str, set[tuple[str, str]]] = {}
         self.columns = _Columns()
         self._sorted: list[str] | None = None
-        if not hasattr(self, "pending_access"):
-            self.pending_access: dict[str, tuple[int, str]] = {}
-            self.pending_since: float | None = None
+
+    # -- the change protocol's writers -------------------------------------------------------
+
+    def take_writer(self) -> SyncWriter:
+        """A writer for one commit: each commit in flight gets its own, so a writer's writes
+        never overlap (its numbers and marker only move forward)."""
+        with self.lock:
+            if self._free_writers:
+                return self._free_writers.pop()
+            writer = SyncWriter()
+            self._writer_ids.add(writer.writer_id)
+            return writer
+
+    def return_writer(self, writer: SyncWriter) -> None:
+        """Give back a writer taken by :meth:`take_writer`."""
+        with self.lock:
+            self._free_writers.append(writer)
+
+    def writer_ids(self) -> set[str]:
+        """Ids of every writer of this index (their markers are never pruned by it)."""
+        with self.lock:
+            return set(self._writer_ids)
 
     # -- access bumps (written behind) -------------------------------------------------------
 
@@ -202,6 +240,42 @@ class ProfileIndex:
                     c.touched[row] = now
             if self.pending_access and self.pending_since is None:
                 self.pending_since = now
+
+    def access(self, mid: str) -> tuple[int, str | None]:
+        """Accesses of ``mid`` beyond its record's own ``access_count``: the count items read
+        from the store plus this process's pending bumps, and the last access (ISO)."""
+        with self.lock:
+            found = [*self.counts.get(mid, {}).values()]
+            pending = self.pending_access.get(mid)
+            if pending is not None:
+                found.append(pending)
+        if not found:
+            return 0, None
+        return sum(c for c, _ in found), max(last for _, last in found)
+
+    def own_count(self, mid: str) -> int:
+        """The cumulative count this index has written for ``mid`` (its own count item)."""
+        with self.lock:
+            return self.counts.get(mid, {}).get(self.count_writer, (0, ""))[0]
+
+    def set_counts(self, mid: str, items: Iterable[Any]) -> None:
+        """Take in the count items of ``mid`` read from the store (``Item``s of
+        ``layout.access_of(mid)``), or ``(writer, count, last)`` written by this index."""
+        with self.lock:
+            counts = self.counts.setdefault(mid, {})
+            for it in items:
+                if isinstance(it, tuple):
+                    writer, count, last = it
+                else:
+                    v = it.value
+                    if v.get("profile") != self.profile or v.get("id") != mid:
+                        continue
+                    writer, count, last = it.key, int(v.get("count") or 0), str(v.get("last"))
+                if count >= counts.get(writer, (0, ""))[0]:
+                    counts[writer] = (count, last)
+            value = self.values.get(mid)
+            if value is not None:
+                self._set_access(value, self.columns.row_of[mid])
 
     def take_pending(self) -> dict[str, tuple[int, str]]:
         """Remove and return the pending bumps (``{id: (count, last accessed ISO)}``)."""
@@ -236,18 +310,26 @@ class ProfileIndex:
 
     # -- applying ----------------------------------------------------------------------------
 
-    def reset(self, generation: str | None, values: Iterable[dict[str, Any]], synced_at: float
-              ) -> None:
-        """Replace the whole index (a full load)."""
+    def reset(self, generation: str | None, values: Iterable[dict[str, Any]],
+              counts: Iterable[Any], synced_at: float) -> None:
+        """Replace the whole index (a full load): records, and access-count items."""
         with self.lock:
             self._clear()
             self.generation = generation
+            self.counts = {}
+            by_memory: dict[str, list[Any]] = {}
+            for item in counts:
+                by_memory.setdefault(str(item.value.get("id")), []).append(item)
+            for mid, items in by_memory.items():
+                self.counts[mid] = {}
+                self.set_counts(mid, items)
             for value in values:
                 self._set(value)
             self.synced_at = synced_at
 
     def apply(self, value: dict[str, Any]) -> None:
-        """Take in a fresh copy of a record unless it is older than the one held."""
+        """Take in a copy of a record read from the store or just written (the store is the
+        source of truth: no clock decides between versions)."""
         with self.lock:
             mid = value.get("id")
             if not isinstance(mid, str) or mid in self.tombstones:
@@ -256,10 +338,8 @@ class ProfileIndex:
                 logger.warning("ignored record %s of another profile in %r", mid, self.profile)
                 return
             held = self.values.get(mid)
-            if held is not None and (held is value or held.get("updated_at") == value.get(
-                    "updated_at") or iso_to_epoch(held.get("updated_at"), 0.0) > iso_to_epoch(
-                    value.get("updated_at"), 0.0)):
-                return  # the same version, or an older one
+            if held is value or held == value:
+                return  # the same version
             self._set(value)
 
     def remove(self, mid: str) -> None:
@@ -297,22 +377,28 @@ class ProfileIndex:
                 self.bm25.remove(mid)
         slot = self.bm25.slot(mid)
         self.columns.slot[row] = -1 if slot is None else slot
-        pending = self.pending_access.get(mid)
-        if pending is not None:
-            self.columns.access[row] += pending[0]
-            self.columns.touched[row] = max(self.columns.touched[row], iso_to_epoch(pending[1]))
+        self._set_access(value, row)
+
+    def _set_access(self, value: dict[str, Any], row: int) -> None:
+        """The fill's access and recency columns: the record's own count plus
+        :meth:`access`."""
+        c = self.columns
+        extra, last = self.access(value["id"])
+        c.access[row] = float(value.get("access_count") or 0) + extra
+        created = iso_to_epoch(value.get("created_at"), 0.0)
+        c.touched[row] = max(iso_to_epoch(value.get("last_accessed_at"), created),
+                             iso_to_epoch(last, created))
 
     def _maybe_compact(self) -> None:
         """Rebuild the rows when dead ones outnumber live ones (deletions leave holes)."""
         c = self.columns
         if c.dead > COMPACT_MIN_DEAD and c.dead > len(c.row_of):
-            values, synced, gen, head = (list(self.values.values()), self.synced_at,
-                                         self.generation, self.seen_head)
+            values, synced, gen = list(self.values.values()), self.synced_at, self.generation
             applied, tombstones = self.applied, self.tombstones
             self._clear()
             for value in values:
                 self._set(value)
-            self.generation, self.seen_head, self.synced_at = gen, head, synced
+            self.generation, self.synced_at = gen, synced
             self.applied, self.tombstones = applied, tombstones
 
     def _unkey(self, value: dict[str, Any]) -> None:

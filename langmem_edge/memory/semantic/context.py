@@ -85,11 +85,14 @@ class ProfileContext:
         if value.get("profile") != self.profile:  # the second guard of profile isolation
             raise InvalidInputError(f"record {value.get('id')!r} is not in this profile")
         record = MemoryRecord.from_value(value)
-        pending = self.index.pending_access.get(record.id)
-        if pending is not None:  # access bumps not yet written to the store
-            record = record.model_copy(update={
-                "access_count": record.access_count + pending[0],
-                "last_accessed_at": datetime.fromisoformat(pending[1])})
+        extra, last = self.index.access(record.id)  # count items and pending bumps
+        if extra:
+            when = datetime.fromisoformat(last) if last else None
+            if record.last_accessed_at is not None and (when is None
+                                                        or record.last_accessed_at > when):
+                when = record.last_accessed_at
+            record = record.model_copy(update={"access_count": record.access_count + extra,
+                                               "last_accessed_at": when})
         if record.encrypted:
             if self.cipher is None:
                 raise DecryptionError(

@@ -216,7 +216,8 @@ def _vector_hits(ctx: ProfileContext, results: Sequence[Any], scope: _Scope, dep
         for item in items:
             if item.score is None or item.score < floor:
                 continue
-            ctx.index.apply(item.value)  # a fresher copy wins in the index
+            # the index is exact as of the sync: its copy is the one to judge (a record it
+            # does not hold yet is a write not yet confirmed, seen at a later sync)
             v = ctx.index.values.get(item.key)
             if v is not None and scope.admits(v):
                 best[item.key] = max(best.get(item.key, -1.0), float(item.score))
@@ -292,7 +293,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
             raise
         logger.warning("vector search failed (%s); keyword and key channels only", e)
         probed = None
-    yield from plan_sync(ctx.store, ctx.index, now, probe=probed)
+    yield from plan_sync(ctx.store, ctx.index, probe=probed)
     # the index is current now: one admissibility mask serves every local channel
     accept = ctx.index.admissible(t=t, as_of=as_of is not None, scopes=scopes,
                                   kinds=scope.kinds, writer=req.writer,
