@@ -1,8 +1,8 @@
 """Configuration of ``AgentMemory`` and every tier: every number is a named default.
 
 ``MemoryConfig`` groups small pydantic models, one per concern. Each field's default is a
-module-level constant with its own docstring, so the numbers in DESIGN.md's table live in one
-place and can be overridden per instance::
+module-level constant with its own docstring, so the numbers of docs/architecture.md live in
+one place and can be overridden per instance::
 
     AgentMemory(store, config={"recall": {"limit": 10}, "verification": {"enabled": False}})
 
@@ -38,8 +38,8 @@ CONFIDENCE_BY_SOURCE: dict[str, float] = {
     "pre-compaction": 0.6,
     "turn": 0.5,
 }
-"""Default confidence of a memory by its source (DESIGN.md). ``consolidation`` is not in the
-table: merged memories default to 0.8, between reflection and pre-compaction."""
+"""Default confidence of a memory by its source (docs/architecture.md): merged memories
+(``consolidation``) default to 0.8, between reflection and pre-compaction."""
 
 MIN_CONFIDENCE = 0.1
 """Confidence floor: memories below it are never recalled (and decay stops there)."""
@@ -82,7 +82,8 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "messages": 1.0,
     "temporal": 1.0,
 }
-"""Fusion weight of each recall channel (DESIGN.md: vector 1, keyword 1, exact key 1.5)."""
+"""Fusion weight of each recall channel (docs/architecture.md: vector 1, keyword 1, exact
+key 1.5)."""
 
 CHANNEL_DEPTH: dict[str, int] = {"low": 20, "medium": 50, "high": 150}
 """Hits each channel contributes to the fusion, by ``thinking_level``."""
@@ -131,7 +132,7 @@ COMPOSITE_WEIGHTS: dict[str, float] = {
     "tags": 0.1,
     "source": 0.05,
 }
-"""Weights of the composite scorer (DESIGN.md)."""
+"""Weights of the composite scorer (docs/architecture.md)."""
 
 SOURCE_PRIORITY: dict[str, float] = {
     "explicit": 1.0,
@@ -197,10 +198,10 @@ MAX_TAG_CHARS = 100
 """Longest tag."""
 
 MAX_PROFILE_CHARS = 100
-"""Longest profile name (DESIGN.md)."""
+"""Longest profile name (docs/architecture.md)."""
 
 MAX_LIST_PAGE = 500
-"""Largest ``list`` page (DESIGN.md)."""
+"""Largest ``list`` page (docs/architecture.md)."""
 
 DEFAULT_LIST_PAGE = 50
 """``list`` page size when none is given."""
@@ -385,7 +386,8 @@ class LimitsConfig(_Section):
 
 
 class EpisodicConfig(BaseModel):
-    """Every number of the episodic tier, with its default (DESIGN.md's table where it has one)."""
+    """Every number of the episodic tier, with its default (docs/architecture.md's where it
+    has one)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -412,7 +414,7 @@ class EpisodicConfig(BaseModel):
     extraction_source: str = "turn"
     """Source of memories extracted on ingest."""
     extraction_confidence: float = Field(0.5, ge=0.0, le=1.0)
-    """Confidence of memories extracted on ingest (DESIGN.md: per-turn 0.5)."""
+    """Confidence of memories extracted on ingest (docs/architecture.md: per-turn 0.5)."""
     max_attempts: int = Field(3, ge=1)
     """Attempts per model call on transient errors (tenacity)."""
     retry_wait_initial: float = Field(0.5, ge=0.0)

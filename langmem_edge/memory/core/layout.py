@@ -23,31 +23,26 @@ class ProfileLayout:
     """The store namespaces of one profile (pure: no I/O)."""
 
     def __init__(self, namespace: tuple[str, ...], profile: str) -> None:
-        self.profile = profile
-        self.root = (*namespace, "profiles", profile)
-        self.memories = (*self.root, "memories")
-        self.messages = (*self.root, "messages")
-        self.meta = (*self.root, "meta")
-        self.changes = (*self.root, "changes")
-        self.writers = (*self.root, "writers")
-        self.access = (*self.root, "access")
-        self.sessions = (*self.root, "sessions")
+        self._place((*namespace, "profiles", profile), profile)
 
     @classmethod
     def from_root(cls, root: tuple[str, ...], profile: str | None = None) -> ProfileLayout:
         """The layout of the profile whose root is ``root`` (``(*namespace, "profiles",
         name)``, or any root a caller chose); ``profile`` defaults to its last label."""
         layout = cls.__new__(cls)
-        layout.profile = profile if profile is not None else root[-1]
-        layout.root = tuple(root)
-        layout.memories = (*layout.root, "memories")
-        layout.messages = (*layout.root, "messages")
-        layout.meta = (*layout.root, "meta")
-        layout.changes = (*layout.root, "changes")
-        layout.writers = (*layout.root, "writers")
-        layout.access = (*layout.root, "access")
-        layout.sessions = (*layout.root, "sessions")
+        layout._place(tuple(root), profile if profile is not None else root[-1])
         return layout
+
+    def _place(self, root: tuple[str, ...], profile: str) -> None:
+        self.profile = profile
+        self.root = root
+        self.memories = (*root, "memories")
+        self.messages = (*root, "messages")
+        self.meta = (*root, "meta")
+        self.changes = (*root, "changes")
+        self.writers = (*root, "writers")
+        self.access = (*root, "access")
+        self.sessions = (*root, "sessions")
 
     def session_messages(self, session_id: str | None = None) -> tuple[str, ...]:
         """``(*R, "messages")`` or, with a session, ``(*R, "messages", session_id)``."""

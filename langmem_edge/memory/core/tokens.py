@@ -2,7 +2,7 @@
 
 Budgets in the episodic tier (the compaction window) are counted in *estimated* tokens, so the
 library needs no model-specific tokenizer. The estimate is ``ceil(len(text) / r)`` characters,
-where the ratio ``r`` is picked from the text's make-up (DESIGN.md, "token estimate"):
+where the ratio ``r`` is picked from the text's make-up (docs/architecture.md, "token estimate"):
 
 =====================================================  ==================
 text                                                   chars per token

@@ -4,7 +4,7 @@ Two parts:
 
 1. **Types** shared by the episodic tier: :class:`StoredMessage` (one raw message as stored),
    :class:`ExtractedMemory` (a checked candidate for the semantic tier to write) and
-   :data:`FACT_TYPES` (each fact type's kind, as DESIGN.md classifies them).
+   :data:`FACT_TYPES` (each fact type's kind, as docs/architecture.md classifies them).
 2. **Model extraction** (:func:`model_extraction_plan`, a plan of
    :mod:`langmem_edge.memory.core.plans`):
 
@@ -65,7 +65,7 @@ logger = logging.getLogger(__name__)
 
 Role = Literal["user", "assistant", "system", "tool"]
 FACT_TYPES: dict[str, str] = KIND_OF_FACT_TYPE
-"""Fact type -> kind, as DESIGN.md's "kinds" row classifies them (from ``records``)."""
+"""Fact type -> kind, as docs/architecture.md's "kinds" row classifies them (from ``records``)."""
 
 
 def kind_of(fact_type: str) -> str:

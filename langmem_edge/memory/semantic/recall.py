@@ -4,7 +4,7 @@ Channels (each yields up to ``depth[thinking_level]`` hits; 20 / 50 / 150):
 
 * ``vector``: ``store.search(query=...)`` on the profile's memories, filtered on profile,
   status and scope (one search per scope); hits under ``vector_min_score`` are not matches.
-* ``keyword``: BM25 over the profile index (``index/keyword.py``); :func:`keyword_channel` is the
+* ``keyword``: BM25 over the profile index (``retrieval.bm25``); :func:`keyword_channel` is the
   seam where a store-side keyword search (ChromaStore's hybrid channels) can replace it.
 * ``key``: memories whose key is the query, or whose key words all occur in the query.
 * ``temporal``: when the query holds a relative date ("last week", anchored on
