@@ -33,9 +33,9 @@ from langgraph.store.base import BaseStore  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from langmem_edge.embeddings import default_embeddings  # noqa: E402
-from langmem_edge.memory.compaction import page_ops  # noqa: E402
-from langmem_edge.memory.episodic import EpisodicTier  # noqa: E402
-from langmem_edge.memory.offline import rule_based_memories  # noqa: E402
+from langmem_edge.memory.episodic.compaction import page_ops  # noqa: E402
+from langmem_edge.memory.episodic.rules import rule_based_memories  # noqa: E402
+from langmem_edge.memory.episodic.tier import EpisodicTier  # noqa: E402
 from langmem_edge.testing import FakeEmbeddings  # noqa: E402
 
 ROOT = ("bench", "profiles", "p")

@@ -13,9 +13,9 @@ from langgraph.store.base import BaseStore, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from langmem_edge.errors import ExtractionError, InvalidInputError
-from langmem_edge.memory.compaction import ContextWindow, uncovered_ranges
-from langmem_edge.memory.episodic import EpisodicConfig, EpisodicTier
-from langmem_edge.memory.tokens import estimate_tokens
+from langmem_edge.memory.core.tokens import estimate_tokens
+from langmem_edge.memory.episodic.compaction import ContextWindow, uncovered_ranges
+from langmem_edge.memory.episodic.tier import EpisodicConfig, EpisodicTier
 
 ROOT = ("app", "profiles", "alice")
 MSG_TOKENS = 14  # 35 prose chars -> 10 tokens, + 4 per message
@@ -268,7 +268,7 @@ def test_unknown_session_and_bad_budget(store: BaseStore) -> None:
 def test_uncovered_ranges() -> None:
     from datetime import UTC, datetime
 
-    from langmem_edge.memory.compaction import Overlay
+    from langmem_edge.memory.episodic.compaction import Overlay
 
     def ov(a: int, b: int) -> Overlay:
         now = datetime.now(UTC)

@@ -15,14 +15,15 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from langmem_edge.errors import ExtractionError
-from langmem_edge.memory.episodic import EpisodicConfig
-from langmem_edge.memory.extraction import (
+from langmem_edge.memory.core.models import RetryPolicy, is_transient
+from langmem_edge.memory.core.plans import run_async, run_sync
+from langmem_edge.memory.episodic.extraction import (
     StoredMessage,
     chunk_messages,
     detail_windows,
     model_extraction_plan,
 )
-from langmem_edge.memory.plans import RetryPolicy, arun_plan, is_transient, run_plan
+from langmem_edge.memory.episodic.tier import EpisodicConfig
 from langmem_edge.testing import ScriptedChatModel
 
 FAST = EpisodicConfig(retry_wait_initial=0.0, retry_wait_max=0.0)
@@ -49,7 +50,7 @@ def extract(
     plan = model_extraction_plan(
         messages, model, config=config, source="turn", confidence=0.5, session_id="s", **kw
     )
-    return run_plan(plan, store=None, policy=RetryPolicy.from_config(config))
+    return run_sync(plan, policy=RetryPolicy.from_config(config))
 
 
 def test_chunks_are_about_10000_chars_with_2_message_overlap() -> None:
@@ -99,7 +100,7 @@ def test_classification_and_check_drop_failing_candidates(caplog: pytest.LogCapt
         ]
 
     model = scripted(propose, fail={"The user moved to Munich in 2021.": "temporal_accuracy"})
-    with caplog.at_level(logging.INFO, logger="langmem_edge.memory.extraction"):
+    with caplog.at_level(logging.INFO, logger="langmem_edge.memory.episodic.extraction"):
         out = extract(model, msgs(3))
     assert [(m.text, m.kind, m.fact_type) for m in out] == [
         ("The user moved to Berlin in 2023.", "event", "event"),
@@ -223,7 +224,7 @@ async def test_async_driver_bounds_concurrency_too() -> None:
         session_id="s",
         detail=False,
     )
-    out = await arun_plan(plan, store=None, policy=RetryPolicy.from_config(FAST))
+    out = await run_async(plan, policy=RetryPolicy.from_config(FAST))
     assert state["calls"] == 13 and len(out) == 13
     assert 1 < state["peak"] <= 4
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from langmem_edge.memory.extraction import StoredMessage
-from langmem_edge.memory.offline import (
+from langmem_edge.memory.core.tokens import estimate_tokens
+from langmem_edge.memory.episodic.extraction import StoredMessage
+from langmem_edge.memory.episodic.rules import (
     analyze,
-    bm25_scores,
     extractive_summary,
     rule_based_memories,
     supported,
 )
-from langmem_edge.memory.tokens import estimate_tokens
 
 WHEN = datetime(2024, 6, 12, 15, 0, tzinfo=UTC)  # a Wednesday
 
@@ -167,10 +166,6 @@ def test_extractive_summary_keeps_salient_sentences_within_budget() -> None:
     assert extractive_summary(messages, max_tokens=0) == ""
 
 
-def test_analyze_and_bm25() -> None:
+def test_analyze() -> None:
     assert analyze("The Runners were running quickly!") == ["runner", "run", "quick"]
     assert analyze("東京に行く") == ["東京", "京に", "に行", "行く"]  # CJK runs as bigrams
-    docs = ["cats and dogs", "dogs dogs dogs", "birds"]
-    scores = bm25_scores("dog", docs, k1=1.2, b=0.75)
-    assert scores[1] > scores[0] > 0 and scores[2] == 0
-    assert bm25_scores("", docs, k1=1.2, b=0.75) == [0.0, 0.0, 0.0]

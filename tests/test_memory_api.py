@@ -46,3 +46,20 @@ def test_design_example(memory: AgentMemory) -> None:
     alice.delete_session("conv-8891")
     memory.delete_profile("user:alice")
     assert memory.profile("user:alice").recall("theme").count == 0
+
+
+def test_a_page_iterates_over_its_records_and_results_are_typed(memory: AgentMemory) -> None:
+    from langmem_edge.memory.episodic import ContextWindow, StoredMessage
+
+    p = memory.profile("user:carol")
+    first, second = p.remember("Likes tea"), p.remember("Plays the cello")
+    page = p.list()
+    assert [m.id for m in page] == [first.id, second.id]  # records, not field pairs
+    assert len(page) == 2 and page[1].text == "Plays the cello"
+    p.ingest([{"role": "user", "content": "I play the cello on Sundays."}], session_id="s")
+    window = p.window("s", 1000)
+    assert isinstance(window, ContextWindow) and window.head  # one message: the head
+    found = p.recall_conversation("cello", mode="keyword", scope="all")
+    assert found and all(isinstance(m, StoredMessage) for m in found)
+    with pytest.raises(TypeError):
+        p.recall_conversation("cello", colour="red")  # type: ignore[call-arg]

@@ -10,7 +10,7 @@ from test_memory_support import embed, make_store, store, texts  # noqa: F401 - 
 
 from langmem_edge.errors import ConfigurationError, DecryptionError, InvalidInputError
 from langmem_edge.memory import AgentMemory, generate_encryption_key
-from langmem_edge.memory.crypto import MemoryCipher
+from langmem_edge.memory.core.crypto import MemoryCipher
 from langmem_edge.testing import FakeEmbeddings
 
 NS = ("langmem_edge", "profiles", "p", "memories")

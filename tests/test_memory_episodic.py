@@ -17,7 +17,7 @@ from langmem_edge.errors import (
     InvalidInputError,
     LimitExceededError,
 )
-from langmem_edge.memory.episodic import (
+from langmem_edge.memory.episodic.tier import (
     EpisodicConfig,
     EpisodicTier,
     message_id,

@@ -13,8 +13,8 @@ import time
 from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
 
 from langmem_edge.memory import AgentMemory
-from langmem_edge.memory.changelog import plan_prune
-from langmem_edge.memory.effects import run_sync
+from langmem_edge.memory.core.plans import run_sync
+from langmem_edge.memory.index.changes import plan_prune
 
 
 def two(make_store, **kw):
@@ -70,7 +70,7 @@ def test_a_stale_index_reloads(make_store) -> None:
     index = a._index("p")
     synced = index.synced_at
     assert synced is not None
-    # a record written behind the memory's back (no change-log entry, no vector) is only
+    # a record written behind the memory's back (no change entry, no vector) is only
     # found by the keyword channel once the index reloads
     value = dict(index.values[next(iter(index.values))])
     value.update(id="f" * 32, text="Collects old maps", embedding_status="skipped")
@@ -83,9 +83,8 @@ def test_a_stale_index_reloads(make_store) -> None:
 def test_change_log_is_pruned(make_store) -> None:
     config = {
         "index": {
-            "bucket_seconds": 1,
-            "clock_margin_seconds": 0.1,
             "retention_seconds": 5,
+            "reload_after_seconds": 2,
             "prune_interval_seconds": 0.01,
         }
     }

@@ -21,8 +21,8 @@ from test_memory_support import (  # noqa: F401 - fixtures
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory import AgentMemory
-from langmem_edge.memory.dates import find_window
-from langmem_edge.memory.scoring import recency, relevance
+from langmem_edge.memory.core.dates import find_window
+from langmem_edge.memory.semantic.scoring import recency, relevance
 
 
 def test_fused_channels_and_score_breakdown(memory: AgentMemory) -> None:

@@ -81,7 +81,7 @@ def test_contradiction_is_logged_and_both_kept(
     model = judge_model(lambda new, old: (0.2, True))
     p = AgentMemory(store, model=model).profile("p")
     old = p.remember("The user likes tea")
-    with caplog.at_level(logging.INFO, logger="langmem_edge.memory.semantic"):
+    with caplog.at_level(logging.INFO, logger="langmem_edge.memory.semantic.write"):
         new = p.remember("The user likes coffee")
     assert new.contradicts == [old.id]
     assert p.get(old.id).status == "active" and p.get(new.id).status == "active"
@@ -164,7 +164,7 @@ def test_model_free_rule_logs_negations(
 ) -> None:
     p = memory.profile("p")
     old = p.remember("The user likes cats")
-    with caplog.at_level(logging.INFO, logger="langmem_edge.memory.semantic"):
+    with caplog.at_level(logging.INFO, logger="langmem_edge.memory.semantic.write"):
         new = p.remember("The user no longer likes cats")
     assert new.contradicts == [old.id] and p.get(old.id).status == "active"
     assert any("contradicts" in r.getMessage() for r in caplog.records)

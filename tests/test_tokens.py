@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from langmem_edge.memory.tokens import (
+from langmem_edge.memory.core.tokens import (
     TRUNCATION_MARK,
     chars_per_token,
     estimate_tokens,

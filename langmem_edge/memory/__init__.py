@@ -8,9 +8,9 @@ tier. See ``docs/memory.md``.
 
 from __future__ import annotations
 
+from langmem_edge.memory.agent import AgentMemory
 from langmem_edge.memory.config import MemoryConfig
-from langmem_edge.memory.crypto import generate_encryption_key
-from langmem_edge.memory.memory import AgentMemory
+from langmem_edge.memory.core.crypto import generate_encryption_key
 from langmem_edge.memory.profile import Profile, ProfileView
 from langmem_edge.memory.records import (
     NOT_PROVIDED,

@@ -1,8 +1,8 @@
-"""Configuration of ``AgentMemory`` and its semantic tier: every number is a named default.
+"""Configuration of ``AgentMemory`` and every tier: every number is a named default.
 
 ``MemoryConfig`` groups small pydantic models, one per concern. Each field's default is a
-module-level constant with its own docstring, so the numbers in DESIGN.md's table live in one
-place and can be overridden per instance::
+module-level constant with its own docstring, so the numbers of docs/architecture.md live in
+one place and can be overridden per instance::
 
     AgentMemory(store, config={"recall": {"limit": 10}, "verification": {"enabled": False}})
 
@@ -20,6 +20,7 @@ from langmem_edge.errors import ConfigurationError
 
 __all__ = [
     "CompositeConfig",
+    "EpisodicConfig",
     "IndexCacheConfig",
     "LimitsConfig",
     "MemoryConfig",
@@ -37,8 +38,8 @@ CONFIDENCE_BY_SOURCE: dict[str, float] = {
     "pre-compaction": 0.6,
     "turn": 0.5,
 }
-"""Default confidence of a memory by its source (DESIGN.md). ``consolidation`` is not in the
-table: merged memories default to 0.8, between reflection and pre-compaction."""
+"""Default confidence of a memory by its source (docs/architecture.md): merged memories
+(``consolidation``) default to 0.8, between reflection and pre-compaction."""
 
 MIN_CONFIDENCE = 0.1
 """Confidence floor: memories below it are never recalled (and decay stops there)."""
@@ -81,7 +82,8 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "messages": 1.0,
     "temporal": 1.0,
 }
-"""Fusion weight of each recall channel (DESIGN.md: vector 1, keyword 1, exact key 1.5)."""
+"""Fusion weight of each recall channel (docs/architecture.md: vector 1, keyword 1, exact
+key 1.5)."""
 
 CHANNEL_DEPTH: dict[str, int] = {"low": 20, "medium": 50, "high": 150}
 """Hits each channel contributes to the fusion, by ``thinking_level``."""
@@ -130,7 +132,7 @@ COMPOSITE_WEIGHTS: dict[str, float] = {
     "tags": 0.1,
     "source": 0.05,
 }
-"""Weights of the composite scorer (DESIGN.md)."""
+"""Weights of the composite scorer (docs/architecture.md)."""
 
 SOURCE_PRIORITY: dict[str, float] = {
     "explicit": 1.0,
@@ -143,15 +145,17 @@ SOURCE_PRIORITY: dict[str, float] = {
 
 # --- per-process profile index --------------------------------------------------------------
 
-CHANGE_BUCKET_SECONDS = 60.0
-"""Width of one change-log bucket (one store namespace per bucket)."""
-
-CLOCK_MARGIN_SECONDS = 5.0
-"""A sync re-reads this much of the change log before its last sync (clock skew, slow
-commits); re-applying a change is harmless."""
-
 CHANGE_RETENTION_SECONDS = 3600.0
-"""Change-log entries older than this are pruned; an index older than this reloads fully."""
+"""Change entries and writers' markers older than this (by the pruner's wall clock) are
+pruned."""
+
+RELOAD_AFTER_SECONDS = 1800.0
+"""An index not synced for this long (this process's monotonic clock) reloads its profile
+whole; ``retention - reload_after`` is the clock skew between machines the pruning tolerates."""
+
+SETTLE_AFTER_SECONDS = 600.0
+"""A marker left unsettled this long belongs to a writer that died mid-write: pruning
+settles it (readers have re-read its entries at every sync since)."""
 
 PRUNE_INTERVAL_SECONDS = 300.0
 """A process prunes a profile's change log at most this often."""
@@ -161,6 +165,23 @@ CACHED_PROFILES = 16
 
 PAGE_SIZE = 1000
 """Items read per store call when loading a profile or scanning."""
+
+# --- token estimate (episodic tier) --------------------------------------------------------
+
+CJK_THRESHOLD = 0.30
+"""Share of CJK characters above which a text counts as CJK."""
+
+CJK_CHARS_PER_TOKEN = 1.5
+"""Characters per token for CJK text."""
+
+JSON_THRESHOLD = 0.08
+"""Share of JSON punctuation (``{}[]:"``) above which a text counts as structured."""
+
+JSON_CHARS_PER_TOKEN = 3.0
+"""Characters per token for JSON-like text."""
+
+DEFAULT_CHARS_PER_TOKEN = 3.5
+"""Characters per token for everything else."""
 
 # --- limits ---------------------------------------------------------------------------------
 
@@ -177,10 +198,10 @@ MAX_TAG_CHARS = 100
 """Longest tag."""
 
 MAX_PROFILE_CHARS = 100
-"""Longest profile name (DESIGN.md)."""
+"""Longest profile name (docs/architecture.md)."""
 
 MAX_LIST_PAGE = 500
-"""Largest ``list`` page (DESIGN.md)."""
+"""Largest ``list`` page (docs/architecture.md)."""
 
 DEFAULT_LIST_PAGE = 50
 """``list`` page size when none is given."""
@@ -317,14 +338,14 @@ class CompositeConfig(_Section):
 
 
 class IndexCacheConfig(_Section):
-    """The per-process profile index, kept exact by a change log in the store."""
+    """The per-process profile index, kept exact by the change protocol in the store."""
 
-    bucket_seconds: float = Field(default=CHANGE_BUCKET_SECONDS, gt=0)
-    """Change-log bucket width (60 s)."""
-    clock_margin_seconds: float = Field(default=CLOCK_MARGIN_SECONDS, ge=0)
-    """Overlap re-read on every sync (5 s)."""
     retention_seconds: float = Field(default=CHANGE_RETENTION_SECONDS, gt=0)
     """Change-log retention (1 h)."""
+    reload_after_seconds: float = Field(default=RELOAD_AFTER_SECONDS, gt=0)
+    """Reload a profile not synced for this long (30 min)."""
+    settle_after_seconds: float = Field(default=SETTLE_AFTER_SECONDS, gt=0)
+    """Settle markers left unsettled this long (10 min)."""
     prune_interval_seconds: float = Field(default=PRUNE_INTERVAL_SECONDS, gt=0)
     """How often a process prunes (5 min)."""
     cached_profiles: int = Field(default=CACHED_PROFILES, ge=1)
@@ -334,9 +355,8 @@ class IndexCacheConfig(_Section):
 
     @model_validator(mode="after")
     def _check(self) -> IndexCacheConfig:
-        if self.retention_seconds <= 2 * (self.bucket_seconds + self.clock_margin_seconds):
-            raise ValueError("retention_seconds must exceed 2 * (bucket_seconds + "
-                             "clock_margin_seconds)")
+        if self.reload_after_seconds >= self.retention_seconds:
+            raise ValueError("reload_after_seconds must be below retention_seconds")
         return self
 
 
@@ -365,6 +385,114 @@ class LimitsConfig(_Section):
     """Failed embeddings before ``failed`` (3)."""
 
 
+class EpisodicConfig(BaseModel):
+    """Every number of the episodic tier, with its default (docs/architecture.md's where it
+    has one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    # ingest
+    max_messages_per_call: int = Field(500, ge=1)
+    """Messages accepted by one ingest call."""
+    max_message_bytes: int = Field(32 * 1024, ge=1)
+    """Largest message content, in UTF-8 bytes (32 KB)."""
+    extraction_context_messages: int = Field(2, ge=0)
+    """Earlier messages of the session shown to extraction as context."""
+    # extraction
+    chunk_chars: int = Field(10_000, ge=1)
+    """Characters of message content per extraction chunk."""
+    chunk_overlap_messages: int = Field(2, ge=0)
+    """Messages a chunk repeats from the previous one."""
+    max_concurrency: int = Field(4, ge=1)
+    """Model calls (chunks, windows, checks) run at once."""
+    detail_min_messages: int = Field(9, ge=1)
+    """Conversations with at least this many messages get the detail pass."""
+    detail_window_messages: int = Field(8, ge=1)
+    """Messages per detail-pass window."""
+    detail_overlap_messages: int = Field(2, ge=0)
+    """Messages consecutive detail windows share."""
+    extraction_source: str = "turn"
+    """Source of memories extracted on ingest."""
+    extraction_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    """Confidence of memories extracted on ingest (docs/architecture.md: per-turn 0.5)."""
+    max_attempts: int = Field(3, ge=1)
+    """Attempts per model call on transient errors (tenacity)."""
+    retry_wait_initial: float = Field(0.5, ge=0.0)
+    """Backoff multiplier in seconds (exponential: 0.5, 1, 2, ...)."""
+    retry_wait_max: float = Field(8.0, ge=0.0)
+    """Longest wait between attempts, in seconds."""
+    # token estimate
+    cjk_threshold: float = Field(CJK_THRESHOLD, ge=0.0, le=1.0)
+    """Share of CJK characters above which text counts as CJK."""
+    cjk_chars_per_token: float = Field(CJK_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of CJK text."""
+    json_threshold: float = Field(JSON_THRESHOLD, ge=0.0, le=1.0)
+    """Share of ``{}[]:"`` above which text counts as JSON-like."""
+    json_chars_per_token: float = Field(JSON_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of JSON-like text."""
+    default_chars_per_token: float = Field(DEFAULT_CHARS_PER_TOKEN, gt=0.0)
+    """Characters per token of other text."""
+    message_overhead_tokens: int = Field(4, ge=0)
+    """Tokens counted per message in a window on top of its text (role, separators)."""
+    # compaction
+    head_messages: int = Field(2, ge=0)
+    """First messages of a session kept as the window's head."""
+    head_share: float = Field(0.10, ge=0.0, le=1.0)
+    """Share of the window budget for the head."""
+    overlay_share: float = Field(0.20, ge=0.0, le=1.0)
+    """Share of the window budget for overlays."""
+    tail_share: float = Field(0.70, ge=0.0, le=1.0)
+    """Share of the window budget for the tail (it also gets the rounding remainder)."""
+    min_range_messages: int = Field(3, ge=1)
+    """Smallest uncovered range summarised into an overlay."""
+    max_range_messages: int = Field(60, ge=1)
+    """Largest range one overlay summarises."""
+    page_size: int = Field(10, ge=1)
+    """History rows per page, read newest first. Each message stores its page number, so a
+    session keeps the page size it started with (it is in the session record)."""
+    max_rows_scanned: int = Field(200, ge=1)
+    """History rows a window reads at most."""
+    overlay_page_size: int = Field(100, ge=1)
+    """Overlays read per page."""
+    max_overlays: int = Field(1000, ge=1)
+    """Overlays of a session a window reads at most."""
+    overlay_summary_max_tokens: int = Field(200, ge=1)
+    """Longest overlay summary (also capped by the overlay budget of the window making it)."""
+    flush_max_facts: int = Field(10, ge=0)
+    """Memories the pre-compaction flush lifts from a range at most."""
+    flush_confidence: float = Field(0.6, ge=0.0, le=1.0)
+    """Confidence of pre-compaction memories."""
+    flush_source: str = "pre-compaction"
+    """Source of pre-compaction memories."""
+    # recall
+    recall_limit: int = Field(10, ge=1)
+    """Messages ``recall_conversation`` returns by default."""
+    keyword_scan_limit: int = Field(5000, ge=1)
+    """Messages keyword recall scores at most."""
+    scan_page_size: int = Field(500, ge=1)
+    """Rows per page when scanning a namespace (keyword recall, deletion)."""
+    bm25_k1: float = Field(1.2, ge=0.0)
+    """BM25 term-frequency saturation."""
+    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
+    """BM25 length normalisation."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise ConfigurationError(f"invalid EpisodicConfig: {e}") from e
+
+    @model_validator(mode="after")
+    def _shares(self) -> EpisodicConfig:
+        total = self.head_share + self.overlay_share + self.tail_share
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(
+                f"head_share + overlay_share + tail_share must be 1.0, got {total:.3f}")
+        if self.min_range_messages > self.max_range_messages:
+            raise ValueError("min_range_messages must be <= max_range_messages")
+        return self
+
+
 class MemoryConfig(_Section):
     """Everything ``AgentMemory`` can tune; every number is a documented default."""
 
@@ -378,14 +506,18 @@ class MemoryConfig(_Section):
     composite: CompositeConfig = CompositeConfig()
     index: IndexCacheConfig = IndexCacheConfig()
     limits: LimitsConfig = LimitsConfig()
-    episodic: Any = None
-    """The episodic tier's config (``langmem_edge.memory.episodic.EpisodicConfig`` or a dict);
-    ``None`` uses its defaults."""
+    episodic: EpisodicConfig = EpisodicConfig()
+    """The episodic tier's config (:class:`EpisodicConfig`, or a dict of overrides)."""
 
     @field_validator("confidence_by_source", mode="before")
     @classmethod
     def _merge_confidence(cls, v: Any) -> Any:
         return _merge(CONFIDENCE_BY_SOURCE, v)
+
+    @field_validator("episodic", mode="before")
+    @classmethod
+    def _episodic_defaults(cls, v: Any) -> Any:
+        return EpisodicConfig() if v is None else v
 
     @model_validator(mode="after")
     def _check(self) -> MemoryConfig:

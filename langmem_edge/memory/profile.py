@@ -5,7 +5,7 @@ A :class:`Profile` is the isolation unit: every call reads and writes only under
 so no call on one profile can return another's data, whatever the query, filter or key.
 
 Every method has an async twin (``aremember``, ``arecall``, ...). Both are thin shells over
-one plan (``effects.py``): the sync one runs it with ``run_sync``, the async one awaits
+one plan (``core/effects.py``): the sync one runs it with ``run_sync``, the async one awaits
 ``run_async``.
 """
 
@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from langmem_edge.errors import InvalidInputError
-from langmem_edge.memory.changelog import plan_sync
-from langmem_edge.memory.context import ProfileContext, check_optional_name, to_utc
-from langmem_edge.memory.effects import Call, Plan, run_async, run_sync
-from langmem_edge.memory.recall import RecallRequest, plan_recall
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.dates import iso_to_epoch
+from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
+from langmem_edge.memory.core.validate import check_optional_name, to_utc
+from langmem_edge.memory.index.changes import plan_sync
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
     IngestResult,
@@ -31,7 +31,9 @@ from langmem_edge.memory.records import (
     SessionDeletion,
     utcnow,
 )
-from langmem_edge.memory.semantic import (
+from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.recall import RecallRequest, plan_recall
+from langmem_edge.memory.semantic.write import (
     MAX_NAME_CHARS,
     WriteSpec,
     plan_delete,
@@ -44,10 +46,11 @@ from langmem_edge.memory.semantic import (
     plan_write,
     valid_at,
 )
-from langmem_edge.memory.snapshot import iso_to_epoch
 
 if TYPE_CHECKING:
-    from langmem_edge.memory.episodic import EpisodicTier
+    from langmem_edge.memory.episodic.compaction import ContextWindow
+    from langmem_edge.memory.episodic.extraction import StoredMessage
+    from langmem_edge.memory.episodic.tier import EpisodicTier, Mode, Scope
 
 __all__ = ["Profile", "ProfileView"]
 
@@ -58,7 +61,7 @@ _KIND_TITLES = {"fact": "Facts", "instruction": "Instructions", "event": "Events
 class Profile:
     """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
 
-    def __init__(self, ctx: ProfileContext, episodic: Any = None) -> None:
+    def __init__(self, ctx: ProfileContext, episodic: EpisodicConfig) -> None:
         self._ctx = ctx
         self._episodic_config = episodic
         self._tier: EpisodicTier | None = None
@@ -73,9 +76,8 @@ class Profile:
 
     # -- remember ----------------------------------------------------------------------------
 
-    def _remember_plan(self, text: str, kw: dict[str, Any]) -> Plan[MemoryRecord]:
-        verify = kw.pop("verify", None)
-        return plan_write(self._ctx, WriteSpec(text=text, **kw), verify=verify)
+    def _remember_plan(self, spec: WriteSpec, verify: bool | None) -> Plan[MemoryRecord]:
+        return plan_write(self._ctx, spec, verify=verify)
 
     def remember(
         self,
@@ -113,16 +115,37 @@ class Profile:
             encrypted: Seal the text with the memory's ``encryption_key`` (AES-256-GCM).
             verify: Override the verification switch for this write.
         """
-        kw = dict(key=key, kind=kind, fact_type=fact_type, confidence=confidence, source=source,
-                  writer=writer, contact=contact, session_id=session_id, tags=tags,
-                  metadata=metadata, valid_from=valid_from, valid_until=valid_until,
-                  encrypted=encrypted, verify=verify)
-        return run_sync(self._remember_plan(text, kw))
+        spec = WriteSpec(text=text, key=key, kind=kind, fact_type=fact_type,
+                         confidence=confidence, source=source, writer=writer, contact=contact,
+                         session_id=session_id, tags=tags, metadata=metadata,
+                         valid_from=valid_from, valid_until=valid_until, encrypted=encrypted)
+        return run_sync(self._remember_plan(spec, verify))
 
-    async def aremember(self, text: str, **kwargs: Any) -> MemoryRecord:
-        """Async :meth:`remember` (same keyword arguments)."""
-        self._check_kwargs(kwargs, Profile.remember)
-        return await run_async(self._remember_plan(text, dict(kwargs)))
+    async def aremember(
+        self,
+        text: str,
+        *,
+        key: str | None = None,
+        kind: str | None = None,
+        fact_type: str | None = None,
+        confidence: float | None = None,
+        source: str = "explicit",
+        writer: str | None = None,
+        contact: str | None = None,
+        session_id: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: dict[str, Any] | None = None,
+        valid_from: datetime | str | float | None = None,
+        valid_until: datetime | str | float | None = None,
+        encrypted: bool = False,
+        verify: bool | None = None,
+    ) -> MemoryRecord:
+        """Async :meth:`remember`."""
+        spec = WriteSpec(text=text, key=key, kind=kind, fact_type=fact_type,
+                         confidence=confidence, source=source, writer=writer, contact=contact,
+                         session_id=session_id, tags=tags, metadata=metadata,
+                         valid_from=valid_from, valid_until=valid_until, encrypted=encrypted)
+        return await run_async(self._remember_plan(spec, verify))
 
     # -- recall ------------------------------------------------------------------------------
 
@@ -157,39 +180,35 @@ class Profile:
             session_id: The current session: tasks of other sessions rank lower.
             fill: Override the relevance fill switch.
         """
-        return run_sync(plan_recall(self._ctx, self._request(query, locals())))
+        req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
+                            tags=tags, scorer=scorer, thinking_level=thinking_level,
+                            reference_date=to_utc(reference_date, "reference_date"),
+                            session_id=session_id, fill=fill, as_of=None)
+        return run_sync(plan_recall(self._ctx, req))
 
-    async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
-        """Async :meth:`recall` (same keyword arguments)."""
-        self._check_kwargs(kwargs, Profile.recall)
-        return await run_async(plan_recall(self._ctx, self._request(query, kwargs)))
-
-    @staticmethod
-    def _request(query: str, args: dict[str, Any], as_of: datetime | None = None
-                 ) -> RecallRequest:
-        fields = {k: v for k, v in args.items()
-                  if k in RecallRequest.__dataclass_fields__ and k != "query"}
-        if fields.get("reference_date") is not None:
-            fields["reference_date"] = to_utc(fields["reference_date"], "reference_date")
-        return RecallRequest(query=query, as_of=as_of, **fields)
-
-    @staticmethod
-    def _check_kwargs(kwargs: dict[str, Any], method: Any) -> None:
-        allowed = set(method.__code__.co_varnames[: method.__code__.co_argcount
-                                                  + method.__code__.co_kwonlyargcount])
-        unknown = set(kwargs) - allowed
-        if unknown:
-            raise InvalidInputError(f"unexpected argument(s) {sorted(unknown)} for "
-                                    f"{method.__name__}")
+    async def arecall(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        contact: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        writer: str | None = None,
+        tags: Sequence[str] = (),
+        scorer: str = "rrf",
+        reference_date: datetime | str | float | None = None,
+        thinking_level: str | None = None,
+        session_id: str | None = None,
+        fill: bool | None = None,
+    ) -> RecallResult:
+        """Async :meth:`recall`."""
+        req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
+                            tags=tags, scorer=scorer, thinking_level=thinking_level,
+                            reference_date=to_utc(reference_date, "reference_date"),
+                            session_id=session_id, fill=fill, as_of=None)
+        return await run_async(plan_recall(self._ctx, req))
 
     # -- reading -----------------------------------------------------------------------------
-
-    def _list_plan(self, kind: str | None, limit: int | None, cursor: str | None,
-                   kw: dict[str, Any]) -> Plan[MemoryPage]:
-        return plan_list(self._ctx, kind=kind, limit=limit, cursor=cursor,
-                         status=kw.get("status", "active"), contact=kw.get("contact", NOT_PROVIDED),
-                         writer=kw.get("writer"), session_id=kw.get("session_id"),
-                         newest_first=kw.get("newest_first", False), as_of=kw.get("as_of"))
 
     def list(
         self,
@@ -207,17 +226,29 @@ class Profile:
 
         ``status``: active (default), superseded, forgotten or all. ``contact``: only that
         scope (``None``: agent-wide only; omitted: every scope). Pass ``next_cursor`` back as
-        ``cursor`` for the next page.
+        ``cursor`` for the next page. The page iterates over its records
+        (``for m in profile.list()``).
         """
-        kw = dict(status=status, contact=contact, writer=writer, session_id=session_id,
-                  newest_first=newest_first)
-        return run_sync(self._list_plan(kind, limit, cursor, kw))
+        return run_sync(plan_list(self._ctx, kind=kind, limit=limit, cursor=cursor,
+                                  status=status, contact=contact, writer=writer,
+                                  session_id=session_id, newest_first=newest_first))
 
-    async def alist(self, kind: str | None = None, limit: int | None = None,
-                    cursor: str | None = None, **kwargs: Any) -> MemoryPage:
+    async def alist(
+        self,
+        kind: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        *,
+        status: str = "active",
+        contact: Any = NOT_PROVIDED,
+        writer: str | None = None,
+        session_id: str | None = None,
+        newest_first: bool = False,
+    ) -> MemoryPage:
         """Async :meth:`list`."""
-        self._check_kwargs(kwargs, Profile.list)
-        return await run_async(self._list_plan(kind, limit, cursor, kwargs))
+        return await run_async(plan_list(self._ctx, kind=kind, limit=limit, cursor=cursor,
+                                         status=status, contact=contact, writer=writer,
+                                         session_id=session_id, newest_first=newest_first))
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         """The memory with this id in this profile (any status), or ``None``."""
@@ -329,7 +360,7 @@ class Profile:
             if v.get("session_id") and v.get("source_message_ids"):
                 cited[v["session_id"]].update(v["source_message_ids"])
         if cascade and cited:
-            from langmem_edge.memory.episodic import orphaned_messages
+            from langmem_edge.memory.episodic.tier import orphaned_messages
 
             tier = self._episodic()
             still = [v.get("source_message_ids") or () for v in ctx.index.values.values()]
@@ -343,12 +374,10 @@ class Profile:
 
     def _episodic(self) -> EpisodicTier:
         if self._tier is None:
-            from langmem_edge.memory.episodic import EpisodicConfig, EpisodicTier
+            from langmem_edge.memory.episodic.tier import EpisodicTier
 
-            cfg = self._episodic_config
-            if isinstance(cfg, dict):
-                cfg = EpisodicConfig(**cfg)
-            self._tier = EpisodicTier(self._ctx.store, self._ctx.layout.root, config=cfg,
+            self._tier = EpisodicTier(self._ctx.store, self._ctx.layout.root,
+                                      config=self._episodic_config,
                                       model=self._ctx.model, profile=self.name)
         return self._tier
 
@@ -370,9 +399,20 @@ class Profile:
         check_optional_name(contact, "contact", MAX_NAME_CHARS)
         check_optional_name(writer, "writer", MAX_NAME_CHARS)
         tier = self._episodic()
+        # resumable: the session's extraction mark moves only once the memories are written,
+        # so an ingest that failed in between is extracted again by the next one
         outcome = yield Call(tier.ingest, tier.aingest, (messages, session_id),
-                             {"contact": contact})
-        written = yield from self._write_extracted(outcome.memories, contact, writer)
+                             {"contact": contact, "confirm_later": True})
+        memories = outcome.memories
+        if outcome.resumed:  # some may have been written before the failure
+            yield from plan_sync(self._ctx.store, self._ctx.index)
+            have = {(v.get("session_id"), v.get("text"))
+                    for v in self._ctx.index.values.values()}
+            memories = [m for m in memories if (m.session_id, m.text) not in have]
+        written = yield from self._write_extracted(memories, contact, writer)
+        if outcome.extracted_to is not None:
+            yield Call(tier.confirm_extracted, tier.aconfirm_extracted,
+                       (session_id, outcome.extracted_to))
         return IngestResult(messages_added=len(outcome.messages), memories_written=written)
 
     def ingest(self, messages: Sequence[Any], *, session_id: str, contact: str | None = None,
@@ -390,16 +430,27 @@ class Profile:
         """Async :meth:`ingest`."""
         return await run_async(self._ingest_plan(messages, session_id, contact, writer))
 
-    def recall_conversation(self, query: str, **kwargs: Any) -> Any:
-        """Search this profile's raw messages (``EpisodicTier.recall_conversation``)."""
-        return self._episodic().recall_conversation(query, **kwargs)
+    def recall_conversation(self, query: str, *, mode: Mode = "semantic",
+                            limit: int | None = None, role: str | None = None,
+                            scope: Scope = "contact", session_id: str | None = None,
+                            contact: str | None = None) -> builtins.list[StoredMessage]:
+        """Search this profile's raw messages (``EpisodicTier.recall_conversation``: ``mode``
+        semantic or keyword, ``scope`` contact, conversation or all)."""
+        return self._episodic().recall_conversation(
+            query, mode=mode, limit=limit, role=role, scope=scope,
+            session_id=session_id, contact=contact)
 
-    async def arecall_conversation(self, query: str, **kwargs: Any) -> Any:
+    async def arecall_conversation(self, query: str, *, mode: Mode = "semantic",
+                                   limit: int | None = None, role: str | None = None,
+                                   scope: Scope = "contact", session_id: str | None = None,
+                                   contact: str | None = None) -> builtins.list[StoredMessage]:
         """Async :meth:`recall_conversation`."""
-        return await self._episodic().arecall_conversation(query, **kwargs)
+        return await self._episodic().arecall_conversation(
+            query, mode=mode, limit=limit, role=role, scope=scope,
+            session_id=session_id, contact=contact)
 
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool,
-                     contact: str | None) -> Plan[Any]:
+                     contact: str | None) -> Plan[ContextWindow]:
         check_optional_name(contact, "contact", MAX_NAME_CHARS)
         tier = self._episodic()
         window = yield Call(tier.window, tier.awindow, (session_id, budget_tokens),
@@ -408,23 +459,23 @@ class Profile:
         return window
 
     def window(self, session_id: str, budget_tokens: int, *, compact: bool = True,
-               contact: str | None = None) -> Any:
+               contact: str | None = None) -> ContextWindow:
         """The session's context window for a token budget (``EpisodicTier.window``);
         memories flushed before compaction are written (source ``pre-compaction``)."""
         return run_sync(self._window_plan(session_id, budget_tokens, compact, contact))
 
     async def awindow(self, session_id: str, budget_tokens: int, *, compact: bool = True,
-                      contact: str | None = None) -> Any:
+                      contact: str | None = None) -> ContextWindow:
         """Async :meth:`window`."""
         return await run_async(self._window_plan(session_id, budget_tokens, compact, contact))
 
     def compact(self, session_id: str, budget_tokens: int, *, contact: str | None = None
-                ) -> Any:
+                ) -> ContextWindow:
         """:meth:`window` with compaction (summarise the oldest uncovered range)."""
         return self.window(session_id, budget_tokens, compact=True, contact=contact)
 
     async def acompact(self, session_id: str, budget_tokens: int, *,
-                       contact: str | None = None) -> Any:
+                       contact: str | None = None) -> ContextWindow:
         """Async :meth:`compact`."""
         return await self.awindow(session_id, budget_tokens, compact=True, contact=contact)
 
@@ -455,34 +506,86 @@ class ProfileView:
         self._profile = profile
         self.timestamp = timestamp
 
-    def recall(self, query: str, **kwargs: Any) -> RecallResult:
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        contact: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        writer: str | None = None,
+        tags: Sequence[str] = (),
+        scorer: str = "rrf",
+        reference_date: datetime | str | float | None = None,
+        thinking_level: str | None = None,
+        session_id: str | None = None,
+        fill: bool | None = None,
+    ) -> RecallResult:
         """:meth:`Profile.recall` as of the view's moment."""
-        Profile._check_kwargs(kwargs, Profile.recall)
-        req = Profile._request(query, kwargs, as_of=self.timestamp)
+        req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
+                            tags=tags, scorer=scorer, thinking_level=thinking_level,
+                            reference_date=to_utc(reference_date, "reference_date"),
+                            session_id=session_id, fill=fill, as_of=self.timestamp)
         return run_sync(plan_recall(self._profile._ctx, req))
 
-    async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
+    async def arecall(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        contact: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        writer: str | None = None,
+        tags: Sequence[str] = (),
+        scorer: str = "rrf",
+        reference_date: datetime | str | float | None = None,
+        thinking_level: str | None = None,
+        session_id: str | None = None,
+        fill: bool | None = None,
+    ) -> RecallResult:
         """Async :meth:`recall`."""
-        Profile._check_kwargs(kwargs, Profile.recall)
-        req = Profile._request(query, kwargs, as_of=self.timestamp)
+        req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
+                            tags=tags, scorer=scorer, thinking_level=thinking_level,
+                            reference_date=to_utc(reference_date, "reference_date"),
+                            session_id=session_id, fill=fill, as_of=self.timestamp)
         return await run_async(plan_recall(self._profile._ctx, req))
 
-    def _list_plan(self, kind: str | None, limit: int | None, cursor: str | None,
-                   kw: dict[str, Any]) -> Plan[MemoryPage]:
-        return self._profile._list_plan(kind, limit, cursor,
-                                        {**kw, "as_of": self.timestamp.timestamp()})
+    def list(
+        self,
+        kind: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        *,
+        status: str = "active",
+        contact: Any = NOT_PROVIDED,
+        writer: str | None = None,
+        session_id: str | None = None,
+        newest_first: bool = False,
+    ) -> MemoryPage:
+        """The memories valid at the view's moment, paged like :meth:`Profile.list`
+        (``status`` is ignored: validity at the moment decides)."""
+        return run_sync(plan_list(self._profile._ctx, kind=kind, limit=limit, cursor=cursor,
+                                  status=status, contact=contact, writer=writer,
+                                  session_id=session_id, newest_first=newest_first,
+                                  as_of=self.timestamp.timestamp()))
 
-    def list(self, kind: str | None = None, limit: int | None = None,
-             cursor: str | None = None, **kwargs: Any) -> MemoryPage:
-        """The memories valid at the view's moment, paged like :meth:`Profile.list`."""
-        Profile._check_kwargs(kwargs, Profile.list)
-        return run_sync(self._list_plan(kind, limit, cursor, kwargs))
-
-    async def alist(self, kind: str | None = None, limit: int | None = None,
-                    cursor: str | None = None, **kwargs: Any) -> MemoryPage:
+    async def alist(
+        self,
+        kind: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        *,
+        status: str = "active",
+        contact: Any = NOT_PROVIDED,
+        writer: str | None = None,
+        session_id: str | None = None,
+        newest_first: bool = False,
+    ) -> MemoryPage:
         """Async :meth:`list`."""
-        Profile._check_kwargs(kwargs, Profile.list)
-        return await run_async(self._list_plan(kind, limit, cursor, kwargs))
+        return await run_async(plan_list(
+            self._profile._ctx, kind=kind, limit=limit, cursor=cursor, status=status,
+            contact=contact, writer=writer, session_id=session_id, newest_first=newest_first,
+            as_of=self.timestamp.timestamp()))
 
     def is_valid(self, record: MemoryRecord) -> bool:
         """Whether ``record`` was valid at the view's moment."""

@@ -1,6 +1,6 @@
 """The semantic tier's data model: memory records, kinds, recall results.
 
-Kinds and fact types (DESIGN.md)::
+Kinds and fact types (docs/architecture.md)::
 
     kind          fact types                                              embedded?
     fact          preference, identity, relationship, decision, reflection  yes
@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
@@ -85,7 +86,7 @@ FACT_TYPES_BY_KIND: dict[str, tuple[str, ...]] = {
     "instruction": ("instruction", "skill"),
     "task": ("task",),
 }
-"""The fact types of each kind (DESIGN.md)."""
+"""The fact types of each kind (docs/architecture.md)."""
 
 KIND_OF_FACT_TYPE: dict[str, str] = {
     ft: kind for kind, types in FACT_TYPES_BY_KIND.items() for ft in types
@@ -322,6 +323,16 @@ class MemoryPage(BaseModel):
     """The page, oldest first (or newest first when asked)."""
     next_cursor: str | None = None
     """Pass to the next call; ``None`` on the last page."""
+
+    def __iter__(self) -> Iterator[MemoryRecord]:  # type: ignore[override]
+        """The page's records (``for m in profile.list()``), not pydantic's field pairs."""
+        return iter(self.memories)
+
+    def __len__(self) -> int:
+        return len(self.memories)
+
+    def __getitem__(self, index: int) -> MemoryRecord:
+        return self.memories[index]
 
 
 class ProfileStats(BaseModel):

@@ -25,6 +25,12 @@ search returns what a fresh index of just that prefix would.
 document), amortised; an index built incrementally is identical to one rebuilt from scratch
 (tested). Ties are broken by document id so results are deterministic.
 
+**Slots.** Each document sits in an integer *slot* (:meth:`BM25Index.slot`), stable while it
+stays indexed (a removed document's slot is reused). A caller that keeps numpy columns of its
+own can admit documents with a boolean mask over slots (``search(accept_mask=...)``) instead
+of a predicate called per match: the memory tier's profile index does, for its admissibility
+masks over 100k records.
+
 **Search** is vectorised with numpy: each document slot has its length and a namespace number
 in flat arrays, each queried term keeps numpy copies of its posting list (rebuilt lazily once a
 write touches the term), a namespace prefix becomes a cached boolean mask over namespace
@@ -243,6 +249,15 @@ class BM25Index:
         """Ids of every document, sorted."""
         return sorted(self._slot)
 
+    def slot(self, doc_id: str) -> int | None:
+        """The slot of a document (see the module docstring), or None if absent."""
+        return self._slot.get(doc_id)
+
+    @property
+    def slots(self) -> int:
+        """The number of slots (an ``accept_mask`` longer than this is never read past it)."""
+        return len(self._ids)
+
     def namespace_of(self, doc_id: str) -> Namespace | None:
         """The namespace a document was indexed under, or None if absent."""
         slot = self._slot.get(doc_id)
@@ -274,6 +289,7 @@ class BM25Index:
         namespace_prefix: Namespace = (),
         limit: int | None = None,
         accept: Callable[[str], bool] | None = None,
+        accept_mask: _BoolArray | None = None,
     ) -> list[ScoredDoc]:
         """Documents under ``namespace_prefix`` matching any of ``terms``, best first.
 
@@ -283,6 +299,8 @@ class BM25Index:
             limit: Most results to return; None for every match.
             accept: Optional predicate on a document id (the store's ``filter``); rejected
                 documents are skipped *before* ranking, so ranks count accepted documents.
+            accept_mask: Optional boolean array over slots (:meth:`slot`), applied like
+                ``accept``; slots beyond its end are rejected.
 
         Returns:
             :class:`ScoredDoc` sorted by score descending, then id ascending.
@@ -318,6 +336,9 @@ class BM25Index:
             scores[slots] += idf * tfs * (k1 + 1.0) / (tfs + norm)
             matched[slots] = True
         found = np.flatnonzero(matched)
+        if accept_mask is not None and len(found):
+            found = found[found < len(accept_mask)]
+            found = found[accept_mask[found]]
         if accept is not None and len(found):
             ids = self._ids
             keep = np.array([bool(accept(ids[s])) for s in found.tolist()],  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Model-free fallbacks of the episodic tier: rule-based extraction, extractive summaries, BM25.
+"""Model-free fallbacks of the episodic tier: rule-based extraction, extractive summaries.
 
 Rule-based extraction (:func:`rule_based_memories`)
 ---------------------------------------------------
@@ -45,8 +45,6 @@ their content words in the range (divided by the square root of their length), p
 for numbers and capitalised words; the best are kept up to the token budget and shown in
 conversation order with their role.
 
-Keyword scoring (:func:`bm25_scores`): Okapi BM25 over text analysed by the package's one
-analyser (:func:`langmem_edge.retrieval.text.default_analyzer`).
 """
 
 from __future__ import annotations
@@ -58,20 +56,18 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from langmem_edge.memory.extraction import (
+from langmem_edge.memory.core.tokens import estimate_tokens
+from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     StoredMessage,
     dedupe_memories,
     kind_of,
 )
-from langmem_edge.memory.keyword import BM25Index
-from langmem_edge.memory.tokens import estimate_tokens
 from langmem_edge.retrieval.text import ENGLISH_STOPWORDS, default_analyzer
 
 __all__ = [
     "STOPWORDS",
     "analyze",
-    "bm25_scores",
     "extractive_summary",
     "rule_based_memories",
     "supported",
@@ -88,21 +84,6 @@ def analyze(text: str) -> list[str]:
     (:func:`langmem_edge.retrieval.text.default_analyzer`: normalised words, CJK runs as
     bigrams, stop words dropped, Snowball-stemmed)."""
     return default_analyzer().terms(text)
-
-
-def bm25_scores(query: str, documents: Sequence[str], *, k1: float, b: float) -> list[float]:
-    """Okapi BM25 score of each document for ``query`` (0.0 when no query term occurs).
-
-    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``; the statistics are those of ``documents``
-    (a throwaway :class:`~langmem_edge.memory.keyword.BM25Index` over them).
-    """
-    index = BM25Index(k1=k1, b=b)
-    for row, document in enumerate(documents):
-        index.add(row, document)
-    scores = [0.0] * len(documents)
-    for row, score in index.search(query, limit=len(documents)):
-        scores[row] = score
-    return scores
 
 
 _TEMPLATE = frozenset(analyze(

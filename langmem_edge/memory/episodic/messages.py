@@ -14,15 +14,13 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
-from langmem_edge.memory.labels import check_label
-
-if TYPE_CHECKING:
-    from langmem_edge.memory.episodic import EpisodicConfig
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.labels import check_label
 
 __all__ = [
     "ROLE_ALIASES",
@@ -57,7 +55,8 @@ def orphaned_messages(deleted: Iterable[str], still_cited: Iterable[Iterable[str
 
 def validate_session_id(session_id: object) -> str:
     """Check a session id: a non-empty string of at most 200 chars without '.' or control
-    characters (it becomes a namespace label: :func:`~.labels.check_label`)."""
+    characters (it becomes a namespace label:
+    :func:`~langmem_edge.memory.core.labels.check_label`)."""
     return check_label(session_id, "session_id", MAX_SESSION_ID_CHARS, allow_blank=True)
 
 

@@ -1,7 +1,8 @@
-"""Pure scoring functions of recall: fusion, recency, relevance fill, composite score.
+"""Pure scoring functions of recall: recency, relevance fill, composite score.
 
-* Weighted reciprocal rank fusion: a hit at 1-based rank ``r`` in a channel of weight ``w``
-  adds ``w / (k + r)`` (k = 60).
+(Weighted reciprocal rank fusion is :func:`langmem_edge.retrieval.fusion.rrf_fuse`, the one
+the store's hybrid search uses.)
+
 * Recency: ``0.5 ** (age_days / half_life_days)`` (half-life 30 days), age counted from the
   last access, or from creation when never accessed.
 * Relevance fill: ``0.7 * recency + 0.3 * log(access_count + 1)`` (natural log).
@@ -15,28 +16,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from langmem_edge.memory.records import ChannelScore
-
-__all__ = ["composite", "recency", "relevance", "rrf_fuse", "tag_overlap"]
+__all__ = ["composite", "recency", "relevance", "tag_overlap"]
 
 SECONDS_PER_DAY = 86_400.0
-
-
-def rrf_fuse(
-    channels: Mapping[str, Sequence[tuple[str, float]]],
-    weights: Mapping[str, float],
-    k: int,
-) -> dict[str, tuple[float, dict[str, ChannelScore]]]:
-    """Fuse ranked ``(id, raw score)`` lists: ``{id: (fused score, per-channel detail)}``."""
-    fused: dict[str, tuple[float, dict[str, ChannelScore]]] = {}
-    for name, hits in channels.items():
-        weight = weights.get(name, 0.0)
-        for rank, (doc_id, raw) in enumerate(hits, start=1):
-            contribution = weight / (k + rank)
-            total, detail = fused.get(doc_id, (0.0, {}))
-            detail[name] = ChannelScore(rank=rank, raw=float(raw), contribution=contribution)
-            fused[doc_id] = (total + contribution, detail)
-    return fused
 
 
 def recency(age_seconds: float, half_life_days: float) -> float:

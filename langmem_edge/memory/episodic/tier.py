@@ -35,15 +35,23 @@ by id); ingest a session from one writer at a time.
 
 **Extraction** on ingest covers the new messages, with up to ``extraction_context_messages``
 (2) earlier messages of the session shown as context: with a model,
-:func:`~.extraction.model_extraction_plan`; without, :func:`~.offline.rule_based_memories`.
+:func:`~.extraction.model_extraction_plan`; without, :func:`~.rules.rule_based_memories`.
 Results are :class:`~.extraction.ExtractedMemory` with source ``"turn"`` (per-turn extraction) and
 confidence 0.5; the Profile writes them through the semantic tier.
+
+**The extraction mark.** The session record's ``extracted_to`` is the first message whose
+memories are not known to be written. ``ingest(..., confirm_later=True)`` (what the Profile
+uses) leaves it where it was, and the caller moves it with :meth:`EpisodicTier.
+confirm_extracted` once the memories are written; every ingest of the session extracts the
+messages from the mark on (``IngestOutcome.resumed``), so a failure between storing the
+messages and writing their memories is repaired by the next ingest, not lost for good.
 
 **Recall.** ``recall_conversation(query, mode=...)`` searches raw messages. ``"semantic"`` is the
 store's own ``search(query=...)`` over the messages namespace (vector or hybrid, as the store
 does it). ``"keyword"`` fetches the messages in scope (pages of ``scan_page_size``, at most
 ``keyword_scan_limit`` rows, in the store's order) and ranks them with BM25
-(:func:`~.offline.bm25_scores`, k1 1.2, b 0.75); messages without a query term are left out.
+(:class:`~langmem_edge.retrieval.bm25.BM25Index`, k1 1.2, b 0.75); messages without a query
+term are left out.
 Scopes: ``"conversation"`` (needs ``session_id``), ``"contact"`` (messages ingested with that
 ``contact``; with no contact given it is the whole profile), ``"all"`` (the whole profile).
 
@@ -60,32 +68,40 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field
 
-from langmem_edge.errors import ConfigurationError, InvalidInputError
-from langmem_edge.memory import tokens as _tokens
-from langmem_edge.memory.compaction import (
+from langmem_edge.errors import InvalidInputError
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.labels import check_namespace
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.models import RetryPolicy
+from langmem_edge.memory.core.plans import Plan, StoreStep, run_async, run_sync
+from langmem_edge.memory.episodic.compaction import (
     ContextWindow,
     Overlay,
     in_range,
     page_ops,
     window_plan,
 )
-from langmem_edge.memory.extraction import ExtractedMemory, StoredMessage, model_extraction_plan
-from langmem_edge.memory.labels import check_label
-from langmem_edge.memory.messages import (
+from langmem_edge.memory.episodic.extraction import (
+    ExtractedMemory,
+    StoredMessage,
+    model_extraction_plan,
+)
+from langmem_edge.memory.episodic.messages import (
     ROLE_ALIASES,
     message_id,
     normalize_messages,
     orphaned_messages,
     validate_session_id,
 )
-from langmem_edge.memory.offline import bm25_scores, rule_based_memories
-from langmem_edge.memory.plans import Plan, RetryPolicy, StoreStep, arun_plan, run_plan
+from langmem_edge.memory.episodic.rules import rule_based_memories
+from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
     "EpisodicConfig",
@@ -97,125 +113,36 @@ __all__ = [
     "orphaned_messages",
 ]
 
-class EpisodicConfig(BaseModel):
-    """Every number of the episodic tier, with its default (DESIGN.md's table where it has one)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    # ingest
-    max_messages_per_call: int = Field(500, ge=1)
-    """Messages accepted by one ingest call."""
-    max_message_bytes: int = Field(32 * 1024, ge=1)
-    """Largest message content, in UTF-8 bytes (32 KB)."""
-    extraction_context_messages: int = Field(2, ge=0)
-    """Earlier messages of the session shown to extraction as context."""
-    # extraction
-    chunk_chars: int = Field(10_000, ge=1)
-    """Characters of message content per extraction chunk."""
-    chunk_overlap_messages: int = Field(2, ge=0)
-    """Messages a chunk repeats from the previous one."""
-    max_concurrency: int = Field(4, ge=1)
-    """Model calls (chunks, windows, checks) run at once."""
-    detail_min_messages: int = Field(9, ge=1)
-    """Conversations with at least this many messages get the detail pass."""
-    detail_window_messages: int = Field(8, ge=1)
-    """Messages per detail-pass window."""
-    detail_overlap_messages: int = Field(2, ge=0)
-    """Messages consecutive detail windows share."""
-    extraction_source: str = "turn"
-    """Source of memories extracted on ingest."""
-    extraction_confidence: float = Field(0.5, ge=0.0, le=1.0)
-    """Confidence of memories extracted on ingest (DESIGN.md: per-turn 0.5)."""
-    max_attempts: int = Field(3, ge=1)
-    """Attempts per model call on transient errors (tenacity)."""
-    retry_wait_initial: float = Field(0.5, ge=0.0)
-    """Backoff multiplier in seconds (exponential: 0.5, 1, 2, ...)."""
-    retry_wait_max: float = Field(8.0, ge=0.0)
-    """Longest wait between attempts, in seconds."""
-    # token estimate
-    cjk_threshold: float = Field(_tokens.CJK_THRESHOLD, ge=0.0, le=1.0)
-    """Share of CJK characters above which text counts as CJK."""
-    cjk_chars_per_token: float = Field(_tokens.CJK_CHARS_PER_TOKEN, gt=0.0)
-    """Characters per token of CJK text."""
-    json_threshold: float = Field(_tokens.JSON_THRESHOLD, ge=0.0, le=1.0)
-    """Share of ``{}[]:"`` above which text counts as JSON-like."""
-    json_chars_per_token: float = Field(_tokens.JSON_CHARS_PER_TOKEN, gt=0.0)
-    """Characters per token of JSON-like text."""
-    default_chars_per_token: float = Field(_tokens.DEFAULT_CHARS_PER_TOKEN, gt=0.0)
-    """Characters per token of other text."""
-    message_overhead_tokens: int = Field(4, ge=0)
-    """Tokens counted per message in a window on top of its text (role, separators)."""
-    # compaction
-    head_messages: int = Field(2, ge=0)
-    """First messages of a session kept as the window's head."""
-    head_share: float = Field(0.10, ge=0.0, le=1.0)
-    """Share of the window budget for the head."""
-    overlay_share: float = Field(0.20, ge=0.0, le=1.0)
-    """Share of the window budget for overlays."""
-    tail_share: float = Field(0.70, ge=0.0, le=1.0)
-    """Share of the window budget for the tail (it also gets the rounding remainder)."""
-    min_range_messages: int = Field(3, ge=1)
-    """Smallest uncovered range summarised into an overlay."""
-    max_range_messages: int = Field(60, ge=1)
-    """Largest range one overlay summarises."""
-    page_size: int = Field(10, ge=1)
-    """History rows per page, read newest first. Each message stores its page number, so a
-    session keeps the page size it started with (it is in the session record)."""
-    max_rows_scanned: int = Field(200, ge=1)
-    """History rows a window reads at most."""
-    overlay_page_size: int = Field(100, ge=1)
-    """Overlays read per page."""
-    max_overlays: int = Field(1000, ge=1)
-    """Overlays of a session a window reads at most."""
-    overlay_summary_max_tokens: int = Field(200, ge=1)
-    """Longest overlay summary (also capped by the overlay budget of the window making it)."""
-    flush_max_facts: int = Field(10, ge=0)
-    """Memories the pre-compaction flush lifts from a range at most."""
-    flush_confidence: float = Field(0.6, ge=0.0, le=1.0)
-    """Confidence of pre-compaction memories."""
-    flush_source: str = "pre-compaction"
-    """Source of pre-compaction memories."""
-    # recall
-    recall_limit: int = Field(10, ge=1)
-    """Messages ``recall_conversation`` returns by default."""
-    keyword_scan_limit: int = Field(5000, ge=1)
-    """Messages keyword recall scores at most."""
-    scan_page_size: int = Field(500, ge=1)
-    """Rows per page when scanning a namespace (keyword recall, deletion)."""
-    bm25_k1: float = Field(1.2, ge=0.0)
-    """BM25 term-frequency saturation."""
-    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
-    """BM25 length normalisation."""
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as e:
-            raise ConfigurationError(f"invalid EpisodicConfig: {e}") from e
-
-    @model_validator(mode="after")
-    def _shares(self) -> EpisodicConfig:
-        total = self.head_share + self.overlay_share + self.tail_share
-        if abs(total - 1.0) > 1e-6:
-            raise ValueError(
-                f"head_share + overlay_share + tail_share must be 1.0, got {total:.3f}")
-        if self.min_range_messages > self.max_range_messages:
-            raise ValueError("min_range_messages must be <= max_range_messages")
-        return self
-
-
 class IngestOutcome(BaseModel):
     """What an ingest did: the messages it added and the memories extracted from them."""
 
     messages: list[StoredMessage] = Field(default_factory=list)
     memories: list[ExtractedMemory] = Field(default_factory=list)
+    resumed: list[StoredMessage] = Field(default_factory=list)
+    """Messages stored by an earlier ingest whose memories were never confirmed written,
+    extracted again by this one."""
+    extracted_to: int | None = None
+    """With ``confirm_later``: the session's extraction mark to confirm
+    (:meth:`EpisodicTier.confirm_extracted`) once the memories are written; ``None`` when
+    there is nothing to confirm."""
 
 
 MAX_ROOT_LABEL_CHARS = 200
 """Longest label of a tier's ``namespace_root``."""
 
+T = TypeVar("T")
+
 Scope = Literal["contact", "conversation", "all"]
 Mode = Literal["semantic", "keyword"]
+
+
+def _mark_after(mark: int, start: int, end: int, extract: bool, confirm_later: bool) -> int:
+    """A session's extraction mark once an ingest has stored messages ``start..end``: left
+    for the caller to move (``confirm_later``), past everything extracted now, or, for
+    messages stored without extraction, past them unless earlier ones still wait."""
+    if extract:
+        return mark if confirm_later else end
+    return end if mark == start else mark
 
 
 class EpisodicTier:
@@ -238,38 +165,32 @@ class EpisodicTier:
         model: BaseChatModel | None = None,
         profile: str | None = None,
     ) -> None:
-        if isinstance(namespace_root, str) or not namespace_root:
-            raise ConfigurationError(f"namespace_root must be a tuple of labels: "
-                                     f"{namespace_root!r}")
-        for label in namespace_root:
-            try:
-                check_label(label, "namespace_root label", MAX_ROOT_LABEL_CHARS)
-            except InvalidInputError as e:
-                raise ConfigurationError(str(e)) from e
+        check_namespace(namespace_root, "namespace_root", MAX_ROOT_LABEL_CHARS)
         self.store = store
         self.root = tuple(namespace_root)
         self.config = config or EpisodicConfig()
         self.model = model
         self.profile = profile if profile is not None else self.root[-1]
+        self.layout = ProfileLayout.from_root(self.root, self.profile)
         self._policy = RetryPolicy.from_config(self.config)
 
     # namespaces --------------------------------------------------------------------------
     def messages_namespace(self, session_id: str | None = None) -> tuple[str, ...]:
         """``(*root, "messages")`` or, with a session, ``(*root, "messages", session_id)``."""
-        return (*self.root, "messages") + ((session_id,) if session_id else ())
+        return self.layout.session_messages(session_id)
 
     def overlays_namespace(self, session_id: str) -> tuple[str, ...]:
         """``(*root, "overlays", session_id)``."""
-        return (*self.root, "overlays", session_id)
+        return self.layout.overlays(session_id)
 
     @property
     def sessions_namespace(self) -> tuple[str, ...]:
         """``(*root, "sessions")``: one record per session."""
-        return (*self.root, "sessions")
+        return self.layout.sessions
 
     # plans -------------------------------------------------------------------------------
     def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
-                     extract: bool) -> Plan[IngestOutcome]:
+                     extract: bool, confirm_later: bool = False) -> Plan[IngestOutcome]:
         sid = validate_session_id(session_id)
         if contact is not None and not isinstance(contact, str):
             raise InvalidInputError(f"contact must be a string or None, got {contact!r}")
@@ -288,33 +209,58 @@ class EpisodicTier:
         fresh = [mid for mid, item in zip(unique, found[1:], strict=True) if item is None]
         new = [StoredMessage(id=mid, session_id=sid, seq=start + i, contact=contact,
                              **unique[mid]) for i, mid in enumerate(fresh)]
+        # messages before ``mark`` have had their memories written (sessions from before the
+        # mark existed: all of them)
+        mark = int(meta.value.get("extracted_to", start)) if meta else 0
+        behind: list[StoredMessage] = []
+        if extract and mark < start:
+            found = yield StoreStep(page_ops(ns, self.profile, mark, start, ps))
+            behind = in_range(found, mark, start)
+        todo = [*behind, *new]
         memories: list[ExtractedMemory] = []
-        if extract and new:
+        if extract and todo:
+            first = todo[0].seq
             context: list[StoredMessage] = []
-            k = min(self.config.extraction_context_messages, start)
+            k = min(self.config.extraction_context_messages, first)
             if k:
-                found = yield StoreStep(page_ops(ns, self.profile, start - k, start, ps))
-                context = in_range(found, start - k, start)
+                found = yield StoreStep(page_ops(ns, self.profile, first - k, first, ps))
+                context = in_range(found, first - k, first)
             if self.model is not None:
                 memories = yield from model_extraction_plan(
-                    new, self.model, config=self.config, source=self.config.extraction_source,
+                    todo, self.model, config=self.config,
+                    source=self.config.extraction_source,
                     confidence=self.config.extraction_confidence, session_id=sid,
                     context=context)
             else:
                 memories = rule_based_memories(
-                    new, source=self.config.extraction_source,
+                    todo, source=self.config.extraction_source,
                     confidence=self.config.extraction_confidence, session_id=sid)
+        end = start + len(new)
         if new:
             value: dict[str, Any] = dict(meta.value) if meta else {
                 "kind": "session", "profile": self.profile, "session_id": sid, "count": 0,
                 "page_size": ps, "first_ts": new[0].ts.isoformat()}
-            value.update(next_seq=start + len(new), count=int(value["count"]) + len(new),
-                         last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat())
+            value.update(next_seq=end, count=int(value["count"]) + len(new),
+                         last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat(),
+                         extracted_to=_mark_after(mark, start, end, extract, confirm_later))
             if contact is not None:
                 value.setdefault("contact", contact)
             yield StoreStep((*(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
                              PutOp(self.sessions_namespace, sid, value, index=False)))
-        return IngestOutcome(messages=new, memories=memories)
+        elif behind and not confirm_later:
+            yield from self._confirm_plan(sid, end)
+        return IngestOutcome(messages=new, memories=memories, resumed=behind,
+                             extracted_to=end if confirm_later and extract and todo else None)
+
+    def _confirm_plan(self, session_id: str, extracted_to: int) -> Plan[None]:
+        sid = validate_session_id(session_id)
+        (meta,) = yield StoreStep((GetOp(self.sessions_namespace, sid),))
+        if meta is None or meta.value.get("profile") != self.profile:
+            return
+        mark = int(meta.value.get("extracted_to", meta.value["next_seq"]))
+        if extracted_to > mark:
+            yield StoreStep((PutOp(self.sessions_namespace, sid,
+                                   {**meta.value, "extracted_to": extracted_to}, index=False),))
 
     def _list_plan(self, session_id: str, start: int, limit: int) -> Plan[list[StoredMessage]]:
         sid = validate_session_id(session_id)
@@ -379,9 +325,12 @@ class EpisodicTier:
                     for it in items if it.value.get("profile") == self.profile]
         docs = yield from self._scan_plan(prefix, flt, self.config.keyword_scan_limit)
         docs = [d for d in docs if d.value.get("profile") == self.profile]
-        scores = bm25_scores(query, [d.value["text"] for d in docs], k1=self.config.bm25_k1,
-                             b=self.config.bm25_b)
-        ranked = sorted((pair for pair in zip(scores, docs, strict=True) if pair[0] > 0),
+        index = BM25Index(k1=self.config.bm25_k1, b=self.config.bm25_b)
+        analyzer = default_analyzer()
+        for i, d in enumerate(docs):
+            index.upsert(str(i), {"text": analyzer.terms(d.value["text"])})
+        hits = index.search(analyzer.query_terms(query))
+        ranked = sorted(((h.score, docs[int(h.id)]) for h in hits),
                         key=lambda p: (-p[0], -int(p[1].value["seq"])))
         return [StoredMessage.from_value(d.key, d.value, score=s) for s, d in ranked[:limit]]
 
@@ -437,51 +386,68 @@ class EpisodicTier:
                                            {"profile": self.profile}, self.config.max_overlays)
         return sorted((Overlay.from_value(it.value) for it in items), key=lambda o: o.from_seq)
 
-    def _run(self, plan: Plan[Any]) -> Any:
-        return run_plan(plan, store=self.store, policy=self._policy)
+    def _run(self, plan: Plan[T]) -> T:
+        return run_sync(plan, store=self.store, policy=self._policy)
 
-    async def _arun(self, plan: Plan[Any]) -> Any:
-        return await arun_plan(plan, store=self.store, policy=self._policy)
+    async def _arun(self, plan: Plan[T]) -> T:
+        return await run_async(plan, store=self.store, policy=self._policy)
 
     # public API: each method is a thin shell over one plan --------------------------------
-    def ingest(self, messages: Sequence[Any], session_id: str, *, contact: str | None = None
-               ) -> IngestOutcome:
+    def ingest(self, messages: Sequence[Any], session_id: str, *, contact: str | None = None,
+               confirm_later: bool = False) -> IngestOutcome:
         """Store the new messages and extract memories from them (extraction first: when it
-        fails, nothing is written). Idempotent: a re-ingest adds and extracts nothing."""
-        return self._run(self._ingest_plan(messages, session_id, contact, True))  # type: ignore
+        fails, nothing is written). Idempotent: a re-ingest adds and extracts nothing.
+
+        With ``confirm_later``, the caller writes the memories and then calls
+        :meth:`confirm_extracted` with ``outcome.extracted_to``; until it does, every ingest
+        of the session extracts those messages again (``outcome.resumed``), so memories lost
+        to a failure between the two writes are not lost for good.
+        """
+        return self._run(self._ingest_plan(messages, session_id, contact, True, confirm_later))
 
     async def aingest(self, messages: Sequence[Any], session_id: str, *,
-                      contact: str | None = None) -> IngestOutcome:
+                      contact: str | None = None, confirm_later: bool = False
+                      ) -> IngestOutcome:
         """Async :meth:`ingest`."""
-        return await self._arun(self._ingest_plan(messages, session_id, contact, True))  # type: ignore
+        return await self._arun(self._ingest_plan(messages, session_id, contact, True,
+                                                  confirm_later))
+
+    def confirm_extracted(self, session_id: str, extracted_to: int) -> None:
+        """Record that the memories of the session's messages before ``extracted_to`` are
+        written (see :meth:`ingest`)."""
+        self._run(self._confirm_plan(session_id, extracted_to))
+
+    async def aconfirm_extracted(self, session_id: str, extracted_to: int) -> None:
+        """Async :meth:`confirm_extracted`."""
+        await self._arun(self._confirm_plan(session_id, extracted_to))
 
     def add_messages(self, messages: Sequence[Any], session_id: str, *,
                      contact: str | None = None) -> list[StoredMessage]:
         """Store messages without extraction; returns only the ones that were new."""
-        return self._run(self._ingest_plan(messages, session_id, contact, False)).messages  # type: ignore
+        return self._run(self._ingest_plan(messages, session_id, contact, False)).messages
 
     async def aadd_messages(self, messages: Sequence[Any], session_id: str, *,
                             contact: str | None = None) -> list[StoredMessage]:
         """Async :meth:`add_messages`."""
         out = await self._arun(self._ingest_plan(messages, session_id, contact, False))
-        return out.messages  # type: ignore[no-any-return]
+        return out.messages
 
     def list_messages(self, session_id: str, *, start: int = 0, limit: int = 100
                       ) -> list[StoredMessage]:
         """Messages of a session in order, from position ``start``, at most ``limit``."""
-        return self._run(self._list_plan(session_id, start, limit))  # type: ignore
+        return self._run(self._list_plan(session_id, start, limit))
 
     async def alist_messages(self, session_id: str, *, start: int = 0, limit: int = 100
                              ) -> list[StoredMessage]:
         """Async :meth:`list_messages`."""
-        return await self._arun(self._list_plan(session_id, start, limit))  # type: ignore
+        return await self._arun(self._list_plan(session_id, start, limit))
 
     def recall_conversation(self, query: str, *, mode: Mode = "semantic",
                             limit: int | None = None, role: str | None = None,
                             scope: Scope = "contact", session_id: str | None = None,
                             contact: str | None = None) -> list[StoredMessage]:
         """Search raw messages (see the module docstring); each result carries ``score``."""
-        return self._run(self._recall_plan(query, mode, limit, role, scope, session_id,  # type: ignore
+        return self._run(self._recall_plan(query, mode, limit, role, scope, session_id,
                                            contact))
 
     async def arecall_conversation(self, query: str, *, mode: Mode = "semantic",
@@ -489,40 +455,40 @@ class EpisodicTier:
                                    scope: Scope = "contact", session_id: str | None = None,
                                    contact: str | None = None) -> list[StoredMessage]:
         """Async :meth:`recall_conversation`."""
-        return await self._arun(self._recall_plan(query, mode, limit, role, scope,  # type: ignore
+        return await self._arun(self._recall_plan(query, mode, limit, role, scope,
                                                   session_id, contact))
 
     def window(self, session_id: str, budget_tokens: int, *, compact: bool = True
                ) -> ContextWindow:
         """The model's view of a session for a token budget; with ``compact``, summarise the
         oldest uncovered range into one new overlay and return its flushed memories."""
-        return self._run(self._window_plan(session_id, budget_tokens, compact))  # type: ignore
+        return self._run(self._window_plan(session_id, budget_tokens, compact))
 
     async def awindow(self, session_id: str, budget_tokens: int, *, compact: bool = True
                       ) -> ContextWindow:
         """Async :meth:`window`."""
-        return await self._arun(self._window_plan(session_id, budget_tokens, compact))  # type: ignore
+        return await self._arun(self._window_plan(session_id, budget_tokens, compact))
 
     def overlays(self, session_id: str) -> list[Overlay]:
         """Every overlay of a session, in range order."""
-        return self._run(self._overlays_plan(session_id))  # type: ignore[no-any-return]
+        return self._run(self._overlays_plan(session_id))
 
     async def aoverlays(self, session_id: str) -> list[Overlay]:
         """Async :meth:`overlays`."""
-        return await self._arun(self._overlays_plan(session_id))  # type: ignore
+        return await self._arun(self._overlays_plan(session_id))
 
     def delete_session(self, session_id: str) -> int:
         """Delete a session's messages, overlays and record; returns the messages deleted."""
-        return self._run(self._delete_session_plan(session_id))  # type: ignore
+        return self._run(self._delete_session_plan(session_id))
 
     async def adelete_session(self, session_id: str) -> int:
         """Async :meth:`delete_session`."""
-        return await self._arun(self._delete_session_plan(session_id))  # type: ignore
+        return await self._arun(self._delete_session_plan(session_id))
 
     def delete_messages(self, session_id: str, message_ids: Iterable[str]) -> int:
         """Delete messages (see :func:`orphaned_messages`) and the overlays over them."""
-        return self._run(self._delete_messages_plan(session_id, message_ids))  # type: ignore
+        return self._run(self._delete_messages_plan(session_id, message_ids))
 
     async def adelete_messages(self, session_id: str, message_ids: Iterable[str]) -> int:
         """Async :meth:`delete_messages`."""
-        return await self._arun(self._delete_messages_plan(session_id, message_ids))  # type: ignore
+        return await self._arun(self._delete_messages_plan(session_id, message_ids))

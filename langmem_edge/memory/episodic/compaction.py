@@ -1,7 +1,7 @@
 """Compaction: the model's view of a long conversation, and the overlays that summarise it.
 
 Messages are never rewritten. What changes is the *window* a model sees for a token budget
-``B`` (tokens estimated by :mod:`langmem_edge.memory.tokens`, plus ``message_overhead_tokens``
+``B`` (tokens estimated by :mod:`langmem_edge.memory.core.tokens`, plus ``message_overhead_tokens``
 per message):
 
 - **head**, ``floor(0.10 B)``: the first ``head_messages`` (2) messages of the session. When
@@ -51,7 +51,7 @@ import json
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -59,17 +59,16 @@ from langgraph.store.base import GetOp, Item, PutOp, SearchOp
 from pydantic import BaseModel, Field
 
 from langmem_edge.errors import InvalidInputError
-from langmem_edge.memory.extraction import (
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.models import ModelCall, message_text
+from langmem_edge.memory.core.plans import ModelStep, Plan, StoreStep
+from langmem_edge.memory.core.tokens import estimate_tokens, truncate_to_tokens
+from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     StoredMessage,
     model_extraction_plan,
 )
-from langmem_edge.memory.offline import extractive_summary, rule_based_memories
-from langmem_edge.memory.plans import ModelCall, ModelStep, Plan, StoreStep
-from langmem_edge.memory.tokens import estimate_tokens, truncate_to_tokens
-
-if TYPE_CHECKING:
-    from langmem_edge.memory.episodic import EpisodicConfig
+from langmem_edge.memory.episodic.rules import extractive_summary, rule_based_memories
 
 __all__ = [
     "ContextWindow",
@@ -308,13 +307,6 @@ def in_range(pages: Sequence[Sequence[Item] | None], lo: int, hi: int) -> list[S
     return sorted((m for m in found if lo <= m.seq < hi), key=lambda m: (m.seq, m.id))
 
 
-def _ai_text(output: Any) -> str:
-    content = getattr(output, "content", output)
-    if isinstance(content, list):
-        return " ".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return str(content)
-
-
 def _build_overlay(session_id: str, lo: int, hi: int, msgs: Sequence[StoredMessage],
                    summary: str, method: str, config: EpisodicConfig) -> Overlay:
     now = datetime.now(UTC)
@@ -432,7 +424,7 @@ def _compact_plan(
     (reply,) = yield ModelStep((ModelCall(
         model, [SystemMessage(content=prompt), HumanMessage(content=rendered)],
         f"summarise messages {lo}-{hi}", structured=False),))
-    summary, _ = truncate_to_tokens(_ai_text(reply).strip(), max_tokens, **_ratios(config))
+    summary, _ = truncate_to_tokens(message_text(reply).strip(), max_tokens, **_ratios(config))
     flushed = yield from model_extraction_plan(
         msgs, model, config=config, source=config.flush_source,
         confidence=config.flush_confidence, session_id=session_id, detail=False,

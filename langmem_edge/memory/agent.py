@@ -9,10 +9,10 @@
 
 It talks to the store only through its public API (``batch``/``abatch`` with ``GetOp``,
 ``PutOp``, ``SearchOp``, ``ListNamespacesOp``), plus ``delete_prefix`` on stores that have it
-(:class:`~langmem_edge.memory.labels.PrefixDeleter`), so ``InMemoryStore``, ``ChromaStore``
-and any other ``BaseStore`` work. Names that become namespace labels (the namespace, profile
-names, session ids) are checked by :mod:`.labels`, and none ever enters a ``list_namespaces``
-match condition, where ``*`` is a wildcard.
+(:class:`~langmem_edge.memory.core.labels.PrefixDeleter`), so ``InMemoryStore``,
+``ChromaStore`` and any other ``BaseStore`` work. Names that become namespace labels (the
+namespace, profile names, session ids) are checked by :mod:`langmem_edge.memory.core.labels`,
+and none ever enters a ``list_namespaces`` match condition, where ``*`` is a wildcard.
 
 Vector search and write-time verification need a store with an index config
 (``index={"dims": ..., "embed": ..., "fields": ["text"]}``); without one, memories are found
@@ -29,22 +29,24 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, GetOp, SearchOp
 
-from langmem_edge.errors import ConfigurationError, InvalidInputError
-from langmem_edge.memory.changelog import plan_commit, plan_sync
+from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.config import MemoryConfig, load_config
-from langmem_edge.memory.context import (
-    NearestKeys,
-    ProfileContext,
-    check_label,
-    check_profile_name,
+from langmem_edge.memory.core.crypto import MemoryCipher
+from langmem_edge.memory.core.labels import (
+    check_namespace,
+    plan_child_labels,
+    plan_delete_prefix,
+    under,
 )
-from langmem_edge.memory.crypto import MemoryCipher
-from langmem_edge.memory.effects import Plan, batch, run_async, run_sync
-from langmem_edge.memory.labels import plan_child_labels, plan_delete_prefix, under
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
+from langmem_edge.memory.core.validate import check_profile_name
+from langmem_edge.memory.index.changes import plan_commit, plan_sync
+from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
-from langmem_edge.memory.semantic import plan_flush_access
-from langmem_edge.memory.snapshot import ProfileIndex, ProfileLayout
+from langmem_edge.memory.semantic.context import NearestKeys, ProfileContext
+from langmem_edge.memory.semantic.write import plan_flush_access
 
 __all__ = ["AgentMemory"]
 
@@ -83,14 +85,7 @@ class AgentMemory:
             raise ConfigurationError(
                 f"store must be a langgraph BaseStore, got {type(store).__name__}"
             )
-        if isinstance(namespace, str) or not isinstance(namespace, tuple) or not namespace:
-            raise ConfigurationError(f"namespace must be a non-empty tuple of labels, "
-                                     f"got {namespace!r}")
-        for label in namespace:
-            try:
-                check_label(label, "namespace label", MAX_NAMESPACE_LABEL)
-            except InvalidInputError as e:
-                raise ConfigurationError(str(e)) from e
+        check_namespace(namespace, "namespace", MAX_NAMESPACE_LABEL)
         if namespace[0] == "langgraph":
             raise ConfigurationError('namespace may not start with "langgraph" (reserved)')
         ranking = getattr(store, "ranking", "vector")

@@ -4,7 +4,7 @@ Channels (each yields up to ``depth[thinking_level]`` hits; 20 / 50 / 150):
 
 * ``vector``: ``store.search(query=...)`` on the profile's memories, filtered on profile,
   status and scope (one search per scope); hits under ``vector_min_score`` are not matches.
-* ``keyword``: BM25 over the profile index (``keyword.py``); :func:`keyword_channel` is the
+* ``keyword``: BM25 over the profile index (``retrieval.bm25``); :func:`keyword_channel` is the
   seam where a store-side keyword search (ChromaStore's hybrid channels) can replace it.
 * ``key``: memories whose key is the query, or whose key words all occur in the query.
 * ``temporal``: when the query holds a relative date ("last week", anchored on
@@ -36,21 +36,25 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
-from langmem_edge.memory.changelog import plan_sync, probe_ops
-from langmem_edge.memory.context import ProfileContext, check_optional_name, check_text
-from langmem_edge.memory.dates import DateWindow, find_window
-from langmem_edge.memory.effects import Call, Plan, batch, invoke
+from langmem_edge.memory.core.dates import DateWindow, find_window, iso_to_epoch
+from langmem_edge.memory.core.models import message_text
+from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
+from langmem_edge.memory.core.validate import check_optional_name, check_text
+from langmem_edge.memory.index.changes import plan_sync, probe_ops
+from langmem_edge.memory.index.profile_index import Admissible, ProfileIndex, ended_at
 from langmem_edge.memory.records import (
     KINDS,
     Candidate,
+    ChannelScore,
     RecallResult,
     ScoreBreakdown,
     scope_of,
     utcnow,
 )
-from langmem_edge.memory.scoring import composite, recency, rrf_fuse, tag_overlap
-from langmem_edge.memory.semantic import MAX_NAME_CHARS, plan_flush_access
-from langmem_edge.memory.snapshot import Admissible, ProfileIndex, ended_at, iso_to_epoch
+from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.scoring import composite, recency, tag_overlap
+from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, plan_flush_access
+from langmem_edge.retrieval.fusion import rrf_fuse
 
 __all__ = ["RecallRequest", "keyword_channel", "plan_recall"]
 
@@ -144,10 +148,7 @@ def _check(ctx: ProfileContext, req: RecallRequest) -> RecallRequest:
 def keyword_channel(index: ProfileIndex, query: str, depth: int, accept: Admissible
                     ) -> list[tuple[str, float]]:
     """BM25 hits of the profile index (the seam a store-side keyword search replaces)."""
-    with index.lock:
-        ids = index.columns.ids
-        return [(str(ids[row]), score)
-                for row, score in index.bm25.search(query, limit=depth, mask=accept.mask)]
+    return index.keyword(query, limit=depth, admissible=accept)
 
 
 def key_channel(index: ProfileIndex, query: str, depth: int, accept: Callable[[str], bool]
@@ -193,13 +194,6 @@ def answer_messages(query: str, texts: Sequence[str], reference: datetime) -> li
     ]
 
 
-def _content(message: Any) -> str:
-    content = getattr(message, "content", message)
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-    return str(content)
-
-
 def _vector_ops(ctx: ProfileContext, scope: _Scope, text: str, depth: int) -> list[SearchOp]:
     ops = []
     for s in scope.scopes:
@@ -222,7 +216,8 @@ def _vector_hits(ctx: ProfileContext, results: Sequence[Any], scope: _Scope, dep
         for item in items:
             if item.score is None or item.score < floor:
                 continue
-            ctx.index.apply(item.value)  # a fresher copy wins in the index
+            # the index is exact as of the sync: its copy is the one to judge (a record it
+            # does not hold yet is a write not yet confirmed, seen at a later sync)
             v = ctx.index.values.get(item.key)
             if v is not None and scope.admits(v):
                 best[item.key] = max(best.get(item.key, -1.0), float(item.score))
@@ -270,7 +265,8 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     hyde_text = None
     if use_model and ctx.has_vectors:
         try:
-            hyde_text = _content((yield invoke(ctx.model, hyde_messages(req.query, reference))))
+            (reply,) = yield invoke(ctx.model, hyde_messages(req.query, reference), "hyde")
+            hyde_text = message_text(reply)
         except Exception as e:
             logger.warning("HyDE generation failed (%s); channel skipped", e)
     ops: list[SearchOp] = []
@@ -297,7 +293,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
             raise
         logger.warning("vector search failed (%s); keyword and key channels only", e)
         probed = None
-    yield from plan_sync(ctx.store, ctx.index, now, probe=probed)
+    yield from plan_sync(ctx.store, ctx.index, probe=probed)
     # the index is current now: one admissibility mask serves every local channel
     accept = ctx.index.admissible(t=t, as_of=as_of is not None, scopes=scopes,
                                   kinds=scope.kinds, writer=req.writer,
@@ -329,7 +325,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     if window is not None:
         channels["temporal"] = temporal_channel(ctx.index, window, depth, accept)
 
-    fused = rrf_fuse({k: v for k, v in channels.items() if v}, cfg.weights, cfg.rrf_k)
+    fused = _fuse(channels, cfg.weights, cfg.rrf_k)
     if not fused:
         return RecallResult(count=0, answer="", candidates=[])
     if req.scorer == "composite":
@@ -363,6 +359,18 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
         ):
             yield from plan_flush_access(ctx)
     return RecallResult(count=len(candidates), answer=answer, candidates=candidates)
+
+
+def _fuse(channels: dict[str, list[tuple[str, float]]], weights: dict[str, float], rrf_k: int
+          ) -> dict[str, tuple[float, dict[str, ChannelScore]]]:
+    """Weighted RRF of the channels (:func:`langmem_edge.retrieval.fusion.rrf_fuse`, the
+    store's fusion too): ``{id: (fused score, detail of the channels that ranked it)}``."""
+    hits = rrf_fuse({k: v for k, v in channels.items() if v}, weights=weights, rrf_k=rrf_k)
+    return {h.id: (h.score, {name: ChannelScore(rank=c.rank, raw=float(c.score),
+                                                contribution=c.contribution)
+                             for name, c in h.channels.items()
+                             if c.rank is not None and c.score is not None})
+            for h in hits}
 
 
 def _plan_cosines(ctx: ProfileContext, query: str, fused: dict[str, Any]
@@ -468,9 +476,9 @@ def _plan_answer(ctx: ProfileContext, req: RecallRequest, candidates: list[Candi
         return ""
     if ctx.model is not None:
         try:
-            reply = yield invoke(ctx.model, answer_messages(
-                req.query, [c.text for c in candidates], reference))
-            return _content(reply).strip()
+            (reply,) = yield invoke(ctx.model, answer_messages(
+                req.query, [c.text for c in candidates], reference), "answer")
+            return message_text(reply).strip()
         except Exception as e:
             logger.warning("answer generation failed (%s); using the top memories", e)
     return "\n".join(matched[: ctx.config.recall.answer_max_candidates])

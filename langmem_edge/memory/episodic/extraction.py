@@ -4,8 +4,9 @@ Two parts:
 
 1. **Types** shared by the episodic tier: :class:`StoredMessage` (one raw message as stored),
    :class:`ExtractedMemory` (a checked candidate for the semantic tier to write) and
-   :data:`FACT_TYPES` (each fact type's kind, as DESIGN.md classifies them).
-2. **Model extraction** (:func:`model_extraction_plan`, a plan of :mod:`.plans`):
+   :data:`FACT_TYPES` (each fact type's kind, as docs/architecture.md classifies them).
+2. **Model extraction** (:func:`model_extraction_plan`, a plan of
+   :mod:`langmem_edge.memory.core.plans`):
 
    - the messages are cut into chunks of about ``chunk_chars`` (10,000) characters, the next
      chunk repeating the last ``chunk_overlap_messages`` (2) messages of the previous one; a
@@ -25,9 +26,10 @@ Two parts:
    - survivors are de-duplicated by normalised text (their message ids merged).
 
    Each call is retried on transient errors, up to ``max_attempts`` (3), by the plan driver
-   (:mod:`.plans`); a call that still fails raises :class:`~langmem_edge.errors.ExtractionError`.
+   (:mod:`langmem_edge.memory.core.plans`); a call that still fails raises
+   :class:`~langmem_edge.errors.ExtractionError`.
 
-The model-free path is :mod:`langmem_edge.memory.offline`.
+The model-free path is :mod:`langmem_edge.memory.episodic.rules`.
 """
 
 from __future__ import annotations
@@ -38,19 +40,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langmem_edge.errors import ExtractionError
-from langmem_edge.memory.plans import ModelCall, ModelStep, Plan
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.models import ModelCall, structured_runnable
+from langmem_edge.memory.core.plans import ModelStep, Plan
 from langmem_edge.memory.records import KIND_OF_FACT_TYPE, FactType, Kind
-
-if TYPE_CHECKING:
-    from langmem_edge.memory.episodic import EpisodicConfig
 
 __all__ = ["CHECK_POINTS", "FACT_TYPES", "CandidateCheck", "CandidateChecks",
            "ExtractedMemories", "ExtractedMemory", "MemoryCandidate", "StoredMessage",
@@ -65,7 +65,7 @@ logger = logging.getLogger(__name__)
 
 Role = Literal["user", "assistant", "system", "tool"]
 FACT_TYPES: dict[str, str] = KIND_OF_FACT_TYPE
-"""Fact type -> kind, as DESIGN.md's "kinds" row classifies them (from ``records``)."""
+"""Fact type -> kind, as docs/architecture.md's "kinds" row classifies them (from ``records``)."""
 
 
 def kind_of(fact_type: str) -> str:
@@ -382,16 +382,6 @@ def dedupe_memories(memories: Sequence[ExtractedMemory]) -> list[ExtractedMemory
     return list(kept.values())
 
 
-def _structured(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, Any]:
-    try:
-        return model.with_structured_output(schema)
-    except NotImplementedError as e:
-        raise ExtractionError(
-            f"{type(model).__name__} does not support with_structured_output(), which model "
-            "extraction needs; pass model=None for rule-based extraction"
-        ) from e
-
-
 def model_extraction_plan(
     messages: Sequence[StoredMessage],
     model: BaseChatModel,
@@ -420,7 +410,7 @@ def model_extraction_plan(
         units += [Unit(tuple(w), detail=True) for w in detail_windows(
             messages, min_messages=config.detail_min_messages,
             size=config.detail_window_messages, overlap=config.detail_overlap_messages)]
-    extractor = _structured(model, ExtractedMemories)
+    extractor = structured_runnable(model, ExtractedMemories, parse_text=False)
     outputs: list[ExtractedMemories] = yield ModelStep(tuple(
         ModelCall(extractor, _extraction_input(u), f"extract {'detail' if u.detail else 'chunk'}"
                   f" {i + 1}/{len(units)}") for i, u in enumerate(units)))
@@ -428,7 +418,7 @@ def model_extraction_plan(
                 if out.memories]
     if not proposed:
         return []
-    checker = _structured(model, CandidateChecks)
+    checker = structured_runnable(model, CandidateChecks, parse_text=False)
     verdicts: list[CandidateChecks] = yield ModelStep(tuple(
         ModelCall(checker, _check_input(u, cands), f"check unit {i + 1}/{len(proposed)}")
         for i, (u, cands) in enumerate(proposed)))

@@ -28,13 +28,19 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
-from langmem_edge.errors import InvalidNamespaceError, LimitExceededError
-from langmem_edge.memory.effects import Call, Plan, batch
+from langmem_edge.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    InvalidNamespaceError,
+    LimitExceededError,
+)
+from langmem_edge.memory.core.plans import Call, Plan, batch
 
 __all__ = [
     "PrefixDeleter",
     "WILDCARD",
     "check_label",
+    "check_namespace",
     "plan_child_labels",
     "plan_delete_prefix",
     "under",
@@ -67,6 +73,19 @@ def check_label(value: Any, name: str, max_chars: int, *, allow_blank: bool = Fa
             f"{name} {value!r} contains {what}: it becomes a store namespace label, so it "
             f"must be {LABEL_RULE}"
         )
+    return value
+
+
+def check_namespace(value: Any, name: str, max_chars: int) -> tuple[str, ...]:
+    """A namespace given at construction (``AgentMemory(namespace=...)``, a tier's root): a
+    non-empty tuple of labels (:func:`check_label`), else :class:`ConfigurationError`."""
+    if isinstance(value, str) or not isinstance(value, tuple) or not value:
+        raise ConfigurationError(f"{name} must be a non-empty tuple of labels, got {value!r}")
+    for label in value:
+        try:
+            check_label(label, f"{name} label", max_chars)
+        except InvalidInputError as e:
+            raise ConfigurationError(str(e)) from e
     return value
 
 

@@ -9,7 +9,10 @@ to the new text are judged:
   ``replace_probability >= 0.75`` supersedes the candidate; a contradiction that is not a
   replacement is logged and both are kept (the new record lists it in ``contradicts``).
   Models without native structured output (``bind_tools``) are asked for JSON and parsed.
-  If the call fails, the model-free rule decides, and a warning is logged.
+  The call goes through the package's one model-call helper
+  (:mod:`langmem_edge.memory.core.models`): transient errors (a 429, a timeout, an
+  unparseable reply) are retried with backoff; if it still fails, the model-free rule
+  decides, and a warning is logged.
 * **Without a model** (the documented model-free rule):
 
   1. *Restatement*: a candidate of the same kind with cosine >= ``offline_replace_cosine``
@@ -28,17 +31,15 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.output_parsers import PydanticOutputParser
-from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, Field
 
 from langmem_edge.memory.config import VerificationConfig
-from langmem_edge.memory.effects import Plan, invoke
-from langmem_edge.memory.keyword import analyse
+from langmem_edge.memory.core.models import structured_runnable
+from langmem_edge.memory.core.plans import Plan, invoke
+from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
     "Judgement",
@@ -47,7 +48,6 @@ __all__ = [
     "judge_messages",
     "offline_verdicts",
     "plan_judge",
-    "structured_runnable",
 ]
 
 logger = logging.getLogger(__name__)
@@ -100,33 +100,6 @@ class VerifyCandidate:
     cosine: float
 
 
-def _parse_text(message: Any, schema: type[BaseModel]) -> BaseModel:
-    content = getattr(message, "content", message)
-    if isinstance(content, list):
-        content = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-    return PydanticOutputParser(pydantic_object=schema).parse(str(content))
-
-
-def structured_runnable(model: BaseChatModel, schema: type[BaseModel]) -> Runnable:
-    """A runnable returning a ``schema`` instance: the model's native structured output
-    (``with_structured_output``), and, when the model has none or answered in plain text
-    instead of calling the tool, the text parsed as JSON."""
-    try:
-        structured = model.with_structured_output(schema, include_raw=True)
-    except NotImplementedError:
-        return model | RunnableLambda(lambda message: _parse_text(message, schema))
-
-    def pick(out: Any) -> BaseModel:
-        parsed = out.get("parsed")
-        if isinstance(parsed, schema):
-            return parsed
-        if isinstance(parsed, dict):
-            return schema.model_validate(parsed)
-        return _parse_text(out.get("raw"), schema)
-
-    return structured | RunnableLambda(pick)
-
-
 _SYSTEM = (
     "You maintain an assistant's long-term memory. A NEW memory is about to be stored. For "
     "each EXISTING memory decide: does the NEW one replace it (an update, correction or "
@@ -163,8 +136,9 @@ def plan_judge(
     candidates: Sequence[VerifyCandidate],
 ) -> Plan[list[Verdict]]:
     """Ask the model about every candidate in one call."""
-    runnable = structured_runnable(model, Judgement)
-    out = yield invoke(runnable, judge_messages(new_text, [c.text for c in candidates]))
+    runnable = structured_runnable(model, Judgement, parse_text=True)
+    (out,) = yield invoke(runnable, judge_messages(new_text, [c.text for c in candidates]),
+                          "verify", structured=True)
     judgement = out if isinstance(out, Judgement) else Judgement.model_validate(out)
     by_index = {v.index: v for v in judgement.verdicts}
     return [_decide(cfg, c, by_index.get(i)) for i, c in enumerate(candidates, start=1)]
@@ -181,7 +155,8 @@ def _negated(text: str) -> bool:
 
 
 def _content_words(text: str) -> set[str]:
-    return set(analyse(_NEGATION.sub(" ", text.replace("n't", " ").replace("n’t", " "))))
+    plain = _NEGATION.sub(" ", text.replace("n't", " ").replace("n’t", " "))
+    return set(default_analyzer().terms(plain))
 
 
 def offline_verdicts(

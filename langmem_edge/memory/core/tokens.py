@@ -2,7 +2,7 @@
 
 Budgets in the episodic tier (the compaction window) are counted in *estimated* tokens, so the
 library needs no model-specific tokenizer. The estimate is ``ceil(len(text) / r)`` characters,
-where the ratio ``r`` is picked from the text's make-up (DESIGN.md, "token estimate"):
+where the ratio ``r`` is picked from the text's make-up (docs/architecture.md, "token estimate"):
 
 =====================================================  ==================
 text                                                   chars per token
@@ -26,6 +26,14 @@ from __future__ import annotations
 
 import math
 
+from langmem_edge.memory.config import (
+    CJK_CHARS_PER_TOKEN,
+    CJK_THRESHOLD,
+    DEFAULT_CHARS_PER_TOKEN,
+    JSON_CHARS_PER_TOKEN,
+    JSON_THRESHOLD,
+)
+
 __all__ = [
     "CJK_CHARS_PER_TOKEN",
     "CJK_THRESHOLD",
@@ -39,21 +47,6 @@ __all__ = [
     "is_cjk",
     "truncate_to_tokens",
 ]
-
-CJK_THRESHOLD = 0.30
-"""Share of CJK characters above which a text counts as CJK."""
-
-CJK_CHARS_PER_TOKEN = 1.5
-"""Characters per token for CJK text."""
-
-JSON_THRESHOLD = 0.08
-"""Share of JSON punctuation (``JSON_CHARS``) above which a text counts as structured."""
-
-JSON_CHARS_PER_TOKEN = 3.0
-"""Characters per token for JSON-like text."""
-
-DEFAULT_CHARS_PER_TOKEN = 3.5
-"""Characters per token for everything else."""
 
 JSON_CHARS = frozenset('{}[]:"')
 """The characters counted for the JSON share."""

@@ -1,15 +1,16 @@
-"""The semantic tier's write path and record reads, as plans (see ``effects.py``).
+"""The semantic tier's write path and record reads, as plans (see ``core/effects.py``).
 
 Writing a memory (``plan_write``):
 
-1. Sync the profile index (``snapshot.py``).
+1. Sync the profile index (``index/profile_index.py``).
 2. Supersession by key: a fact or instruction whose ``key`` is held by active facts or
    instructions of the same scope (contact, or agent-wide) supersedes them. Events and tasks
    accumulate.
 3. Verification (``verification.py``) of facts, events and instructions, unless disabled.
-4. One batch: the new record (embedded from ``text`` unless it is a task, encrypted, or the
-   store has no vector index), the superseded records (``status="superseded"``,
-   ``superseded_by``, ``superseded_at``; rows kept), and a change-log entry. If that batch
+4. One write of the change protocol (``index/changes.py``): the new record (embedded from
+   ``text`` unless it is a task, encrypted, or the store has no vector index), the
+   superseded records, read fresh (``status="superseded"``, ``superseded_by``,
+   ``superseded_at``; rows kept), and their change entry in one batch. If that batch
    fails while embedding, it is retried without the embedding: the memory is stored with
    ``embedding_status="pending"`` (the keyword and key channels still find it) and
    ``AgentMemory.reembed()`` backfills it.
@@ -35,17 +36,17 @@ from langmem_edge.errors import (
     LimitExceededError,
     NotFoundError,
 )
-from langmem_edge.memory.changelog import plan_commit, plan_sync
-from langmem_edge.memory.context import (
-    ProfileContext,
-    aad,
+from langmem_edge.memory.core.dates import iso_to_epoch
+from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.core.validate import (
     check_metadata,
     check_optional_name,
     check_tags,
     check_text,
     to_utc,
 )
-from langmem_edge.memory.effects import Plan, batch
+from langmem_edge.memory.index.changes import plan_commit, plan_sync
+from langmem_edge.memory.index.profile_index import ended_at
 from langmem_edge.memory.records import (
     FACT_TYPES_BY_KIND,
     KIND_OF_FACT_TYPE,
@@ -59,8 +60,8 @@ from langmem_edge.memory.records import (
     scope_of,
     utcnow,
 )
-from langmem_edge.memory.snapshot import ended_at, iso_to_epoch
-from langmem_edge.memory.verification import VerifyCandidate, plan_verdicts
+from langmem_edge.memory.semantic.context import ProfileContext, aad
+from langmem_edge.memory.semantic.verification import VerifyCandidate, plan_verdicts
 
 __all__ = [
     "WriteSpec",
@@ -79,6 +80,9 @@ logger = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 200
 """Longest contact, writer or session id."""
+
+MAX_COUNT_WRITERS = 10_000
+"""Access-count items (one per writer) read for one memory at most."""
 
 UPDATABLE = frozenset(
     {"text", "key", "kind", "fact_type", "confidence", "tags", "metadata", "valid_from",
@@ -246,7 +250,7 @@ def plan_write(
     """Write a new memory (see the module docstring); returns it (plaintext)."""
     now = utcnow()
     record = prepare(ctx, spec, now)
-    yield from plan_sync(ctx.store, ctx.index, now.timestamp())
+    yield from plan_sync(ctx.store, ctx.index)
     superseded = list(dict.fromkeys([*supersede, *_key_superseded(ctx, record)]))
     contradicts: list[str] = []
     cfg = ctx.config.verification
@@ -262,12 +266,14 @@ def plan_write(
                 contradicts.append(v.memory_id)
                 logger.info("memory %s contradicts %s in profile %r (%s, by %s); both kept",
                             record.id, v.memory_id, ctx.profile, v.reason, v.by)
-    olds = []
-    for mid in superseded:
-        old = ctx.index.values.get(mid)
-        if old is None or old.get("status") != "active":
-            continue
-        olds.append(_superseded_value(old, record.id, now))
+    # the superseded records are read fresh, never written back from the index's copies:
+    # one another process deleted or changed since the sync is not brought back or undone
+    superseded = [mid for mid in dict.fromkeys(superseded) if mid in ctx.index.values]
+    fresh = (yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in superseded])
+             ) if superseded else []
+    olds = [_superseded_value(item.value, record.id, now) for item in fresh
+            if item is not None and item.value.get("profile") == ctx.profile
+            and item.value.get("status") == "active"]
     record = record.model_copy(update={
         "supersedes": [o["id"] for o in olds],
         "contradicts": contradicts,
@@ -293,37 +299,34 @@ def plan_write(
 
 
 def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
-    """Write the profile's pending access bumps (fresh read, then write; no re-embedding).
+    """Write the profile's pending access bumps; returns how many memories they counted.
 
-    Returns how many records were updated. On failure the bumps stay pending.
+    Each memory's count goes to this process's own count item (``layout.access_of(id)``,
+    key = the index's count writer): its cumulative count, written blind. No record is read
+    or written, so a memory deleted meanwhile by another process stays deleted (its count
+    item is an orphan that no read attaches to anything). On failure the bumps stay pending.
     """
-    taken = ctx.index.take_pending()
+    index = ctx.index
+    taken = index.take_pending()
     if not taken:
         return 0
-    ids = sorted(taken)
-    stamp = utcnow().isoformat()
+    writer = index.count_writer
+    written = []
+    for mid in sorted(taken):
+        count, last = taken[mid]
+        written.append((mid, index.own_count(mid) + count, last))
     try:
-        got = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in ids])
-        values = []
-        for mid, item in zip(ids, got, strict=True):
-            if item is None or item.value.get("profile") != ctx.profile:
-                continue
-            count, last = taken[mid]
-            old_last = item.value.get("last_accessed_at")
-            if old_last and iso_to_epoch(old_last) > iso_to_epoch(last):
-                last = old_last
-            values.append({**item.value, "last_accessed_at": last, "updated_at": stamp,
-                           "access_count": int(item.value.get("access_count") or 0) + count})
-        if values:
-            yield batch(ctx.store, [PutOp(ctx.layout.memories, v["id"], v,
-                                          index=ctx.index_arg(v)) for v in values])
+        yield batch(ctx.store, [PutOp(ctx.layout.access_of(mid), writer,
+                                      {"profile": ctx.profile, "id": mid, "writer": writer,
+                                       "count": total, "last": last}, index=False)
+                                for mid, total, last in written])
     except Exception as e:
-        ctx.index.restore_pending(taken, time.time())
+        index.restore_pending(taken, time.time())
         logger.warning("writing access counts of %r failed (%s); kept pending", ctx.profile, e)
         return 0
-    for v in values:
-        ctx.index.apply(v)
-    return len(values)
+    for mid, total, last in written:
+        index.set_counts(mid, [(writer, total, last)])
+    return len(written)
 
 
 def _plan_fresh(ctx: ProfileContext, memory_id: str) -> Plan[dict[str, Any] | None]:
@@ -336,9 +339,17 @@ def _plan_fresh(ctx: ProfileContext, memory_id: str) -> Plan[dict[str, Any] | No
 
 
 def plan_get(ctx: ProfileContext, memory_id: str) -> Plan[MemoryRecord | None]:
-    """One memory of this profile by id (any status), or ``None``."""
-    value = yield from _plan_fresh(ctx, memory_id)
-    return None if value is None else ctx.record(value)
+    """One memory of this profile by id (any status), or ``None``; its access count read
+    fresh too (every process's count items)."""
+    if not isinstance(memory_id, str) or not memory_id:
+        raise InvalidInputError(f"memory_id must be a non-empty string, got {memory_id!r}")
+    item, counts = yield batch(ctx.store, [
+        GetOp(ctx.layout.memories, memory_id),
+        SearchOp(ctx.layout.access_of(memory_id), limit=MAX_COUNT_WRITERS)])
+    if item is None or item.value.get("profile") != ctx.profile:
+        return None
+    ctx.index.set_counts(memory_id, counts)
+    return ctx.record(dict(item.value))
 
 
 def plan_update(ctx: ProfileContext, memory_id: str, changes: dict[str, Any]

@@ -5,10 +5,19 @@ channel (BM25 over the profile's texts), an exact key channel, and the relevance
 active memory ranked by recency and use). Reading a whole profile on every recall costs
 O(profile) store reads, so each ``AgentMemory`` keeps, per profile it touches, a
 :class:`ProfileIndex`: the records' values, BM25 postings, a key map, and numpy columns for
-admissibility masks and the fill. ``changelog.py`` keeps it exact across processes.
+admissibility masks and the fill. ``index/changes.py`` keeps it exact across processes.
 
-Rows are never reused (a deleted record leaves a dead row; the index rebuilds its rows when
-dead ones outnumber live ones), so BM25 postings can name rows directly.
+**Access counts** are not written into records (a read-modify-write of a record to bump a
+counter could bring back a record another process deleted meanwhile). Each writer keeps one
+item per memory under ``(*R, "access", memory id)``, key = its writer id, value its own
+cumulative ``count`` and ``last`` access: written blind (no read), never touching a record.
+A memory's count is its record's ``access_count`` (carried over by ``update``) plus the sum
+of its items plus this process's pending bumps.
+
+The keyword channel is the package's one BM25 (:class:`langmem_edge.retrieval.bm25.BM25Index`,
+keyed by memory id); each row records its document's BM25 slot, so an admissibility mask over
+rows becomes a mask over slots with one numpy assignment. Rows are never reused (a deleted
+record leaves a dead row; the index rebuilds its rows when dead ones outnumber live ones).
 """
 
 from __future__ import annotations
@@ -16,23 +25,25 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import uuid
 from collections.abc import Iterable
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from langmem_edge.memory.config import IndexCacheConfig, RecallConfig
-from langmem_edge.memory.keyword import BM25Index, analyse
+from langmem_edge.memory.core.dates import iso_to_epoch
+from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.records import KINDS
+from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.chroma_sync import SyncWriter
+from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
-    "ProfileIndex",
-    "ProfileLayout",
     "Admissible",
+    "ProfileIndex",
     "ended_at",
-    "iso_to_epoch",
     "key_terms",
 ]
 
@@ -48,13 +59,6 @@ COMPACT_MIN_DEAD = 1024
 
 
 
-def iso_to_epoch(value: str | None, default: float = _INF) -> float:
-    """Epoch seconds of an ISO-8601 timestamp (``default`` when missing)."""
-    if not value:
-        return default
-    return datetime.fromisoformat(value).timestamp()
-
-
 _KEY_SPLIT = str.maketrans({c: " " for c in "._-:/"})
 """Key separators turned into spaces before analysis."""
 
@@ -63,7 +67,7 @@ _KEY_SPLIT = str.maketrans({c: " " for c in "._-:/"})
 def key_terms(key: str, *, last: bool) -> frozenset[str]:
     """Analysed words of a key (``preference.ui_theme``), or of its last segment."""
     part = key.rsplit(".", 1)[-1] if last else key
-    return frozenset(analyse(part.translate(_KEY_SPLIT)))
+    return frozenset(default_analyzer().terms(part.translate(_KEY_SPLIT)))
 
 
 def ended_at(value: dict[str, Any], status: str) -> float:
@@ -74,29 +78,6 @@ def ended_at(value: dict[str, Any], status: str) -> float:
     if stamp:
         return iso_to_epoch(stamp)
     return -_INF if value.get("status") == status else _INF
-
-
-class ProfileLayout:
-    """The store namespaces of one profile."""
-
-    def __init__(self, namespace: tuple[str, ...], profile: str) -> None:
-        self.profile = profile
-        self.root = (*namespace, "profiles", profile)
-        self.memories = (*self.root, "memories")
-        self.messages = (*self.root, "messages")
-        self.meta = (*self.root, "meta")
-        self.changes = (*self.root, "changes")
-
-    def bucket(self, index: int) -> tuple[str, ...]:
-        """The change-log namespace of one bucket."""
-        return (*self.changes, str(index))
-
-    def parts_before_meta(self) -> list[tuple[str, ...]]:
-        """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
-        the generation marker, and anything unknown): the records, the episodic tier's
-        messages, overlays and sessions, the change log."""
-        return [self.memories, self.messages, (*self.root, "overlays"),
-                (*self.root, "sessions"), self.changes]
 
 
 class _Columns:
@@ -115,6 +96,7 @@ class _Columns:
     scope: np.ndarray
     kind: np.ndarray
     writer: np.ndarray
+    slot: np.ndarray
 
     def __init__(self, capacity: int = 1024) -> None:
         self.row_of: dict[str, int] = {}
@@ -137,6 +119,7 @@ class _Columns:
         self.scope = grow(getattr(self, "scope", None), np.int32, -1)
         self.kind = grow(getattr(self, "kind", None), np.int8, -1)
         self.writer = grow(getattr(self, "writer", None), np.int32, -1)
+        self.slot = grow(getattr(self, "slot", None), np.int64, -1)
 
     def code(self, text: str | None) -> int:
         """A small integer for a scope or writer string (-1 for ``None``)."""
@@ -177,13 +160,15 @@ class _Columns:
         row = self.row_of.pop(mid, None)
         if row is not None:
             self.present[row] = False
+            self.slot[row] = -1
             self.ids[row] = None
             self.dead += 1
         return row
 
 
 class ProfileIndex:
-    """Everything recall needs about one profile, in memory, kept exact by the change log."""
+    """Everything recall needs about one profile, in memory, kept exact by the change protocol
+    (:mod:`langmem_edge.memory.index.changes`)."""
 
     def __init__(self, layout: ProfileLayout, cache: IndexCacheConfig, recall: RecallConfig
                  ) -> None:
@@ -192,25 +177,53 @@ class ProfileIndex:
         self.cache = cache
         self.recall_config = recall
         self.lock = threading.RLock()
+        self.pending_access: dict[str, tuple[int, str]] = {}
+        self.pending_since: float | None = None
+        self.counts: dict[str, dict[str, tuple[int, str]]] = {}
+        """Access counts read from the store: ``{memory id: {writer: (count, last ISO)}}``."""
+        self.count_writer = uuid.uuid4().hex[:16]
+        """This index's writer id for access-count items."""
+        self._free_writers: list[SyncWriter] = []
+        self._writer_ids: set[str] = set()
         self._clear()
         self.last_prune = 0.0
 
     def _clear(self) -> None:
         self.generation: str | None = None
-        self.seen_head: str | None = None
         self.synced_at: float | None = None
+        """When this index last synced (this process's monotonic clock)."""
         self.values: dict[str, dict[str, Any]] = {}
         self.tombstones: set[str] = set()
-        self.applied: dict[str, float] = {}
+        self.applied: dict[str, int] = {}
+        """The change protocol's number applied per writer."""
         self.bm25 = BM25Index(k1=self.recall_config.bm25_k1, b=self.recall_config.bm25_b)
         self.by_key: dict[tuple[str, str], set[str]] = {}
         self._key_terms: dict[str, set[tuple[str, str]]] = {}
         self._key_lower: dict[str, set[tuple[str, str]]] = {}
         self.columns = _Columns()
         self._sorted: list[str] | None = None
-        if not hasattr(self, "pending_access"):
-            self.pending_access: dict[str, tuple[int, str]] = {}
-            self.pending_since: float | None = None
+
+    # -- the change protocol's writers -------------------------------------------------------
+
+    def take_writer(self) -> SyncWriter:
+        """A writer for one commit: each commit in flight gets its own, so a writer's writes
+        never overlap (its numbers and marker only move forward)."""
+        with self.lock:
+            if self._free_writers:
+                return self._free_writers.pop()
+            writer = SyncWriter()
+            self._writer_ids.add(writer.writer_id)
+            return writer
+
+    def return_writer(self, writer: SyncWriter) -> None:
+        """Give back a writer taken by :meth:`take_writer`."""
+        with self.lock:
+            self._free_writers.append(writer)
+
+    def writer_ids(self) -> set[str]:
+        """Ids of every writer of this index (their markers are never pruned by it)."""
+        with self.lock:
+            return set(self._writer_ids)
 
     # -- access bumps (written behind) -------------------------------------------------------
 
@@ -227,6 +240,42 @@ class ProfileIndex:
                     c.touched[row] = now
             if self.pending_access and self.pending_since is None:
                 self.pending_since = now
+
+    def access(self, mid: str) -> tuple[int, str | None]:
+        """Accesses of ``mid`` beyond its record's own ``access_count``: the count items read
+        from the store plus this process's pending bumps, and the last access (ISO)."""
+        with self.lock:
+            found = [*self.counts.get(mid, {}).values()]
+            pending = self.pending_access.get(mid)
+            if pending is not None:
+                found.append(pending)
+        if not found:
+            return 0, None
+        return sum(c for c, _ in found), max(last for _, last in found)
+
+    def own_count(self, mid: str) -> int:
+        """The cumulative count this index has written for ``mid`` (its own count item)."""
+        with self.lock:
+            return self.counts.get(mid, {}).get(self.count_writer, (0, ""))[0]
+
+    def set_counts(self, mid: str, items: Iterable[Any]) -> None:
+        """Take in the count items of ``mid`` read from the store (``Item``s of
+        ``layout.access_of(mid)``), or ``(writer, count, last)`` written by this index."""
+        with self.lock:
+            counts = self.counts.setdefault(mid, {})
+            for it in items:
+                if isinstance(it, tuple):
+                    writer, count, last = it
+                else:
+                    v = it.value
+                    if v.get("profile") != self.profile or v.get("id") != mid:
+                        continue
+                    writer, count, last = it.key, int(v.get("count") or 0), str(v.get("last"))
+                if count >= counts.get(writer, (0, ""))[0]:
+                    counts[writer] = (count, last)
+            value = self.values.get(mid)
+            if value is not None:
+                self._set_access(value, self.columns.row_of[mid])
 
     def take_pending(self) -> dict[str, tuple[int, str]]:
         """Remove and return the pending bumps (``{id: (count, last accessed ISO)}``)."""
@@ -261,18 +310,26 @@ class ProfileIndex:
 
     # -- applying ----------------------------------------------------------------------------
 
-    def reset(self, generation: str | None, values: Iterable[dict[str, Any]], synced_at: float
-              ) -> None:
-        """Replace the whole index (a full load)."""
+    def reset(self, generation: str | None, values: Iterable[dict[str, Any]],
+              counts: Iterable[Any], synced_at: float) -> None:
+        """Replace the whole index (a full load): records, and access-count items."""
         with self.lock:
             self._clear()
             self.generation = generation
+            self.counts = {}
+            by_memory: dict[str, list[Any]] = {}
+            for item in counts:
+                by_memory.setdefault(str(item.value.get("id")), []).append(item)
+            for mid, items in by_memory.items():
+                self.counts[mid] = {}
+                self.set_counts(mid, items)
             for value in values:
                 self._set(value)
             self.synced_at = synced_at
 
     def apply(self, value: dict[str, Any]) -> None:
-        """Take in a fresh copy of a record unless it is older than the one held."""
+        """Take in a copy of a record read from the store or just written (the store is the
+        source of truth: no clock decides between versions)."""
         with self.lock:
             mid = value.get("id")
             if not isinstance(mid, str) or mid in self.tombstones:
@@ -281,10 +338,8 @@ class ProfileIndex:
                 logger.warning("ignored record %s of another profile in %r", mid, self.profile)
                 return
             held = self.values.get(mid)
-            if held is not None and (held is value or held.get("updated_at") == value.get(
-                    "updated_at") or iso_to_epoch(held.get("updated_at"), 0.0) > iso_to_epoch(
-                    value.get("updated_at"), 0.0)):
-                return  # the same version, or an older one
+            if held is value or held == value:
+                return  # the same version
             self._set(value)
 
     def remove(self, mid: str) -> None:
@@ -296,24 +351,18 @@ class ProfileIndex:
                 return
             self._sorted = None
             self._unkey(value)
-            row = self.columns.drop(mid)
-            if row is not None:
-                self.bm25.remove(row)
+            self.columns.drop(mid)
+            self.bm25.remove(mid)
             self._maybe_compact()
 
     def _set(self, value: dict[str, Any]) -> None:
         mid = value["id"]
         held = self.values.get(mid)
-        text = "" if value.get("encrypted") else value.get("text") or ""
+        text = _indexed_text(value)
         if held is None:
             self._sorted = None
         else:
             self._unkey(held)
-            if (held.get("text") or "") != text or bool(held.get("encrypted")) != bool(
-                    value.get("encrypted")):
-                old_row = self.columns.drop(mid)  # a new text gets a new row
-                if old_row is not None:
-                    self.bm25.remove(old_row)
         self.values[mid] = value
         if value.get("key"):
             sk = (value.get("scope") or "agent", value["key"])
@@ -321,24 +370,35 @@ class ProfileIndex:
                 self._index_key(sk, add=True)
             self.by_key.setdefault(sk, set()).add(mid)
         row = self.columns.set(value)
-        if text and row not in self.bm25:
-            self.bm25.add(row, text)
-        pending = self.pending_access.get(mid)
-        if pending is not None:
-            self.columns.access[row] += pending[0]
-            self.columns.touched[row] = max(self.columns.touched[row], iso_to_epoch(pending[1]))
+        if held is None or _indexed_text(held) != text or mid not in self.bm25:
+            if text:
+                self.bm25.upsert(mid, {"text": default_analyzer().terms(text)})
+            else:
+                self.bm25.remove(mid)
+        slot = self.bm25.slot(mid)
+        self.columns.slot[row] = -1 if slot is None else slot
+        self._set_access(value, row)
+
+    def _set_access(self, value: dict[str, Any], row: int) -> None:
+        """The fill's access and recency columns: the record's own count plus
+        :meth:`access`."""
+        c = self.columns
+        extra, last = self.access(value["id"])
+        c.access[row] = float(value.get("access_count") or 0) + extra
+        created = iso_to_epoch(value.get("created_at"), 0.0)
+        c.touched[row] = max(iso_to_epoch(value.get("last_accessed_at"), created),
+                             iso_to_epoch(last, created))
 
     def _maybe_compact(self) -> None:
         """Rebuild the rows when dead ones outnumber live ones (deletions leave holes)."""
         c = self.columns
         if c.dead > COMPACT_MIN_DEAD and c.dead > len(c.row_of):
-            values, synced, gen, head = (list(self.values.values()), self.synced_at,
-                                         self.generation, self.seen_head)
+            values, synced, gen = list(self.values.values()), self.synced_at, self.generation
             applied, tombstones = self.applied, self.tombstones
             self._clear()
             for value in values:
                 self._set(value)
-            self.generation, self.seen_head, self.synced_at = gen, head, synced
+            self.generation, self.synced_at = gen, synced
             self.applied, self.tombstones = applied, tombstones
 
     def _unkey(self, value: dict[str, Any]) -> None:
@@ -373,7 +433,7 @@ class ProfileIndex:
         leading segments alone (``preference``) match too much to count."""
         with self.lock:
             out = {sk: EXACT_KEY_SCORE for sk in self._key_lower.get(query.strip().lower(), ())}
-            terms = set(analyse(query))
+            terms = set(default_analyzer().terms(query))
             candidates = set().union(*(self._key_terms.get(t, ()) for t in terms)) if terms else ()
             for sk in candidates:
                 if sk in out or not key_terms(sk[1], last=True) & terms:
@@ -381,6 +441,21 @@ class ProfileIndex:
                 words = key_terms(sk[1], last=False)
                 out[sk] = len(words & terms) / len(words)
             return list(out.items())
+
+    def keyword(self, query: str, *, limit: int, admissible: Admissible
+                ) -> list[tuple[str, float]]:
+        """BM25 hits ``(id, score)`` of the admissible records for ``query``, best first
+        (the keyword channel; :class:`~langmem_edge.retrieval.bm25.BM25Index`, admitted by
+        the mask over its slots)."""
+        with self.lock:
+            c = self.columns
+            n = min(len(c.ids), admissible.mask.size)
+            slots = c.slot[:n][admissible.mask[:n] & (c.slot[:n] >= 0)]
+            accept = np.zeros(self.bm25.slots, dtype=bool)
+            accept[slots] = True
+            hits = self.bm25.search(default_analyzer().query_terms(query), limit=limit,
+                                    accept_mask=accept)
+        return [(h.id, h.score) for h in hits]
 
     def valid_from_between(self, start: float, end: float) -> list[tuple[str, float]]:
         """``(id, valid_from)`` of present records with ``start <= valid_from < end``."""
@@ -448,6 +523,11 @@ class ProfileIndex:
             top = np.argpartition(-scores, k - 1)[:k]
             top = top[np.argsort(-scores[top], kind="stable")]
             return [(str(c.ids[rows[i]]), float(scores[i])) for i in top]
+
+
+def _indexed_text(value: dict[str, Any]) -> str:
+    """The text the keyword channel indexes: none for an encrypted record."""
+    return "" if value.get("encrypted") else value.get("text") or ""
 
 
 def _any_of(column: np.ndarray, codes: list[int]) -> np.ndarray:

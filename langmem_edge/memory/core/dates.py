@@ -15,11 +15,19 @@ it never filters the other channels.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["DateWindow", "find_window"]
+__all__ = ["DateWindow", "find_window", "iso_to_epoch"]
+
+def iso_to_epoch(value: str | None, default: float = math.inf) -> float:
+    """Epoch seconds of an ISO-8601 timestamp (``default`` when missing)."""
+    if not value:
+        return default
+    return datetime.fromisoformat(value).timestamp()
+
 
 RECENT_DAYS = 14
 """``recently`` / ``lately`` mean the past 14 days."""

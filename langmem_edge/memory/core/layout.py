@@ -1,0 +1,68 @@
+"""Where a profile's data lives in the store: every namespace of one profile, in one place.
+
+Under the profile root ``R = (*namespace, "profiles", profile)``::
+
+    (*R, "memories")              the semantic tier's records, key = memory id
+    (*R, "meta")                  the profile's generation
+    (*R, "writers")               the change protocol's markers, key = writer id
+    (*R, "changes", writer)       the change protocol's entries, key = sequence number
+    (*R, "access", memory id)     access counts of one memory, key = writer id
+    (*R, "messages", session)     the episodic tier's raw messages, key = message id
+    (*R, "overlays", session)     the episodic tier's compaction overlays
+    (*R, "sessions")              the episodic tier's session records, key = session id
+
+Tiers and the index take their namespaces from a :class:`ProfileLayout`, never spell them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ProfileLayout"]
+
+
+class ProfileLayout:
+    """The store namespaces of one profile (pure: no I/O)."""
+
+    def __init__(self, namespace: tuple[str, ...], profile: str) -> None:
+        self._place((*namespace, "profiles", profile), profile)
+
+    @classmethod
+    def from_root(cls, root: tuple[str, ...], profile: str | None = None) -> ProfileLayout:
+        """The layout of the profile whose root is ``root`` (``(*namespace, "profiles",
+        name)``, or any root a caller chose); ``profile`` defaults to its last label."""
+        layout = cls.__new__(cls)
+        layout._place(tuple(root), profile if profile is not None else root[-1])
+        return layout
+
+    def _place(self, root: tuple[str, ...], profile: str) -> None:
+        self.profile = profile
+        self.root = root
+        self.memories = (*root, "memories")
+        self.messages = (*root, "messages")
+        self.meta = (*root, "meta")
+        self.changes = (*root, "changes")
+        self.writers = (*root, "writers")
+        self.access = (*root, "access")
+        self.sessions = (*root, "sessions")
+
+    def session_messages(self, session_id: str | None = None) -> tuple[str, ...]:
+        """``(*R, "messages")`` or, with a session, ``(*R, "messages", session_id)``."""
+        return (*self.messages, session_id) if session_id else self.messages
+
+    def overlays(self, session_id: str) -> tuple[str, ...]:
+        """``(*R, "overlays", session_id)``."""
+        return (*self.root, "overlays", session_id)
+
+    def entries(self, writer: str) -> tuple[str, ...]:
+        """The change entries of one writer."""
+        return (*self.changes, writer)
+
+    def access_of(self, memory_id: str) -> tuple[str, ...]:
+        """The access-count items of one memory (one per writer)."""
+        return (*self.access, memory_id)
+
+    def parts_before_meta(self) -> list[tuple[str, ...]]:
+        """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
+        the generation marker, and anything unknown): the records, the episodic tier's
+        messages, overlays and sessions, the access counts, the change log and its markers."""
+        return [self.memories, self.messages, (*self.root, "overlays"), self.sessions,
+                self.access, self.changes, self.writers]

@@ -1,0 +1,221 @@
+"""Model calls: one helper for every call to a chat model, with retries and structured output.
+
+Every model call of the package (extraction, checks, summaries, verification, HyDE, answers)
+is a :class:`ModelCall` in a :class:`~langmem_edge.memory.core.plans.ModelStep`, run by the
+plan drivers through :func:`run_calls` / :func:`arun_calls`:
+
+- each call is retried with tenacity while its error is transient (:func:`is_transient`:
+  timeouts, connection errors, HTTP 408/409/429/5xx, provider errors named like rate-limit,
+  overloaded or unavailable, and unparseable or missing structured output), with
+  exponential backoff (:class:`RetryPolicy`);
+- any other error, or a transient one outliving the attempts, raises
+  :class:`~langmem_edge.errors.ExtractionError` with the original as ``__cause__``; callers
+  with a fallback (verification's model-free rule, recall's answer) catch it and log;
+- several calls of one step run at once (a thread pool, or ``asyncio.gather`` under a
+  semaphore), at most ``RetryPolicy.concurrency``.
+
+Structured output has one path, :func:`structured_runnable`: the model's native
+``with_structured_output(schema, include_raw=True)``; with ``parse_text``, a reply in plain
+text (or a model without native structured output) is parsed as JSON instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.exceptions import OutputParserException
+from langchain_core.language_models import BaseChatModel
+from langchain_core.output_parsers import PydanticOutputParser
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import BaseModel, ValidationError
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from langmem_edge.errors import ExtractionError
+from langmem_edge.memory.config import EpisodicConfig
+
+__all__ = [
+    "ModelCall",
+    "RetryPolicy",
+    "arun_calls",
+    "is_transient",
+    "message_text",
+    "run_calls",
+    "structured_runnable",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One model call: ``runnable.invoke(input)``; ``structured`` means None is a failure."""
+
+    runnable: Runnable[Any, Any]
+    input: Any
+    label: str
+    structured: bool = True
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How model calls run: attempts and backoff (tenacity), and how many at once."""
+
+    attempts: int = 3
+    wait_initial: float = 0.5
+    wait_max: float = 8.0
+    concurrency: int = 4
+
+    @classmethod
+    def from_config(cls, config: EpisodicConfig) -> RetryPolicy:
+        """The policy an :class:`~langmem_edge.memory.config.EpisodicConfig` describes."""
+        return cls(
+            attempts=config.max_attempts,
+            wait_initial=config.retry_wait_initial,
+            wait_max=config.retry_wait_max,
+            concurrency=config.max_concurrency,
+        )
+
+
+class _NoStructuredOutput(Exception):
+    """The model answered without the structured output asked for."""
+
+
+_TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_TRANSIENT_NAMES = ("ratelimit", "timeout", "overloaded", "unavailable", "apiconnection",
+                    "internalserver", "tryagain")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a model call that raised ``exc`` is worth retrying (see the module docstring)."""
+    if isinstance(exc, TimeoutError | ConnectionError | asyncio.TimeoutError):
+        return True
+    if isinstance(exc, OutputParserException | ValidationError | _NoStructuredOutput):
+        return True
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and status in _TRANSIENT_STATUS:
+        return True
+    name = type(exc).__name__.lower()
+    return any(part in name for part in _TRANSIENT_NAMES)
+
+
+def message_text(message: Any) -> str:
+    """The text of a model reply (an ``AIMessage``, content blocks, or anything else)."""
+    content = getattr(message, "content", message)
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return str(content)
+
+
+def _parse_text(message: Any, schema: type[BaseModel]) -> BaseModel:
+    return PydanticOutputParser(pydantic_object=schema).parse(message_text(message))
+
+
+def structured_runnable(model: BaseChatModel, schema: type[BaseModel], *,
+                        parse_text: bool) -> Runnable[Any, Any]:
+    """A runnable returning a ``schema`` instance from the model's native structured output.
+
+    With ``parse_text``, a reply in plain text (the model did not call the tool), or a model
+    without ``with_structured_output``, is parsed as JSON. Without it, such a reply is None
+    (a failure :func:`run_calls` retries) and a model without native structured output is an
+    :class:`~langmem_edge.errors.ExtractionError`.
+    """
+    try:
+        structured = model.with_structured_output(schema, include_raw=True)
+    except NotImplementedError as e:
+        if parse_text:
+            return model | RunnableLambda(lambda message: _parse_text(message, schema))
+        raise ExtractionError(
+            f"{type(model).__name__} does not support with_structured_output(), which model "
+            "extraction needs; pass model=None for rule-based extraction"
+        ) from e
+
+    def pick(out: Any) -> BaseModel | None:
+        parsed = out.get("parsed") if isinstance(out, dict) else out
+        if isinstance(parsed, schema):
+            return parsed
+        if isinstance(parsed, dict):
+            return schema.model_validate(parsed)
+        if parse_text and isinstance(out, dict):
+            return _parse_text(out.get("raw"), schema)
+        return None
+
+    return structured | RunnableLambda(pick)
+
+
+def _log_retry(state: RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome else None
+    logger.warning("model call failed (attempt %d), retrying: %r", state.attempt_number, exc)
+
+
+def _retry_kwargs(policy: RetryPolicy) -> dict[str, Any]:
+    return {
+        "stop": stop_after_attempt(max(1, policy.attempts)),
+        "wait": wait_exponential(multiplier=policy.wait_initial, max=policy.wait_max),
+        "retry": retry_if_exception(is_transient),
+        "reraise": True,
+        "before_sleep": _log_retry,
+    }
+
+
+def _checked(call: ModelCall, output: Any) -> Any:
+    if call.structured and output is None:
+        raise _NoStructuredOutput(f"{call.label}: the model returned no structured output")
+    return output
+
+
+def _fail(call: ModelCall, exc: Exception) -> ExtractionError:
+    return ExtractionError(f"model call {call.label!r} failed: {type(exc).__name__}: {exc}")
+
+
+def _invoke(call: ModelCall, policy: RetryPolicy) -> Any:
+    try:
+        for attempt in Retrying(**_retry_kwargs(policy)):
+            with attempt:
+                return _checked(call, call.runnable.invoke(call.input))
+    except ExtractionError:
+        raise
+    except Exception as e:
+        raise _fail(call, e) from e
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _ainvoke(call: ModelCall, policy: RetryPolicy, gate: asyncio.Semaphore) -> Any:
+    async with gate:
+        try:
+            async for attempt in AsyncRetrying(**_retry_kwargs(policy)):
+                with attempt:
+                    return _checked(call, await call.runnable.ainvoke(call.input))
+        except ExtractionError:
+            raise
+        except Exception as e:
+            raise _fail(call, e) from e
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def run_calls(calls: tuple[ModelCall, ...], policy: RetryPolicy) -> list[Any]:
+    """Run model calls (retried), in order, or in a thread pool when several may run at once;
+    returns their outputs in order."""
+    if len(calls) <= 1 or policy.concurrency <= 1:
+        return [_invoke(call, policy) for call in calls]
+    with ThreadPoolExecutor(max_workers=min(policy.concurrency, len(calls))) as pool:
+        return list(pool.map(lambda c: _invoke(c, policy), calls))
+
+
+async def arun_calls(calls: tuple[ModelCall, ...], policy: RetryPolicy,
+                     gate: asyncio.Semaphore | None = None) -> list[Any]:
+    """Async :func:`run_calls`: at most ``policy.concurrency`` at once (or ``gate``'s)."""
+    gate = gate or asyncio.Semaphore(max(1, policy.concurrency))
+    return list(await asyncio.gather(*(_ainvoke(c, policy, gate) for c in calls)))

@@ -1,0 +1,28 @@
+"""The episodic tier (L2): every message of every session, never rewritten.
+
+- :mod:`.tier`: :class:`~.tier.EpisodicTier` (ingest, conversation recall, windows, deletion).
+- :mod:`.messages`: validation, normalisation and ids of incoming messages.
+- :mod:`.extraction`: memory extraction with a chat model, and the types it shares.
+- :mod:`.rules`: the model-free fallbacks (rule-based extraction, extractive summaries).
+- :mod:`.compaction`: the context window and its overlays, with the pre-compaction flush.
+
+It never imports another tier: the memories it extracts are handed to ``memory/profile.py``,
+which writes them through the semantic tier. See ``docs/episodic.md``.
+"""
+
+from __future__ import annotations
+
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.episodic.compaction import ContextWindow, Overlay
+from langmem_edge.memory.episodic.extraction import ExtractedMemory, StoredMessage
+from langmem_edge.memory.episodic.tier import EpisodicTier, IngestOutcome
+
+__all__ = [
+    "ContextWindow",
+    "EpisodicConfig",
+    "EpisodicTier",
+    "ExtractedMemory",
+    "IngestOutcome",
+    "Overlay",
+    "StoredMessage",
+]

@@ -1,0 +1,281 @@
+"""The change protocol that keeps every process's profile index exact: writer id + sequence.
+
+Each ``AgentMemory`` keeps a :class:`~langmem_edge.memory.index.profile_index.ProfileIndex`
+per profile it touches. It is exact across processes without any side file, on any
+``BaseStore`` (only ``batch``/``abatch`` with ``GetOp``/``PutOp``/``SearchOp``). Layout under
+the profile root ``R = (*namespace, "profiles", profile)``::
+
+    (*R, "memories")          key = memory id      the records (source of truth)
+    (*R, "meta")              key = "generation"   a random id, made with the profile's first
+                                                   write, removed by delete_profile
+    (*R, "writers")           key = writer id      the writer's marker {"seq", "settled", "at"}
+    (*R, "changes", writer)   key = seq (12 digits) one entry per write {"seq", "ids", "at"}
+
+**Writers.** A writer is a random id with a counter (:class:`~langmem_edge.retrieval.
+chroma_sync.SyncWriter`, the store's keyword-index protocol uses the same one); an index
+hands one writer to each commit in flight, so one writer's writes never overlap and its
+numbers and marker only move forward. Write ``s`` of writer ``w`` (:func:`plan_commit`) is
+three batches, in order:
+
+1. the marker ``(w, s, settled=False)`` (and the generation, on the profile's first write);
+2. the records (puts and deletes) and the entry ``(w, s, ids)``;
+3. the marker ``(w, s, settled=True)``.
+
+**Readers.** A sync (:func:`plan_sync`, the start of every read that uses the index) reads
+the generation and every marker (a get and a search, which recall batches with its vector
+search). A marker confirms every write of its writer up to ``s`` when settled, up to ``s - 1``
+when not (write ``s`` may be half done). For each writer whose marker is unsettled or whose
+confirmed number differs from the one this index applied, it reads the writer's entries with
+``seq`` above the applied number, re-reads the records they name (a record gone is a delete;
+deleted ids never come back), and then records the confirmed numbers as applied.
+
+**Why this is exact.** A write counts as applied only once a marker confirming it has been
+read, and a marker confirming write ``s`` (settled ``s``, or any marker of a later write) is
+written after every row and the entry of ``s``; a sync reads markers before entries and
+records, so everything of a confirmed write is visible to it. A write not yet confirmed keeps
+its writer's marker unsettled (or unmoved), and its entries are read again at every sync
+until it is. No clock orders anything: a slow commit or a writer whose clock is off by
+minutes is applied at the first sync after its marker confirms it. A writer that dies
+between batches 1 and 3 leaves its marker unsettled: readers keep reading its entries (one
+small search per sync) until :func:`plan_prune` settles markers left unsettled for
+``settle_after_seconds`` (10 min: nothing is lost, readers have fetched its rows at every
+sync since).
+
+**Full loads.** The first read of a profile in a process, a new generation (the profile was
+deleted), or ``reload_after_seconds`` (30 min, this process's monotonic clock) without a
+sync read the markers first, then every record, and take the markers' confirmed numbers as
+applied. Wall clocks serve housekeeping only: entries and markers older than
+``retention_seconds`` (1 h, by the pruner's clock against the writer's ``at``) are pruned,
+which is safe while writers' clocks are within ``retention - reload_after`` (30 min) of each
+other, since a reader that has not synced for that long reloads.
+
+Access counts are not changes of a record: they live in their own items
+(:mod:`langmem_edge.memory.index.profile_index`), so no write here ever rewrites a record to
+count an access.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+
+from langmem_edge.memory.core.labels import plan_delete_prefix
+from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.index.profile_index import ProfileIndex
+from langmem_edge.retrieval.index import Marker
+
+__all__ = [
+    "GENERATION_KEY",
+    "plan_commit",
+    "plan_prune",
+    "plan_reload",
+    "plan_sync",
+    "probe_ops",
+]
+
+logger = logging.getLogger(__name__)
+
+GENERATION_KEY = "generation"
+"""Key of the profile's generation item in ``(*R, "meta")``."""
+
+RELOAD_LIMIT = 100_000_000
+"""``limit`` of the single search that loads a whole profile."""
+
+MAX_WRITERS = 100_000
+"""Markers one sync reads at most (writers seen within the retention)."""
+
+
+def _generation_of(item: Any, profile: str) -> str | None:
+    if item is None or item.value.get("profile") != profile:
+        return None
+    gen = item.value.get(GENERATION_KEY)
+    return gen if isinstance(gen, str) else None
+
+
+def _markers(items: Iterable[Item], profile: str) -> dict[str, Marker]:
+    out: dict[str, Marker] = {}
+    for item in items:
+        v = item.value
+        if v.get("profile") == profile and isinstance(v.get("seq"), int):
+            out[item.key] = Marker(int(v["seq"]), bool(v.get("settled", True)))
+    return out
+
+
+def probe_ops(index: ProfileIndex) -> list[Any]:
+    """The reads a sync starts with (the generation and every marker): batch them with other
+    reads made before the sync."""
+    return [GetOp(index.layout.meta, GENERATION_KEY),
+            SearchOp(index.layout.writers, limit=MAX_WRITERS)]
+
+
+def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
+    """Load the whole profile into ``index``: the markers first, then every record (and
+    every access count), so every write the markers confirm is in what is loaded."""
+    layout = index.layout
+    gen_item, marker_items = yield batch(store, probe_ops(index))
+    # One search for the whole profile: offset pages are not stable on stores that order
+    # by update time while other processes write (the protocol covers writes after the
+    # markers were read).
+    items, counts = yield batch(store, [SearchOp(layout.memories, limit=RELOAD_LIMIT),
+                                        SearchOp(layout.access, limit=RELOAD_LIMIT)])
+    values: list[dict[str, Any]] = []
+    for item in items:
+        if item.value.get("profile") == index.profile and item.value.get("id") == item.key:
+            values.append(item.value)
+        else:
+            logger.warning("skipped foreign record %r in profile %r", item.key, index.profile)
+    index.reset(_generation_of(gen_item, index.profile), values, counts, synced_at=now)
+    index.applied = {w: m.confirmed for w, m in _markers(marker_items, index.profile).items()}
+
+
+def plan_sync(
+    store: BaseStore,
+    index: ProfileIndex,
+    now: float | None = None,
+    *,
+    probe: list[Any] | None = None,
+) -> Plan[None]:
+    """Bring ``index`` up to date with the store (see the module docstring).
+
+    The common case costs the probe (which a caller may have read in its own batch): the
+    generation is the same and no marker moved, so nothing changed. ``now`` is this
+    process's monotonic clock (for the reload age only).
+    """
+    now = time.monotonic() if now is None else now
+    if index.synced_at is None or now - index.synced_at > index.cache.reload_after_seconds:
+        yield from plan_reload(store, index, now)
+        return
+    if probe is None:
+        probe = yield batch(store, probe_ops(index))
+    gen_item, marker_items = probe
+    if _generation_of(gen_item, index.profile) != index.generation:
+        yield from plan_reload(store, index, now)
+        return
+    markers = _markers(marker_items, index.profile)
+    since = {w: index.applied.get(w, 0) for w, m in markers.items()
+             if not m.settled or m.confirmed != index.applied.get(w, 0)}
+    if since:
+        entries = yield from _plan_entries(store, index, since)
+        ids = sorted({i for e in entries for i in e.value.get("ids", ()) if isinstance(i, str)})
+        if ids:
+            got = yield batch(store, [GetOp(index.layout.memories, i) for i in ids])
+            with index.lock:
+                for mid, item in zip(ids, got, strict=True):
+                    if item is None:
+                        index.remove(mid)
+                    else:
+                        index.apply(item.value)
+        with index.lock:
+            for w in since:
+                index.applied[w] = markers[w].confirmed
+    index.synced_at = now
+
+
+def _plan_entries(store: BaseStore, index: ProfileIndex, since: dict[str, int]
+                  ) -> Plan[list[Item]]:
+    """The entries of each writer in ``since`` with ``seq`` above its number (paged)."""
+    page = index.cache.page_size
+    writers = sorted(since)
+
+    def op(w: str, offset: int) -> SearchOp:
+        return SearchOp(index.layout.entries(w), filter={"seq": {"$gt": since[w]}},
+                        limit=page, offset=offset)
+
+    results = yield batch(store, [op(w, 0) for w in writers])
+    entries: list[Item] = []
+    for w, items in zip(writers, results, strict=True):
+        entries.extend(items)
+        offset = len(items)
+        while len(items) == page:
+            (items,) = yield batch(store, [op(w, offset)])
+            entries.extend(items)
+            offset += len(items)
+    return [e for e in entries if e.value.get("profile") == index.profile]
+
+
+def _marker(index: ProfileIndex, writer: str, seq: int, *, settled: bool) -> PutOp:
+    return PutOp(index.layout.writers, writer,
+                 {"profile": index.profile, "writer": writer, "seq": seq,
+                  "settled": settled, "at": time.time()}, index=False)
+
+
+def plan_commit(
+    store: BaseStore,
+    index: ProfileIndex,
+    puts: list[tuple[dict[str, Any], Any]],
+    deletes: Iterable[str] = (),
+) -> Plan[None]:
+    """Write records (``(value, index_arg)`` pairs) and deletions as one write of the
+    protocol (three batches: marker, records and entry, settled marker)."""
+    layout = index.layout
+    deletes = list(deletes)
+    ids = [v["id"] for v, _ in puts] + deletes
+    writer = index.take_writer()
+    try:
+        seq = writer.next_seq()
+        first: list[Any] = [_marker(index, writer.writer_id, seq, settled=False)]
+        new_generation = None
+        if index.generation is None:
+            new_generation = uuid.uuid4().hex
+            first.append(PutOp(layout.meta, GENERATION_KEY,
+                               {"profile": index.profile, GENERATION_KEY: new_generation},
+                               index=False))
+        yield batch(store, first)
+        ops: list[Any] = [PutOp(layout.memories, v["id"], v, index=ix) for v, ix in puts]
+        ops += [PutOp(layout.memories, mid, None) for mid in deletes]
+        ops.append(PutOp(layout.entries(writer.writer_id), f"{seq:012d}",
+                         {"profile": index.profile, "writer": writer.writer_id, "seq": seq,
+                          "ids": ids, "at": time.time()}, index=False))
+        yield batch(store, ops)
+        with index.lock:
+            if new_generation is not None:
+                index.generation = new_generation
+            for value, _ in puts:
+                index.apply(value)
+            for mid in deletes:
+                index.remove(mid)
+            if index.applied.get(writer.writer_id, 0) == seq - 1:
+                index.applied[writer.writer_id] = seq  # this index applied it itself
+        try:
+            yield batch(store, [_marker(index, writer.writer_id, seq, settled=True)])
+        except Exception as e:  # the write is done; readers re-read it until it settles
+            logger.warning("settling write %d of %r failed: %s", seq, index.profile, e)
+    finally:
+        index.return_writer(writer)
+    yield from plan_prune(store, index, time.time())
+
+
+def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
+    """Housekeeping, at most once per ``prune_interval_seconds``: delete entries and markers
+    older than the retention, and settle markers left unsettled for ``settle_after_seconds``
+    (their writer died mid-write). ``now`` is the wall clock; it orders nothing."""
+    cache = index.cache
+    if now - index.last_prune < cache.prune_interval_seconds:
+        return
+    index.last_prune = now
+    layout = index.layout
+    cutoff = now - cache.retention_seconds
+    mine = index.writer_ids()
+    try:
+        (stuck,) = yield batch(store, [SearchOp(
+            layout.writers, filter={"settled": False}, limit=MAX_WRITERS)])
+        settle = [it for it in stuck if it.key not in mine and it.value.get(
+            "profile") == index.profile and float(it.value.get("at", now)) <
+            now - cache.settle_after_seconds]
+        if settle:
+            yield batch(store, [PutOp(layout.writers, it.key, {**it.value, "settled": True},
+                                      index=False) for it in settle])
+        # by exact prefix, never a list_namespaces match condition: the profile's name is a
+        # label there, and a profile may be called "*"
+        for prefix, keep in ((layout.changes, set()), (layout.writers, mine)):
+            yield from plan_delete_prefix(
+                store, prefix, page=cache.page_size, filter={"at": {"$lt": cutoff}},
+                doomed=lambda it, keep=keep: it.key not in keep
+                and float(it.value.get("at", now)) < cutoff)
+    except Exception as e:  # pruning is housekeeping: never fail the write that triggered it
+        logger.warning("pruning the change log of %r failed: %s", index.profile, e)

@@ -1,0 +1,110 @@
+"""What every plan of the semantic tier needs about one profile.
+
+``ProfileContext`` bundles the store, the profile's layout and index, the config, the decision
+model and the cipher. (The validators it used to hold are :mod:`langmem_edge.memory.core.validate`:
+the tiers share them, while the context is the semantic tier's, since it holds the profile
+index that sits above ``core``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langgraph.store.base import BaseStore
+
+from langmem_edge.errors import DecryptionError, InvalidInputError
+from langmem_edge.memory.config import MemoryConfig
+from langmem_edge.memory.core.crypto import MemoryCipher
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.index.profile_index import ProfileIndex
+from langmem_edge.memory.records import MemoryRecord
+
+__all__ = [
+    "NearestKeys",
+    "ProfileContext",
+    "aad",
+]
+
+
+@runtime_checkable
+class NearestKeys(Protocol):
+    """A store that ranks keys by vector without reading values (``ChromaStore``).
+
+    Recall reads the values from the profile index it keeps anyway, so on such a store its
+    vector channel asks for keys alone (:meth:`ChromaStore.nearest_keys`): on 100k memories
+    that is a few milliseconds instead of the tens that reading 50 rows costs.
+    """
+
+    def nearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
+                     limit: int = 10) -> Sequence[Any]: ...
+
+    async def anearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
+                            limit: int = 10) -> Sequence[Any]: ...
+
+
+@dataclass
+class ProfileContext:
+    """One profile's view of an ``AgentMemory``."""
+
+    store: BaseStore
+    layout: ProfileLayout
+    index: ProfileIndex
+    config: MemoryConfig
+    model: BaseChatModel | None
+    cipher: MemoryCipher | None
+    embeddings: Embeddings | None
+    has_vectors: bool
+    """The store embeds ``text`` (it has an index config): vector search and verification."""
+    rewrite_index: Any = False
+    """``index`` argument of writes that change a stored record but not its text (access
+    counts, supersession, forgetting). ``False`` (do not re-embed) keeps the vector on
+    ``InMemoryStore`` and langgraph's SQL stores; ``ChromaStore`` drops vectors on
+    ``index=False`` but reuses an unchanged text's vector without calling the model, so it
+    gets ``["text"]``."""
+    nearest: bool = False
+    """The store is a :class:`NearestKeys`: recall's vector channels ask it for keys only."""
+
+    def index_arg(self, value: dict[str, Any]) -> Any:
+        """The ``index`` argument for rewriting ``value`` without changing its text."""
+        if value.get("embedding_status") != "complete":
+            return False
+        return self.rewrite_index
+
+    @property
+    def profile(self) -> str:
+        """The profile name."""
+        return self.layout.profile
+
+    def record(self, value: dict[str, Any]) -> MemoryRecord:
+        """A stored value as a record, its text decrypted (``DecryptionError`` without key)."""
+        if value.get("profile") != self.profile:  # the second guard of profile isolation
+            raise InvalidInputError(f"record {value.get('id')!r} is not in this profile")
+        record = MemoryRecord.from_value(value)
+        extra, last = self.index.access(record.id)  # count items and pending bumps
+        if extra:
+            when = datetime.fromisoformat(last) if last else None
+            if record.last_accessed_at is not None and (when is None
+                                                        or record.last_accessed_at > when):
+                when = record.last_accessed_at
+            record = record.model_copy(update={"access_count": record.access_count + extra,
+                                               "last_accessed_at": when})
+        if record.encrypted:
+            if self.cipher is None:
+                raise DecryptionError(
+                    f"memory {record.id} is encrypted and this AgentMemory has no "
+                    "encryption_key"
+                )
+            text = self.cipher.open(record.ciphertext or "", associated=aad(record),
+                                    key_id=record.key_id, memory_id=record.id)
+            record = record.model_copy(update={"text": text})
+        return record
+
+
+def aad(record: MemoryRecord) -> str:
+    """Associated data sealing a ciphertext to its memory and profile."""
+    return f"{record.profile}\x1f{record.id}"

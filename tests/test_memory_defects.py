@@ -1,0 +1,97 @@
+"""Regression tests of issue 11's three defects (each failed before its fix).
+
+Two ``AgentMemory`` objects over one store stand for two processes.
+"""
+
+# ruff: noqa: F811 - pytest fixtures imported from test_memory_support are redefined as parameters
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from langgraph.store.base import PutOp
+from test_memory_support import embed, make_store, memory, store, texts  # noqa: F401 - fixtures
+
+from langmem_edge.memory import AgentMemory
+
+
+def two(make_store: Any, **kw: Any) -> tuple[AgentMemory, AgentMemory, Any]:
+    store = make_store(path="shared")
+    other = make_store(path="shared")
+    return AgentMemory(store, **kw), AgentMemory(other, **kw), store
+
+
+def test_a_deleted_memory_never_comes_back_through_the_access_count_flush(
+        make_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, store = two(make_store)
+    pa, pb = a.profile("p"), b.profile("p")
+    rec = pa.remember("Builds model railways")
+    pa.recall("model railways")  # a pending access bump in process a
+    # process b deletes the memory while process a flushes: right after the flush's first
+    # store call (before the fix, the read of the record it would write back)
+    original = type(store).batch
+    armed = [True]
+
+    def batch(self: Any, ops: Any) -> Any:
+        out = original(self, ops)
+        if armed[0]:
+            armed[0] = False
+            assert pb.delete(rec.id)
+        return out
+
+    monkeypatch.setattr(type(store), "batch", batch)
+    a.flush()
+    monkeypatch.setattr(type(store), "batch", original)
+    fresh = AgentMemory(make_store(path="shared")).profile("p")  # a new process
+    assert fresh.get(rec.id) is None
+    assert fresh.list(status="all").memories == []
+    assert fresh.recall("model railways").count == 0
+
+
+def test_a_writer_whose_clock_is_behind_is_seen_by_running_readers(
+        make_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, _ = two(make_store)
+    pa, pb = a.profile("p"), b.profile("p")
+    pa.remember("First note")
+    assert [m.text for m in pb.list().memories] == ["First note"]  # b is a running reader
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() - 70)  # a's clock is 70 s behind
+    late = pa.remember("Sails a wooden boat", key="hobby.boat")
+    monkeypatch.setattr(time, "time", real)
+    assert [m.text for m in pb.list().memories] == ["First note", late.text]
+    assert [m.id for m in pb.history("hobby.boat")] == [late.id]
+    pa.remember("Third note")
+    assert [m.text for m in pb.list().memories] == ["First note", late.text, "Third note"]
+
+
+CONVERSATION = [
+    {"role": "user", "content": "Hi, I live in Singapore and I prefer dark mode."},
+    {"role": "assistant", "content": "Noted!"},
+    {"role": "user", "content": "My sister is called Mia. Please always answer in French."},
+]
+
+
+def test_an_ingest_that_failed_after_storing_its_messages_extracts_on_reingest(
+        memory: AgentMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    cls = type(memory.store)
+    original = cls.batch
+
+    def failing(self: Any, ops: Any) -> Any:  # the store fails when memories are written
+        if any(isinstance(op, PutOp) and op.namespace[-1] == "memories" for op in ops):
+            raise RuntimeError("store down")
+        return original(self, ops)
+
+    p = memory.profile("p")
+    monkeypatch.setattr(cls, "batch", failing)
+    with pytest.raises(RuntimeError, match="store down"):
+        p.ingest(CONVERSATION, session_id="s")
+    monkeypatch.setattr(cls, "batch", original)
+    assert p.list().memories == []
+    again = p.ingest(CONVERSATION, session_id="s")
+    assert again.messages_added == 0
+    assert again.memories_written
+    assert {m.id for m in p.list().memories} == {m.id for m in again.memories_written}
+    third = p.ingest(CONVERSATION, session_id="s")  # done now: nothing more to extract
+    assert (third.messages_added, third.memories_written) == (0, [])
