@@ -220,3 +220,24 @@ async def test_async_twins(memory: AgentMemory) -> None:
     assert await w.afinish_turn("t1") == 1 and await w.aunfinished_turn("t1") is None
     assert await w.aclear_ongoing_task("t1") and await w.asweep() == 0
     assert await w.adelete_thread("t1") == 1
+
+
+def test_concurrent_appends_to_the_notes_keep_every_line(memory: AgentMemory) -> None:
+    w = memory.profile("alice").working
+    w.set_context("t1", "start")
+    barrier = threading.Barrier(8)
+
+    def append(i: int) -> None:
+        barrier.wait()
+        w.set_context("t1", f"line {i}", mode="append")
+
+    threads = [threading.Thread(target=append, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = w.get_context("t1").split("\n")
+    assert lines[0] == "start" and sorted(lines[1:]) == [f"line {i}" for i in range(8)]
+    assert w.set_context("t1", "fresh") == "fresh" and w.get_context("t1") == "fresh"
+    w.set_context("t1", "more", mode="append")
+    assert w.set_context("t1", mode="clear") == "" and w.get_context("t1") == ""

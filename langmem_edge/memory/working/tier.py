@@ -4,6 +4,7 @@ Everything of a thread lives in one namespace, ``(*R, "working", thread)``
 (:meth:`~langmem_edge.memory.core.layout.ProfileLayout.working`), one item per thing::
 
     key "notes"            {"record": "notes", "notes": ...}
+    key "note+:<at>:<id>"  {"record": "notes+", "line": ...}     one appended line
     key "task"             {"record": "task", "description": ..., "steps": [...], "status": ...}
     key "turn:<call id>"   {"record": "turn", "name": ..., "args": ..., "result_preview": ...}
 
@@ -22,6 +23,7 @@ These are plans (:mod:`~langmem_edge.memory.core.plans`): the accessor in
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -143,32 +145,50 @@ class WorkingScope:
 # -- notes and the ongoing task ----------------------------------------------------------------
 
 
+def _plan_notes(scope: WorkingScope, thread: str) -> Plan[tuple[str, list[Item]]]:
+    """The notes now, and the appended lines' items (oldest first)."""
+    ns = scope.namespace(thread)
+    base, lines = yield batch(scope.store, [
+        GetOp(ns, NOTES_KEY), SearchOp(ns, filter={"record": "notes+"}, limit=SCAN_PAGE)])
+    appended = sorted((it for it in lines if tuple(it.namespace) == ns
+                       and scope.mine(it, thread, "notes+")),
+                      key=lambda it: (it.value["at"], it.key))
+    parts = [str(base.value.get("notes", ""))] if scope.mine(base, thread, "notes") else []
+    parts += [str(it.value.get("line", "")) for it in appended]
+    return "\n".join(p for p in parts if p), appended
+
+
 def plan_get_notes(scope: WorkingScope, thread: str) -> Plan[str]:
     """Plan: the thread's working notes (``""`` when there are none)."""
-    ns = scope.namespace(thread)
-    (item,) = yield from _get(scope, ns, NOTES_KEY)
-    return str(item.value.get("notes", "")) if scope.mine(item, thread, "notes") else ""
+    notes, _ = yield from _plan_notes(scope, thread)
+    return notes
 
 
 def plan_set_notes(scope: WorkingScope, thread: str, notes: str, mode: str) -> Plan[str]:
-    """Plan: replace, append to or clear the thread's notes; returns the notes now."""
+    """Plan: replace, append to or clear the thread's notes; returns the notes now.
+
+    An append writes its own item (``note+:...``), so appends made at once (two tool calls
+    of one round) never lose each other; a replace or a clear folds them away."""
     ns = scope.namespace(thread)
     if mode not in NOTES_MODES:
         raise InvalidInputError(f"mode must be one of {', '.join(NOTES_MODES)}, got {mode!r}")
     limit = scope.config.max_notes_chars
-    if mode == "clear":
-        yield batch(scope.store, [PutOp(ns, NOTES_KEY, None)])
-        return ""
-    check_text(notes, "notes", limit, allow_empty=mode == "replace")
+    if mode != "clear":
+        check_text(notes, "notes", limit, allow_empty=mode == "replace")
+    old, appended = yield from _plan_notes(scope, thread)
     if mode == "append":
-        old = yield from plan_get_notes(scope, thread)
-        notes = f"{old}\n{notes}" if old else notes
-        if len(notes) > limit:
+        now = f"{old}\n{notes}" if old else notes
+        if len(now) > limit:
             raise LimitExceededError(
-                f"notes would be {len(notes):,} characters after appending; at most {limit:,}")
-    value = {**scope.stamp(thread, "notes"), "notes": notes}
-    yield batch(scope.store, [PutOp(ns, NOTES_KEY, value, index=False)])
-    return notes
+                f"notes would be {len(now):,} characters after appending; at most {limit:,}")
+        value = {**scope.stamp(thread, "notes+"), "line": notes}
+        key = f"note+:{value['at']:.6f}:{uuid.uuid4().hex}"
+        yield batch(scope.store, [PutOp(ns, key, value, index=False)])
+        return now
+    base = (PutOp(ns, NOTES_KEY, None) if mode == "clear" else
+            PutOp(ns, NOTES_KEY, {**scope.stamp(thread, "notes"), "notes": notes}, index=False))
+    yield batch(scope.store, [base, *(PutOp(ns, it.key, None) for it in appended)])
+    return "" if mode == "clear" else notes
 
 
 def _task(item: Item) -> OngoingTask:
