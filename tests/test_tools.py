@@ -4,6 +4,7 @@ Profile API."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,16 +24,22 @@ from langmem_edge.testing import FakeEmbeddings, ScriptedChatModel
 from langmem_edge.tools import TOOL_NAMES, MemoryContext, MemoryState, create_memory_tools
 
 
-@pytest.fixture(params=["memory", "chroma"])
+@pytest.fixture(params=["memory", "chroma", pytest.param("server", marks=pytest.mark.server)])
 def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[tuple[AgentMemory, Any]]:
     """(AgentMemory, checkpointer): InMemoryStore + InMemorySaver, or ChromaStore +
-    ChromaSaver on folders."""
+    ChromaSaver on folders or on the session's server."""
     index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
     if request.param == "memory":
         yield AgentMemory(InMemoryStore(index=index)), InMemorySaver()
         return
-    store = ChromaStore.from_path(str(tmp_path / "store"), index=index)
-    saver = ChromaSaver.from_path(str(tmp_path / "saver"))
+    if request.param == "chroma":
+        store = ChromaStore.from_path(str(tmp_path / "store"), index=index)
+        saver = ChromaSaver.from_path(str(tmp_path / "saver"))
+    else:
+        url = request.getfixturevalue("chroma_server_url")
+        run = uuid.uuid4().hex[:10]
+        store = ChromaStore.from_url(url, collection_prefix=f"s{run}", index=index)
+        saver = ChromaSaver.from_url(url, collection_prefix=f"c{run}")
     yield AgentMemory(store), saver
     saver.close()
     store.close()
@@ -159,6 +166,20 @@ def test_a_contact_fact_is_found_from_another_thread_of_that_contact_only(
     out, _ = agent_run(memory, saver, lookups, thread="t3",
                        context={"profile": "alice", "contact": "carol"})
     assert not any("Drinks green tea" in m.content for m in tool_messages(out).values())
+
+
+async def test_the_tools_in_an_async_agent_run(backend: tuple[AgentMemory, Any]) -> None:
+    memory, saver = backend
+    model = ScriptedChatModel(responses=[
+        calls(call("remember", {"key": "k", "value": "Async value"}),
+              call("set_context", {"notes": "async notes"})), "done"])
+    agent = create_agent(model, create_memory_tools(memory), state_schema=MemoryState,
+                         context_schema=MemoryContext, checkpointer=saver)
+    out = await agent.ainvoke({"messages": [("user", "hi")]},
+                              {"configurable": {"thread_id": "ta"}}, context={"profile": "al"})
+    assert out["working_notes"] == "async notes" and out["messages"][-1].content == "done"
+    assert [r.text for r in await memory.profile("al").alist()] == ["Async value"]
+    assert await memory.profile("al").working.aget_context("ta") == "async notes"
 
 
 def test_a_run_without_a_profile_gets_a_tool_message_and_goes_on() -> None:
