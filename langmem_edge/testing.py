@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import shutil
@@ -78,9 +79,17 @@ class ScriptedChatModel(BaseChatModel):
     """A chat model that replies from a script.
 
     Args:
-        responses: Replies returned in order (strings, ``AIMessage``, dicts or pydantic
-            models for structured output, or an exception to raise); the last one repeats.
+        responses: Replies returned in order; the last one repeats (unless it calls tools:
+            see below). A reply is a string or an ``AIMessage`` (a plain reply, also when
+            tools are bound), an ``AIMessage(tool_calls=[...])`` (a scripted tool call), a
+            dict or pydantic model (the answer of ``with_structured_output``), or an
+            exception to raise.
         respond: Alternatively, a function from the prompt messages to a reply.
+
+    In a tool-calling agent (``create_agent(model, tools)``), script the tool calls as
+    ``AIMessage(content="", tool_calls=[{"name": ..., "args": {...}, "id": ...}])`` and end
+    with the final answer as a string. A script whose last reply calls tools raises
+    ``RuntimeError`` once it is exhausted, instead of calling the tools again and again.
     """
 
     responses: list[Any] = []
@@ -96,34 +105,47 @@ class ScriptedChatModel(BaseChatModel):
         return "scripted"
 
     def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
-        """Record the tools; a scripted dict or pydantic reply becomes a call to the first.
-
-        This is what ``with_structured_output(Schema)`` uses, so scripted structured replies
-        work: script ``{"field": ...}`` or a ``Schema(...)`` instance.
-        """
+        """Record the tools (and ``tool_choice``). Only a binding that forces a tool
+        (``with_structured_output`` binds its schema with ``tool_choice="any"``) turns a
+        scripted dict or pydantic reply into a call to the first tool; strings and
+        ``AIMessage`` replies stay as they are."""
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    def _next(
-        self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None
-    ) -> AIMessage:
+    def _script(self) -> Any:
+        n = len(self.calls)
+        if n <= len(self.responses):
+            return self.responses[n - 1]
+        last = self.responses[-1]
+        if isinstance(last, AIMessage) and last.tool_calls:
+            raise RuntimeError(
+                f"ScriptedChatModel: call {n} but the script has {len(self.responses)} "
+                "replies and the last one calls tools; repeating it would loop the agent. "
+                "End the script with the final answer (a string).")
+        return last
+
+    def _next(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None,
+              forced: bool = False) -> AIMessage:
         self.calls.append(list(messages))
         if self.respond is not None:
             reply = self.respond(messages)
         elif self.responses:
-            reply = self.responses[min(len(self.calls), len(self.responses)) - 1]
+            reply = self._script()
         else:
             reply = ""
         if isinstance(reply, BaseException):
             raise reply
-        if tools and isinstance(reply, (dict, BaseModel)):
+        if isinstance(reply, AIMessage):
+            return reply
+        if isinstance(reply, (dict, BaseModel)):
             args = reply.model_dump() if isinstance(reply, BaseModel) else reply
-            call = {
-                "name": tools[0]["function"]["name"],
-                "args": args,
-                "id": f"call_{len(self.calls)}",
-            }
-            return AIMessage(content="", tool_calls=[call])
-        return reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply))
+            if tools and forced:
+                call = {"name": tools[0]["function"]["name"], "args": args,
+                        "id": f"call_{len(self.calls)}"}
+                return AIMessage(content="", tool_calls=[call])
+            return AIMessage(content=json.dumps(args, default=str))
+        return AIMessage(content=str(reply))
 
     def _generate(
         self,
@@ -132,7 +154,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        message = self._next(messages, kwargs.get("tools"))
+        forced = kwargs.get("tool_choice") not in (None, "auto", "none")
+        message = self._next(messages, kwargs.get("tools"), forced)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 

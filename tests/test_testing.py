@@ -96,3 +96,50 @@ def test_chroma_server_that_exits_early_says_why(monkeypatch: pytest.MonkeyPatch
     message = str(info.value)
     assert "exited with code" in message
     assert "not available" in message  # chroma's own words, not "(nothing)"
+
+
+def test_scripted_model_in_a_tool_calling_agent_ends_after_the_final_answer() -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    call = {"name": "add", "args": {"a": 1, "b": 2}, "id": "call_1"}
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[call]),
+                                         "final answer"])
+    agent = create_agent(model, [add])
+    out = agent.invoke({"messages": [("user", "1 + 2?")]}, {"recursion_limit": 10})
+    assert len(model.calls) == 2
+    assert [type(m).__name__ for m in out["messages"]] == [
+        "HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    tool_message = out["messages"][2]
+    assert isinstance(tool_message, ToolMessage) and tool_message.content == "3"
+    assert out["messages"][-1].content == "final answer"
+    assert not out["messages"][-1].tool_calls
+
+
+def test_scripted_plain_replies_stay_plain_once_tools_are_bound() -> None:
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return q
+
+    bound = ScriptedChatModel(responses=["hello", AIMessage(content="hi")]).bind_tools([lookup])
+    assert [bound.invoke("x").tool_calls for _ in range(2)] == [[], []]
+
+
+def test_a_script_ending_in_a_tool_call_does_not_loop() -> None:
+    from langchain_core.messages import AIMessage
+
+    call = {"name": "add", "args": {}, "id": "c"}
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[call])])
+    assert model.invoke("x").tool_calls
+    with pytest.raises(RuntimeError, match="loop"):
+        model.invoke("x")

@@ -26,6 +26,7 @@ __all__ = [
     "MemoryConfig",
     "RecallConfig",
     "VerificationConfig",
+    "WorkingConfig",
     "load_config",
 ]
 
@@ -493,6 +494,28 @@ class EpisodicConfig(BaseModel):
         return self
 
 
+class WorkingConfig(_Section):
+    """Every number of the working tier (L1), with its default (DESIGN.md: turn
+    checkpoints)."""
+
+    preview_chars: int = Field(default=3_000, ge=1)
+    """Longest result preview kept per tool call in a turn record (3,000 characters)."""
+    max_turn_rows: int = Field(default=40, ge=1)
+    """Tool calls a turn record keeps at most, the newest (40)."""
+    resume_after_seconds: float = Field(default=45.0, gt=0.0)
+    """A turn untouched this long is stale: resume it from its results (45 s)."""
+    expire_after_seconds: float = Field(default=24 * 3600.0, gt=0.0)
+    """Turn records expire this long after they were written (24 h)."""
+    max_notes_chars: int = Field(default=10_000, ge=1)
+    """Longest working notes of a thread (10,000 characters)."""
+    max_task_steps: int = Field(default=50, ge=0)
+    """Steps an ongoing task holds at most (50)."""
+    max_args_bytes: int = Field(default=16_384, ge=2)
+    """Largest arguments of a recorded tool call, as JSON (16 KB)."""
+    max_name_chars: int = Field(default=200, ge=1)
+    """Longest thread id, call id, tool name or resource id (200)."""
+
+
 class MemoryConfig(_Section):
     """Everything ``AgentMemory`` can tune; every number is a documented default."""
 
@@ -508,6 +531,8 @@ class MemoryConfig(_Section):
     limits: LimitsConfig = LimitsConfig()
     episodic: EpisodicConfig = EpisodicConfig()
     """The episodic tier's config (:class:`EpisodicConfig`, or a dict of overrides)."""
+    working: WorkingConfig = WorkingConfig()
+    """The working tier's config (:class:`WorkingConfig`, or a dict of overrides)."""
 
     @field_validator("confidence_by_source", mode="before")
     @classmethod

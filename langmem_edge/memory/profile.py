@@ -46,6 +46,7 @@ from langmem_edge.memory.semantic.write import (
     plan_write,
     valid_at,
 )
+from langmem_edge.memory.working.api import ProfileWorking
 
 if TYPE_CHECKING:
     from langmem_edge.memory.episodic.compaction import ContextWindow
@@ -73,6 +74,11 @@ class Profile:
     def name(self) -> str:
         """The profile name."""
         return self._ctx.profile
+
+    @property
+    def working(self) -> ProfileWorking:
+        """The working tier (L1): notes, ongoing task and turn records of each thread."""
+        return ProfileWorking(self._ctx.store, self._ctx.layout, self._ctx.config.working)
 
     # -- remember ----------------------------------------------------------------------------
 
@@ -486,10 +492,11 @@ class Profile:
         ids = [mid for mid, v in self._ctx.index.values.items()
                if v.get("session_id") == session_id]
         memories = yield from self._delete_plan(ids, cascade=False)
+        yield Call(self.working.delete_thread, self.working.adelete_thread, (session_id,))
         return SessionDeletion(messages_deleted=int(messages), memories_deleted=memories)
 
     def delete_session(self, session_id: str) -> SessionDeletion:
-        """Delete a session: its raw messages and overlays, and the memories written in it."""
+        """Delete a session: raw messages, overlays, working memory, memories written in it."""
         return run_sync(self._delete_session_plan(session_id))
 
     async def adelete_session(self, session_id: str) -> SessionDeletion:

@@ -10,6 +10,7 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "messages", session)     the episodic tier's raw messages, key = message id
     (*R, "overlays", session)     the episodic tier's compaction overlays
     (*R, "sessions")              the episodic tier's session records, key = session id
+    (*R, "working", thread)       the working tier: notes, task, turn rows of one thread
 
 Tiers and the index take their namespaces from a :class:`ProfileLayout`, never spell them.
 """
@@ -52,6 +53,10 @@ class ProfileLayout:
         """``(*R, "overlays", session_id)``."""
         return (*self.root, "overlays", session_id)
 
+    def working(self, thread: str | None = None) -> tuple[str, ...]:
+        """``(*R, "working")`` or, with a thread, ``(*R, "working", thread)``."""
+        return (*self.root, "working", thread) if thread else (*self.root, "working")
+
     def entries(self, writer: str) -> tuple[str, ...]:
         """The change entries of one writer."""
         return (*self.changes, writer)
@@ -63,6 +68,7 @@ class ProfileLayout:
     def parts_before_meta(self) -> list[tuple[str, ...]]:
         """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
         the generation marker, and anything unknown): the records, the episodic tier's
-        messages, overlays and sessions, the access counts, the change log and its markers."""
+        messages, overlays and sessions, the working tier, the access counts, the change log
+        and its markers."""
         return [self.memories, self.messages, (*self.root, "overlays"), self.sessions,
-                self.access, self.changes, self.writers]
+                self.working(), self.access, self.changes, self.writers]

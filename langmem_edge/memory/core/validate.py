@@ -74,18 +74,18 @@ def check_optional_name(value: Any, name: str, max_chars: int) -> str | None:
     return str(value)
 
 
-def check_metadata(value: Any, max_bytes: int) -> dict[str, Any]:
-    """A JSON-serialisable dict of at most ``max_bytes`` bytes."""
+def check_metadata(value: Any, max_bytes: int, name: str = "metadata") -> dict[str, Any]:
+    """A JSON-serialisable dict of at most ``max_bytes`` bytes (``None``: ``{}``)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}")
+        raise InvalidInputError(f"{name} must be a dict, got {type(value).__name__}")
     try:
         size = len(json.dumps(value, allow_nan=False).encode("utf-8"))
     except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"metadata is not JSON-serialisable: {e}") from e
+        raise InvalidInputError(f"{name} is not JSON-serialisable: {e}") from e
     if size > max_bytes:
-        raise LimitExceededError(f"metadata is {size:,} bytes as JSON; at most {max_bytes:,}")
+        raise LimitExceededError(f"{name} is {size:,} bytes as JSON; at most {max_bytes:,}")
     return dict(value)
 
 

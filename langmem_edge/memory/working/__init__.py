@@ -1,7 +1,13 @@
-"""The working tier (L1), not built yet: this package is where it goes.
+"""The working tier (L1): what one conversation needs while it runs.
 
-It will hold turn checkpoints (resume a turn untouched for 45 s from its results), working
-notes and the ongoing task of a thread, over the ``BaseStore`` API like the other tiers, with
-its config in ``memory/config.py``. It must not import another tier (an import-linter
-contract in ``pyproject.toml`` checks it); what crosses tiers goes in ``memory/profile.py``.
+Working notes, the ongoing task and turn records (the tool calls of the current turn, so a
+turn untouched for 45 s can be resumed from its results) of each thread, over the
+``BaseStore`` API like the other tiers, with its config (``WorkingConfig``) in
+``memory/config.py``. Reach it as ``profile.working`` (:class:`ProfileWorking`). It must not
+import another tier (an import-linter contract in ``pyproject.toml`` checks it).
 """
+
+from langmem_edge.memory.working.api import ProfileWorking
+from langmem_edge.memory.working.tier import OngoingTask, TurnRecord, TurnRow
+
+__all__ = ["OngoingTask", "ProfileWorking", "TurnRecord", "TurnRow"]

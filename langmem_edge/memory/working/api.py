@@ -1,0 +1,168 @@
+"""``profile.working``: the working tier (L1) of one profile, thread by thread.
+
+::
+
+    w = memory.profile("user:alice").working
+    w.set_context("t1", "user wants a PDF", mode="append")
+    w.set_ongoing_task("t1", "book a flight", steps=["search", "pay"])
+    w.record_tool_call("t1", "call_1", "search", {"q": "LIS"}, "3 flights found")
+    turn = w.unfinished_turn("t1")          # TurnRecord, or None
+    turn.stale                              # untouched for 45 s: resume from its results
+    w.finish_turn("t1")                     # the final assistant message is saved
+
+Every method has an async twin (``aset_context``, ...); both run one plan of
+:mod:`~langmem_edge.memory.working.tier`. The clock is injectable (``with_clock``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langgraph.store.base import BaseStore
+
+from langmem_edge.memory.config import WorkingConfig
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.plans import run_async, run_sync
+from langmem_edge.memory.working.tier import (
+    NotesMode,
+    OngoingTask,
+    TaskStatus,
+    TurnRecord,
+    TurnRow,
+    WorkingScope,
+    plan_clear_task,
+    plan_delete_thread,
+    plan_finish,
+    plan_get_notes,
+    plan_get_task,
+    plan_record,
+    plan_set_notes,
+    plan_set_task,
+    plan_sweep,
+    plan_unfinished,
+)
+
+__all__ = ["ProfileWorking"]
+
+
+class ProfileWorking:
+    """The working tier of one profile (get it with ``profile.working``)."""
+
+    def __init__(self, store: BaseStore, layout: ProfileLayout, config: WorkingConfig, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._scope = WorkingScope(store=store, layout=layout, config=config, clock=clock)
+
+    def __repr__(self) -> str:
+        return f"ProfileWorking({self._scope.layout.profile!r})"
+
+    def with_clock(self, clock: Callable[[], float]) -> ProfileWorking:
+        """The same tier read and written with ``clock`` (epoch seconds) as the time."""
+        s = self._scope
+        return ProfileWorking(s.store, s.layout, s.config, clock=clock)
+
+    # -- working notes -----------------------------------------------------------------------
+
+    def get_context(self, thread: str) -> str:
+        """The thread's working notes (``""`` when none)."""
+        return run_sync(plan_get_notes(self._scope, thread))
+
+    async def aget_context(self, thread: str) -> str:
+        """Async :meth:`get_context`."""
+        return await run_async(plan_get_notes(self._scope, thread))
+
+    def set_context(self, thread: str, notes: str = "", *, mode: NotesMode = "replace"
+                    ) -> str:
+        """Replace (``mode="replace"``), add a line to (``"append"``) or clear (``"clear"``)
+        the thread's working notes; returns the notes now."""
+        return run_sync(plan_set_notes(self._scope, thread, notes, mode))
+
+    async def aset_context(self, thread: str, notes: str = "", *,
+                           mode: NotesMode = "replace") -> str:
+        """Async :meth:`set_context`."""
+        return await run_async(plan_set_notes(self._scope, thread, notes, mode))
+
+    # -- the ongoing task --------------------------------------------------------------------
+
+    def set_ongoing_task(self, thread: str, description: str, *, steps: Sequence[str] = (),
+                         status: TaskStatus = "in_progress") -> OngoingTask:
+        """Set the thread's ongoing task (replacing any): a description, its steps and a
+        status (pending, in_progress, blocked or done)."""
+        return run_sync(plan_set_task(self._scope, thread, description, steps, status))
+
+    async def aset_ongoing_task(self, thread: str, description: str, *,
+                                steps: Sequence[str] = (),
+                                status: TaskStatus = "in_progress") -> OngoingTask:
+        """Async :meth:`set_ongoing_task`."""
+        return await run_async(plan_set_task(self._scope, thread, description, steps, status))
+
+    def get_ongoing_task(self, thread: str) -> OngoingTask | None:
+        """The thread's ongoing task, or ``None``."""
+        return run_sync(plan_get_task(self._scope, thread))
+
+    async def aget_ongoing_task(self, thread: str) -> OngoingTask | None:
+        """Async :meth:`get_ongoing_task`."""
+        return await run_async(plan_get_task(self._scope, thread))
+
+    def clear_ongoing_task(self, thread: str) -> bool:
+        """Clear the thread's ongoing task; ``False`` if there was none."""
+        return run_sync(plan_clear_task(self._scope, thread))
+
+    async def aclear_ongoing_task(self, thread: str) -> bool:
+        """Async :meth:`clear_ongoing_task`."""
+        return await run_async(plan_clear_task(self._scope, thread))
+
+    # -- turn records ------------------------------------------------------------------------
+
+    def record_tool_call(self, thread: str, call_id: str, name: str,
+                         args: dict[str, Any] | None, result_preview: str,
+                         open_resources: Sequence[str] = ()) -> TurnRow:
+        """Record one tool call of the thread's current turn (its own row: concurrent calls
+        never lose each other's). The preview is cut to ``preview_chars`` (3,000); a turn
+        keeps its newest ``max_turn_rows`` (40); ``open_resources`` are ids of what the tool
+        left open (a browser session, a file, a job)."""
+        return run_sync(plan_record(self._scope, thread, call_id, name, args, result_preview,
+                                    open_resources))
+
+    async def arecord_tool_call(self, thread: str, call_id: str, name: str,
+                                args: dict[str, Any] | None, result_preview: str,
+                                open_resources: Sequence[str] = ()) -> TurnRow:
+        """Async :meth:`record_tool_call`."""
+        return await run_async(plan_record(self._scope, thread, call_id, name, args,
+                                           result_preview, open_resources))
+
+    def unfinished_turn(self, thread: str) -> TurnRecord | None:
+        """The thread's unfinished turn, or ``None`` (none, finished, or expired: rows
+        older than ``expire_after_seconds`` (24 h) are deleted when read)."""
+        return run_sync(plan_unfinished(self._scope, thread))
+
+    async def aunfinished_turn(self, thread: str) -> TurnRecord | None:
+        """Async :meth:`unfinished_turn`."""
+        return await run_async(plan_unfinished(self._scope, thread))
+
+    def finish_turn(self, thread: str) -> int:
+        """Delete the thread's turn record (call it when the turn's final assistant message
+        is saved); returns the rows deleted."""
+        return run_sync(plan_finish(self._scope, thread))
+
+    async def afinish_turn(self, thread: str) -> int:
+        """Async :meth:`finish_turn`."""
+        return await run_async(plan_finish(self._scope, thread))
+
+    def sweep(self) -> int:
+        """Delete the expired turn rows of every thread of the profile (for stores without
+        TTL); returns how many."""
+        return run_sync(plan_sweep(self._scope))
+
+    async def asweep(self) -> int:
+        """Async :meth:`sweep`."""
+        return await run_async(plan_sweep(self._scope))
+
+    def delete_thread(self, thread: str) -> int:
+        """Delete everything the working tier holds for ``thread``; returns items deleted."""
+        return run_sync(plan_delete_thread(self._scope, thread))
+
+    async def adelete_thread(self, thread: str) -> int:
+        """Async :meth:`delete_thread`."""
+        return await run_async(plan_delete_thread(self._scope, thread))

@@ -1,0 +1,401 @@
+"""LangChain tools through which a model reads and writes its memory.
+
+::
+
+    from langchain.agents import create_agent
+    from langmem_edge.tools import MemoryContext, MemoryState, create_memory_tools
+
+    agent = create_agent(model, create_memory_tools(memory), state_schema=MemoryState,
+                         context_schema=MemoryContext, checkpointer=saver)
+    agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "t1"}},
+                 context={"profile": "user:alice", "contact": "bob"})
+
+**Whose memory.** The profile, the contact and the thread come from the run, never from the
+model's arguments: each tool reads ``ToolRuntime.context`` first (a :class:`MemoryContext`
+mapping, or any object with those attributes), then ``config["configurable"]`` (the thread
+also from ``configurable["thread_id"]``, where langgraph puts it). A run with no profile
+gets a ToolMessage that says so; bad arguments get a ToolMessage naming what was wrong
+(``status="error"``); neither ends the run.
+
+**What the agent sees next.** ``set_context``, ``set_ongoing_task`` and
+``clear_ongoing_task`` return a ``Command`` that updates the state (``working_notes``,
+``ongoing_task``: declare them with ``state_schema=MemoryState``; without it langgraph drops
+the keys) and adds the ToolMessage, as langchain's ``TodoListMiddleware`` does.
+
+Each tool is also built on its own (``create_remember_tool(memory)``, ...). The tools are
+sync; in an async run langchain runs them in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from langchain.agents import AgentState
+from langchain.tools import ToolRuntime
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, tool
+from langgraph.types import Command
+
+from langmem_edge.errors import LangmemEdgeError
+from langmem_edge.memory import AgentMemory, Profile
+
+__all__ = [
+    "MemoryContext",
+    "MemoryState",
+    "TOOL_NAMES",
+    "create_clear_ongoing_task_tool",
+    "create_get_ongoing_task_tool",
+    "create_memory_tools",
+    "create_recall_conversation_tool",
+    "create_recall_tool",
+    "create_remember_tool",
+    "create_search_memory_tool",
+    "create_set_context_tool",
+    "create_set_ongoing_task_tool",
+]
+
+REMEMBER_CONFIDENCE = 0.9
+"""Confidence of what the model asks to remember (an explicit statement)."""
+SEARCH_LIMIT = 10
+"""Memories ``search_memory`` returns by default."""
+CONVERSATION_LIMIT = 10
+"""Messages ``recall_conversation`` returns by default."""
+RECALL_ALL_LIMIT = 100
+"""Memories ``recall()`` without a key lists at most, per scope."""
+
+
+class MemoryContext(TypedDict, total=False):
+    """The run context the memory tools read (``create_agent(..., context_schema=
+    MemoryContext)``, then ``agent.invoke(..., context={...})``).
+
+    Every field may instead be given in ``config["configurable"]``; the context wins.
+    """
+
+    profile: str
+    """Whose memory: the profile name (required)."""
+    contact: str | None
+    """Who the agent is talking to: facts are remembered and recalled for this contact
+    first. ``None``: agent-wide."""
+    thread_id: str
+    """The conversation (default ``configurable["thread_id"]``): the thread of the working
+    notes and the ongoing task, the session of ``recall_conversation(scope="conversation")``."""
+
+
+def _latest(old: Any, new: Any) -> Any:
+    """Reducer: several tool calls of one round may set the same key; the last one wins
+    (each tool reports what the store holds after its write)."""
+    return new
+
+
+class MemoryState(AgentState):
+    """``AgentState`` plus what the memory tools put in the state for the next model call."""
+
+    working_notes: NotRequired[Annotated[str, _latest]]
+    """The thread's working notes, as ``set_context`` left them."""
+    ongoing_task: NotRequired[Annotated[dict[str, Any] | None, _latest]]
+    """The thread's ongoing task (description, steps, status), or ``None`` once cleared."""
+
+
+class _RunError(Exception):
+    """The run lacks what a tool needs (no profile, no thread)."""
+
+
+@dataclass(frozen=True)
+class _Run:
+    profile: Profile
+    contact: str | None
+    thread: str | None
+
+    def need_thread(self) -> str:
+        if not self.thread:
+            raise _RunError("this run has no thread_id (give it in the run's context or in "
+                            "config['configurable']), so there is no conversation to use")
+        return self.thread
+
+
+def _lookup(runtime: ToolRuntime, name: str) -> Any:
+    context = runtime.context
+    value = (context.get(name) if isinstance(context, Mapping)
+             else getattr(context, name, None))
+    if value is None:
+        value = ((runtime.config or {}).get("configurable") or {}).get(name)
+    return value
+
+
+def _run(memory: AgentMemory, runtime: ToolRuntime) -> _Run:
+    name = _lookup(runtime, "profile")
+    if name is None:
+        raise _RunError("no memory profile in this run: memory tools need 'profile' in the "
+                        "run's context or config['configurable']; nothing was read or "
+                        "written")
+    return _Run(memory.profile(name), _lookup(runtime, "contact"),
+                _lookup(runtime, "thread_id"))
+
+
+Reply = str | ToolMessage | Command
+
+
+def _answer(memory: AgentMemory, runtime: ToolRuntime, name: str,
+            work: Callable[[_Run], Reply]) -> Reply:
+    """``work`` on the run's profile; what stops it becomes an error ToolMessage."""
+    try:
+        return work(_run(memory, runtime))
+    except (_RunError, LangmemEdgeError) as e:
+        return ToolMessage(f"{name} failed: {e}", tool_call_id=runtime.tool_call_id or "",
+                           name=name, status="error")
+
+
+def _update(runtime: ToolRuntime, name: str, text: str, **state: Any) -> Command:
+    message = ToolMessage(text, tool_call_id=runtime.tool_call_id or "", name=name)
+    return Command(update={**state, "messages": [message]})
+
+
+def _lines(records: Sequence[Any]) -> str:
+    return "\n".join(
+        f"- {r.key + ': ' if r.key else ''}{r.text}"
+        f"{' (about ' + r.contact + ')' if r.contact else ''}" for r in records)
+
+
+# -- semantic memory ----------------------------------------------------------------------------
+
+
+def create_remember_tool(memory: AgentMemory) -> BaseTool:
+    """The ``remember`` tool."""
+
+    @tool(parse_docstring=True)
+    def remember(key: str, value: str, runtime: ToolRuntime,
+                 category: str | None = None) -> Reply:
+        """Remember a lasting fact, preference or instruction for later conversations.
+
+        Use a stable dotted key, e.g. "preference.ui_theme": remembering under a key that
+        already holds something replaces the old value (the history is kept). Facts about
+        the person you are talking to are remembered for them only.
+
+        Args:
+            key: Topic key, e.g. "preference.language" or "identity.employer".
+            value: What to remember, as a short self-contained sentence.
+            category: Optional type: preference, identity, relationship, decision, event,
+                instruction, skill, task, workflow-outcome or workflow-failure.
+        """
+        def work(run: _Run) -> Reply:
+            record = run.profile.remember(value, key=key, fact_type=category,
+                                          confidence=REMEMBER_CONFIDENCE, source="explicit",
+                                          contact=run.contact, session_id=run.thread)
+            scope = f"for {run.contact}" if run.contact else "agent-wide"
+            return f"Remembered {record.key or key!r} ({scope}): {record.text}"
+        return _answer(memory, runtime, "remember", work)
+
+    return remember
+
+
+def create_recall_tool(memory: AgentMemory) -> BaseTool:
+    """The ``recall`` tool."""
+
+    @tool(parse_docstring=True)
+    def recall(runtime: ToolRuntime, key: str | None = None) -> Reply:
+        """Look up what you remembered under a key, or list everything you remember.
+
+        Facts about the person you are talking to come first, then general ones.
+
+        Args:
+            key: The topic key to look up, e.g. "preference.ui_theme". Leave it out to list
+                everything remembered.
+        """
+        def work(run: _Run) -> Reply:
+            if key is not None:
+                found = run.profile.recall(key, contact=run.contact, session_id=run.thread)
+                hits = [c.memory for c in found.candidates
+                        if c.memory is not None and c.memory.key == key]
+                return _lines(hits[:1]) if hits else f"Nothing remembered under {key!r}."
+            scopes = [run.contact, None] if run.contact else [None]
+            records = [r for c in scopes
+                       for r in run.profile.list(contact=c, limit=RECALL_ALL_LIMIT)]
+            return _lines(records) if records else "Nothing remembered yet."
+        return _answer(memory, runtime, "recall", work)
+
+    return recall
+
+
+def create_search_memory_tool(memory: AgentMemory) -> BaseTool:
+    """The ``search_memory`` tool."""
+
+    @tool(parse_docstring=True)
+    def search_memory(query: str, runtime: ToolRuntime, limit: int = SEARCH_LIMIT) -> Reply:
+        """Search your long-term memory by meaning, words and dates.
+
+        Use it before answering anything that may depend on what you learned earlier
+        (preferences, facts about people, past decisions).
+
+        Args:
+            query: What you want to know, in plain words.
+            limit: How many memories to return at most.
+        """
+        def work(run: _Run) -> Reply:
+            found = run.profile.recall(query, limit=limit, contact=run.contact,
+                                       session_id=run.thread)
+            records = [c.memory for c in found.candidates if c.memory is not None]
+            return _lines(records) if records else f"No memories match {query!r}."
+        return _answer(memory, runtime, "search_memory", work)
+
+    return search_memory
+
+
+def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
+    """The ``recall_conversation`` tool."""
+
+    @tool(parse_docstring=True)
+    def recall_conversation(
+        query: str,
+        runtime: ToolRuntime,
+        mode: Literal["semantic", "keyword"] = "semantic",
+        limit: int = CONVERSATION_LIMIT,
+        role: Literal["user", "assistant", "system", "tool"] | None = None,
+        scope: Literal["contact", "conversation", "all"] = "contact",
+    ) -> Reply:
+        """Find what was actually said in past messages (word for word).
+
+        Args:
+            query: What to look for.
+            mode: "semantic" to search by meaning, "keyword" for exact words (names, codes).
+            limit: How many messages to return at most.
+            role: Only messages of this role.
+            scope: "contact": conversations with the person you are talking to;
+                "conversation": this conversation only; "all": every conversation.
+        """
+        def work(run: _Run) -> Reply:
+            thread = run.need_thread() if scope == "conversation" else run.thread
+            found = run.profile.recall_conversation(query, mode=mode, limit=limit, role=role,
+                                                    scope=scope, session_id=thread,
+                                                    contact=run.contact)
+            if not found:
+                return f"No messages match {query!r}."
+            return "\n".join(f"- [{m.session_id} #{m.seq}] {m.role}: {m.content}"
+                             for m in found)
+        return _answer(memory, runtime, "recall_conversation", work)
+
+    return recall_conversation
+
+
+# -- working memory -----------------------------------------------------------------------------
+
+
+def create_set_context_tool(memory: AgentMemory) -> BaseTool:
+    """The ``set_context`` tool."""
+
+    @tool(parse_docstring=True)
+    def set_context(notes: str, runtime: ToolRuntime,
+                    mode: Literal["replace", "append", "clear"] = "replace") -> Reply:
+        """Keep working notes for this conversation: what you must not lose track of while
+        the task goes on (constraints, intermediate results, what is left to check).
+
+        Args:
+            notes: The notes (ignored when clearing).
+            mode: "replace" the notes, "append" a line to them, or "clear" them.
+        """
+        def work(run: _Run) -> Reply:
+            now = run.profile.working.set_context(run.need_thread(), notes, mode=mode)
+            text = f"Working notes now:\n{now}" if now else "Working notes cleared."
+            return _update(runtime, "set_context", text, working_notes=now)
+        return _answer(memory, runtime, "set_context", work)
+
+    return set_context
+
+
+def _task_state(task: Any) -> dict[str, Any]:
+    return {"description": task.description, "steps": list(task.steps),
+            "status": task.status}
+
+
+def create_set_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
+    """The ``set_ongoing_task`` tool."""
+
+    @tool(parse_docstring=True)
+    def set_ongoing_task(
+        description: str,
+        runtime: ToolRuntime,
+        steps: list[str] | None = None,
+        status: Literal["pending", "in_progress", "blocked", "done"] = "in_progress",
+    ) -> Reply:
+        """Set the task this conversation is working on, so it survives interruptions.
+
+        Call it again to update the steps or the status; it replaces the previous one.
+
+        Args:
+            description: What the task is, in one or two sentences.
+            steps: The steps, in order.
+            status: pending, in_progress, blocked or done.
+        """
+        def work(run: _Run) -> Reply:
+            task = run.profile.working.set_ongoing_task(run.need_thread(), description,
+                                                        steps=steps or (), status=status)
+            return _update(runtime, "set_ongoing_task",
+                           f"Ongoing task ({task.status}): {task.description}",
+                           ongoing_task=_task_state(task))
+        return _answer(memory, runtime, "set_ongoing_task", work)
+
+    return set_ongoing_task
+
+
+def create_get_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
+    """The ``get_ongoing_task`` tool."""
+
+    @tool
+    def get_ongoing_task(runtime: ToolRuntime) -> Reply:
+        """Show the task this conversation is working on: description, steps and status."""
+        def work(run: _Run) -> Reply:
+            task = run.profile.working.get_ongoing_task(run.need_thread())
+            if task is None:
+                return "No ongoing task."
+            steps = "".join(f"\n{i}. {s}" for i, s in enumerate(task.steps, 1))
+            return f"Ongoing task ({task.status}): {task.description}{steps}"
+        return _answer(memory, runtime, "get_ongoing_task", work)
+
+    return get_ongoing_task
+
+
+def create_clear_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
+    """The ``clear_ongoing_task`` tool."""
+
+    @tool
+    def clear_ongoing_task(runtime: ToolRuntime) -> Reply:
+        """Clear this conversation's ongoing task (it is finished or abandoned)."""
+        def work(run: _Run) -> Reply:
+            had = run.profile.working.clear_ongoing_task(run.need_thread())
+            text = "Ongoing task cleared." if had else "There was no ongoing task."
+            return _update(runtime, "clear_ongoing_task", text, ongoing_task=None)
+        return _answer(memory, runtime, "clear_ongoing_task", work)
+
+    return clear_ongoing_task
+
+
+_BUILDERS: dict[str, Callable[[AgentMemory], BaseTool]] = {
+    "remember": create_remember_tool,
+    "recall": create_recall_tool,
+    "search_memory": create_search_memory_tool,
+    "recall_conversation": create_recall_conversation_tool,
+    "set_context": create_set_context_tool,
+    "set_ongoing_task": create_set_ongoing_task_tool,
+    "get_ongoing_task": create_get_ongoing_task_tool,
+    "clear_ongoing_task": create_clear_ongoing_task_tool,
+}
+
+TOOL_NAMES: tuple[str, ...] = tuple(_BUILDERS)
+"""The names of the memory tools, in the order :func:`create_memory_tools` returns them."""
+
+
+def create_memory_tools(memory: AgentMemory, *, include: Sequence[str] | None = None
+                        ) -> list[BaseTool]:
+    """The memory tools over ``memory`` (all of :data:`TOOL_NAMES`, or those in
+    ``include``), for ``create_agent(model, tools)`` or a ``ToolNode``."""
+    from langmem_edge.errors import ConfigurationError
+
+    if not isinstance(memory, AgentMemory):
+        raise ConfigurationError(f"memory must be an AgentMemory, got {type(memory).__name__}")
+    names = TOOL_NAMES if include is None else tuple(include)
+    unknown = [n for n in names if n not in _BUILDERS]
+    if unknown or isinstance(include, str):
+        raise ConfigurationError(
+            f"unknown memory tools {unknown or include!r}; allowed: {', '.join(TOOL_NAMES)}")
+    return [_BUILDERS[n](memory) for n in names]
