@@ -5,7 +5,7 @@ A :class:`Profile` is the isolation unit: every call reads and writes only under
 so no call on one profile can return another's data, whatever the query, filter or key.
 
 Every method has an async twin (``aremember``, ``arecall``, ...). Both are thin shells over
-one plan (``core/effects.py``): the sync one runs it with ``run_sync``, the async one awaits
+one plan (``core/plans.py``): the sync one runs it with ``run_sync``, the async one awaits
 ``run_async``.
 """
 
