@@ -216,6 +216,13 @@ SUMMARY_MAX_PER_KIND = 50
 REEMBED_MAX_ATTEMPTS = 3
 """``reembed`` marks a memory ``failed`` after this many unsuccessful attempts."""
 
+BULK_CHUNK = 1000
+"""Memories ``remember_many`` writes per write of the change protocol (one embedding batch
+and a constant number of store batches each)."""
+
+MAX_BULK_ITEMS = 1_000_000
+"""Memories one ``remember_many`` call accepts at most."""
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -384,6 +391,10 @@ class LimitsConfig(_Section):
     """Memories per kind in ``summary()`` (50)."""
     reembed_max_attempts: int = Field(default=REEMBED_MAX_ATTEMPTS, ge=1)
     """Failed embeddings before ``failed`` (3)."""
+    bulk_chunk: int = Field(default=BULK_CHUNK, ge=1)
+    """Memories per store write of ``remember_many`` (1,000)."""
+    max_bulk_items: int = Field(default=MAX_BULK_ITEMS, ge=1)
+    """Memories one ``remember_many`` call accepts (1,000,000)."""
 
 
 class EpisodicConfig(BaseModel):
