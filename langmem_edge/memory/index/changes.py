@@ -10,6 +10,7 @@ the profile root ``R = (*namespace, "profiles", profile)``::
                                                    write, removed by delete_profile
     (*R, "writers")           key = writer id      the writer's marker {"seq", "settled", "at"}
     (*R, "changes", writer)   key = seq (12 digits) one entry per write {"seq", "ids", "at"}
+    (*R, "deleted")           key = memory id      a deletion's tombstone {"id", "at"}
 
 **Writers.** A writer is a random id with a counter (:class:`~langmem_edge.retrieval.
 chroma_sync.SyncWriter`, the store's keyword-index protocol uses the same one); an index
@@ -49,6 +50,19 @@ applied. Wall clocks serve housekeeping only: entries and markers older than
 which is safe while writers' clocks are within ``retention - reload_after`` (30 min) of each
 other, since a reader that has not synced for that long reloads.
 
+**Rewrites never bring back a deleted record.** ``forget``, ``end_session``, ``reembed`` and
+supersession read a record fresh and write it back changed; another process may delete it
+in between, and a ``BaseStore`` has no conditional put. So a write that deletes puts a
+tombstone ``(*R, "deleted", id)`` in its batch 1, before batch 2 deletes the record; a write
+that rewrites records this index holds (or held) reads their tombstones after its batch 2
+(in batch 3, with the settled marker) and deletes again, as a write of its own, any it finds.
+Why that suffices: if the rewriter finds no tombstone, the deleter's tombstone was put after
+that read, so its deletion (later still) comes after the rewrite and removes it; if it finds
+one, it deletes the record itself. Either way the record is gone once both are done (a
+reader may see the rewritten copy in between). Tombstones are pruned with the change log
+(after ``retention_seconds``), which bounds how long a rewrite may take between its read
+and its write.
+
 Access counts are not changes of a record: they live in their own items
 (:mod:`langmem_edge.memory.index.profile_index`), so no write here ever rewrites a record to
 count an access.
@@ -70,7 +84,9 @@ from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.retrieval.index import Marker
 
 __all__ = [
+    "DELETED",
     "GENERATION_KEY",
+    "deleted_namespace",
     "plan_commit",
     "plan_prune",
     "plan_reload",
@@ -79,6 +95,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+DELETED = "deleted"
+"""Label of the tombstones' namespace under the profile root."""
 
 GENERATION_KEY = "generation"
 """Key of the profile's generation item in ``(*R, "meta")``."""
@@ -198,6 +217,11 @@ def _plan_entries(store: BaseStore, index: ProfileIndex, since: dict[str, int]
     return [e for e in entries if e.value.get("profile") == index.profile]
 
 
+def deleted_namespace(index: ProfileIndex) -> tuple[str, ...]:
+    """``(*R, "deleted")``: the tombstones of deleted records, key = memory id."""
+    return (*index.layout.root, DELETED)
+
+
 def _marker(index: ProfileIndex, writer: str, seq: int, *, settled: bool) -> PutOp:
     return PutOp(index.layout.writers, writer,
                  {"profile": index.profile, "writer": writer, "seq": seq,
@@ -211,14 +235,22 @@ def plan_commit(
     deletes: Iterable[str] = (),
 ) -> Plan[None]:
     """Write records (``(value, index_arg)`` pairs) and deletions as one write of the
-    protocol (three batches: marker, records and entry, settled marker)."""
+    protocol (three batches: marker and tombstones, records and entry, settled marker and
+    the tombstone check of rewritten records; see the module docstring)."""
     layout = index.layout
     deletes = list(deletes)
     ids = [v["id"] for v, _ in puts] + deletes
+    with index.lock:
+        rewrites = [v["id"] for v, _ in puts
+                    if v["id"] in index.values or v["id"] in index.tombstones]
+    graves = deleted_namespace(index)
+    back: list[str] = []
     writer = index.take_writer()
     try:
         seq = writer.next_seq()
         first: list[Any] = [_marker(index, writer.writer_id, seq, settled=False)]
+        first += [PutOp(graves, mid, {"profile": index.profile, "id": mid, "at": time.time()},
+                        index=False) for mid in deletes]
         new_generation = None
         if index.generation is None:
             new_generation = uuid.uuid4().hex
@@ -241,12 +273,22 @@ def plan_commit(
                 index.remove(mid)
             if index.applied.get(writer.writer_id, 0) == seq - 1:
                 index.applied[writer.writer_id] = seq  # this index applied it itself
+        checks = [GetOp(graves, mid) for mid in rewrites]
         try:
-            yield batch(store, [_marker(index, writer.writer_id, seq, settled=True)])
+            _, *found = yield batch(store, [_marker(index, writer.writer_id, seq,
+                                                    settled=True), *checks])
         except Exception as e:  # the write is done; readers re-read it until it settles
             logger.warning("settling write %d of %r failed: %s", seq, index.profile, e)
+            found = (yield batch(store, checks)) if checks else []
+        back = [mid for mid, it in zip(rewrites, found, strict=True)
+                if it is not None and it.value.get("profile") == index.profile]
     finally:
         index.return_writer(writer)
+    if back:  # deleted by another process between our read and our write: delete again
+        logger.info("records %s of %r were deleted while being rewritten; deleted again",
+                    back, index.profile)
+        yield from plan_commit(store, index, [], back)
+        return
     yield from plan_prune(store, index, time.time())
 
 
@@ -272,7 +314,8 @@ def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
                                       index=False) for it in settle])
         # by exact prefix, never a list_namespaces match condition: the profile's name is a
         # label there, and a profile may be called "*"
-        for prefix, keep in ((layout.changes, set()), (layout.writers, mine)):
+        for prefix, keep in ((layout.changes, set()), (layout.writers, mine),
+                             (deleted_namespace(index), set())):
             yield from plan_delete_prefix(
                 store, prefix, page=cache.page_size, filter={"at": {"$lt": cutoff}},
                 doomed=lambda it, keep=keep: it.key not in keep
