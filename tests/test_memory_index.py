@@ -124,3 +124,20 @@ def test_access_flush_seconds_zero_writes_on_every_recall(make_store) -> None:
     rec = a.profile("p").remember("Repairs bicycles")
     a.profile("p").recall("bicycles")
     assert b.profile("p").get(rec.id).access_count == 1
+
+
+def test_text_terms_are_the_analysers_terms() -> None:
+    from langmem_edge.memory.index.profile_index import text_terms
+    from langmem_edge.retrieval.text import default_analyzer
+
+    samples = [
+        "The user's cat, Miso, prefers the 2nd shelf in Sept.",
+        "Ｆｕｌｌ-width ＴＥＸＴ and ligatures ﬁne ﬂow",
+        "東京に住んでいます and 北京 too",
+        "naïve café\u00a0résumé — O\u2019Brien's 007 agents",
+        "  leading/trailing\twhitespace\nand new-lines  ",
+        "e\u0301clair vs \u00e9clair; x\u00b4y; 1st 22nd 0003",
+        "",
+    ]
+    for text in samples:
+        assert text_terms(text) == default_analyzer().terms(text), text

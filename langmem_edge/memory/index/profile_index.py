@@ -45,6 +45,7 @@ __all__ = [
     "ProfileIndex",
     "ended_at",
     "key_terms",
+    "text_terms",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ EXACT_KEY_SCORE = 2.0
 COMPACT_MIN_DEAD = 1024
 """Deleted rows tolerated before the index considers rebuilding its rows."""
 
+WORD_TERMS_CACHE = 262_144
+"""Whitespace-separated words whose analysed terms :func:`text_terms` keeps (per process)."""
 
 
 _KEY_SPLIT = str.maketrans({c: " " for c in "._-:/"})
@@ -68,6 +71,26 @@ def key_terms(key: str, *, last: bool) -> frozenset[str]:
     """Analysed words of a key (``preference.ui_theme``), or of its last segment."""
     part = key.rsplit(".", 1)[-1] if last else key
     return frozenset(default_analyzer().terms(part.translate(_KEY_SPLIT)))
+
+
+@lru_cache(maxsize=WORD_TERMS_CACHE)
+def _word_terms(word: str) -> tuple[str, ...]:
+    return tuple(default_analyzer().terms(word))
+
+
+def text_terms(text: str) -> list[str]:
+    """``default_analyzer().terms(text)``, analysed word by word through a cache.
+
+    The analyser's tokens never span whitespace (its word pattern matches no space, and
+    NFKC never joins a character to a space before it), and stopwords, month names and stems
+    are decided per token, so the terms of a text are the terms of its whitespace-separated
+    words in order. Words repeat across memories, so loading a profile analyses each
+    distinct word once instead of every text in full (about 40 % of building the index).
+    """
+    out: list[str] = []
+    for word in text.split():
+        out.extend(_word_terms(word))
+    return out
 
 
 def ended_at(value: dict[str, Any], status: str) -> float:
@@ -372,12 +395,13 @@ class ProfileIndex:
         row = self.columns.set(value)
         if held is None or _indexed_text(held) != text or mid not in self.bm25:
             if text:
-                self.bm25.upsert(mid, {"text": default_analyzer().terms(text)})
+                self.bm25.upsert(mid, {"text": text_terms(text)})
             else:
                 self.bm25.remove(mid)
         slot = self.bm25.slot(mid)
         self.columns.slot[row] = -1 if slot is None else slot
-        self._set_access(value, row)
+        if mid in self.counts or mid in self.pending_access:  # else columns.set has it
+            self._set_access(value, row)
 
     def _set_access(self, value: dict[str, Any], row: int) -> None:
         """The fill's access and recency columns: the record's own count plus
