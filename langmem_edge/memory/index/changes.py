@@ -45,8 +45,12 @@ sync since).
 **Full loads.** The first read of a profile in a process, a new generation (the profile was
 deleted), or ``reload_after_seconds`` (30 min, this process's monotonic clock) without a
 sync read the markers first, then every record, and take the markers' confirmed numbers as
-applied. Wall clocks serve housekeeping only: entries and markers older than
-``retention_seconds`` (1 h, by the pruner's clock against the writer's ``at``) are pruned,
+applied. A large profile's full load reads instead, when it may, the image of an index that
+another process keeps in the store (``index/image.py``: a few large items, then the writes
+since, read as any sync reads them).
+
+Wall clocks serve housekeeping only: entries and markers older than ``retention_seconds``
+(1 h, by the pruner's clock against the writer's ``at``) are pruned,
 which is safe while writers' clocks are within ``retention - reload_after`` (30 min) of each
 other, since a reader that has not synced for that long reloads.
 
@@ -80,6 +84,12 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langmem_edge.memory.core.labels import plan_delete_prefix
 from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.index.image import (
+    HEAD_KEY,
+    image_read_op,
+    image_values,
+    plan_write_image,
+)
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.retrieval.index import Marker
 
@@ -88,6 +98,7 @@ __all__ = [
     "GENERATION_KEY",
     "deleted_namespace",
     "plan_commit",
+    "plan_image",
     "plan_prune",
     "plan_reload",
     "plan_sync",
@@ -133,23 +144,52 @@ def probe_ops(index: ProfileIndex) -> list[Any]:
 
 
 def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
-    """Load the whole profile into ``index``: the markers first, then every record (and
-    every access count), so every write the markers confirm is in what is loaded."""
+    """Load the whole profile into ``index``: from its image in the store when one may be
+    used (``index/image.py``), then the writes since; else the markers first, then every
+    record (and every access count), so every write the markers confirm is in what is
+    loaded. A large profile loaded record by record gets a new image."""
     layout = index.layout
-    gen_item, marker_items = yield batch(store, probe_ops(index))
+    gen_item, marker_items, image_items, counts = yield batch(store, [
+        *probe_ops(index), image_read_op(index), SearchOp(layout.access, limit=RELOAD_LIMIT)])
+    generation = _generation_of(gen_item, index.profile)
+    markers = _markers(marker_items, index.profile)
+    image = image_values(index, image_items, generation=generation, writers=set(markers),
+                         now=time.time())
+    old = next((it.value for it in image_items if it.key == HEAD_KEY), {})
+    if image is not None:
+        values, terms, applied = image
+        index.reset(generation, values, counts, synced_at=now, terms=terms)
+        index.applied = applied
+        index.image_pages = int(old.get("pages") or 0)
+        yield from _plan_catch_up(store, index, markers)
+        return
     # One search for the whole profile: offset pages are not stable on stores that order
     # by update time while other processes write (the protocol covers writes after the
     # markers were read).
-    items, counts = yield batch(store, [SearchOp(layout.memories, limit=RELOAD_LIMIT),
-                                        SearchOp(layout.access, limit=RELOAD_LIMIT)])
-    values: list[dict[str, Any]] = []
+    (items,) = yield batch(store, [SearchOp(layout.memories, limit=RELOAD_LIMIT)])
+    values = []
     for item in items:
         if item.value.get("profile") == index.profile and item.value.get("id") == item.key:
             values.append(item.value)
         else:
             logger.warning("skipped foreign record %r in profile %r", item.key, index.profile)
-    index.reset(_generation_of(gen_item, index.profile), values, counts, synced_at=now)
-    index.applied = {w: m.confirmed for w, m in _markers(marker_items, index.profile).items()}
+    index.reset(generation, values, counts, synced_at=now)
+    index.applied = {w: m.confirmed for w, m in markers.items()}
+    index.unsettled = {w for w, m in markers.items() if not m.settled}
+    index.image_pages = int(old.get("pages") or 0)
+    if len(values) >= index.cache.image_min_records:
+        yield from plan_image(store, index)
+
+
+def plan_image(store: BaseStore, index: ProfileIndex) -> Plan[None]:
+    """Write the image of ``index`` (``index/image.py``), just synced or written by this
+    process; a failure is logged, never raised (the image only speeds up other processes'
+    first reads)."""
+    try:
+        index.image_pages = yield from plan_write_image(store, index, set(index.unsettled),
+                                                        index.image_pages)
+    except Exception as e:
+        logger.warning("writing the index image of %r failed: %s", index.profile, e)
 
 
 def plan_sync(
@@ -175,24 +215,32 @@ def plan_sync(
     if _generation_of(gen_item, index.profile) != index.generation:
         yield from plan_reload(store, index, now)
         return
-    markers = _markers(marker_items, index.profile)
+    yield from _plan_catch_up(store, index, _markers(marker_items, index.profile))
+    index.synced_at = now
+
+
+def _plan_catch_up(store: BaseStore, index: ProfileIndex, markers: dict[str, Marker]
+                   ) -> Plan[None]:
+    """Apply the writes ``markers`` (read before this) show this index has not applied."""
     since = {w: index.applied.get(w, 0) for w, m in markers.items()
              if not m.settled or m.confirmed != index.applied.get(w, 0)}
-    if since:
-        entries = yield from _plan_entries(store, index, since)
-        ids = sorted({i for e in entries for i in e.value.get("ids", ()) if isinstance(i, str)})
-        if ids:
-            got = yield batch(store, [GetOp(index.layout.memories, i) for i in ids])
-            with index.lock:
-                for mid, item in zip(ids, got, strict=True):
-                    if item is None:
-                        index.remove(mid)
-                    else:
-                        index.apply(item.value)
+    if not since:
+        index.unsettled = set()
+        return
+    entries = yield from _plan_entries(store, index, since)
+    ids = sorted({i for e in entries for i in e.value.get("ids", ()) if isinstance(i, str)})
+    if ids:
+        got = yield batch(store, [GetOp(index.layout.memories, i) for i in ids])
         with index.lock:
-            for w in since:
-                index.applied[w] = markers[w].confirmed
-    index.synced_at = now
+            for mid, item in zip(ids, got, strict=True):
+                if item is None:
+                    index.remove(mid)
+                else:
+                    index.apply(item.value)
+    with index.lock:
+        for w in since:
+            index.applied[w] = markers[w].confirmed
+        index.unsettled = {w for w, m in markers.items() if not m.settled}
 
 
 def _plan_entries(store: BaseStore, index: ProfileIndex, since: dict[str, int]

@@ -219,6 +219,10 @@ class ProfileIndex:
         self.tombstones: set[str] = set()
         self.applied: dict[str, int] = {}
         """The change protocol's number applied per writer."""
+        self.unsettled: set[str] = set()
+        """Writers whose markers the last sync read unsettled (for the index image)."""
+        self.image_pages = 0
+        """Pages of the store's index image when this index last read it."""
         self.bm25 = BM25Index(k1=self.recall_config.bm25_k1, b=self.recall_config.bm25_b)
         self.by_key: dict[tuple[str, str], set[str]] = {}
         self._key_terms: dict[str, set[tuple[str, str]]] = {}
@@ -334,8 +338,12 @@ class ProfileIndex:
     # -- applying ----------------------------------------------------------------------------
 
     def reset(self, generation: str | None, values: Iterable[dict[str, Any]],
-              counts: Iterable[Any], synced_at: float) -> None:
-        """Replace the whole index (a full load): records, and access-count items."""
+              counts: Iterable[Any], synced_at: float,
+              terms: Iterable[str | None] | None = None) -> None:
+        """Replace the whole index (a full load): records, and access-count items.
+
+        ``terms`` (from an index image) holds, per value, its keyword terms joined by spaces
+        (``None``: analyse its text), as :func:`text_terms` gives them."""
         with self.lock:
             self._clear()
             self.generation = generation
@@ -346,9 +354,19 @@ class ProfileIndex:
             for mid, items in by_memory.items():
                 self.counts[mid] = {}
                 self.set_counts(mid, items)
-            for value in values:
-                self._set(value)
+            if terms is None:
+                for value in values:
+                    self._set(value)
+            else:
+                for value, joined in zip(values, terms, strict=True):
+                    self._set(value, None if joined is None else joined.split())
             self.synced_at = synced_at
+
+    def joined_terms(self) -> list[str]:
+        """Per record (in ``values`` order), its keyword terms joined by spaces (for an
+        index image; terms never contain spaces)."""
+        with self.lock:
+            return [" ".join(text_terms(_indexed_text(v))) for v in self.values.values()]
 
     def apply(self, value: dict[str, Any]) -> None:
         """Take in a copy of a record read from the store or just written (the store is the
@@ -378,7 +396,7 @@ class ProfileIndex:
             self.bm25.remove(mid)
             self._maybe_compact()
 
-    def _set(self, value: dict[str, Any]) -> None:
+    def _set(self, value: dict[str, Any], terms: list[str] | None = None) -> None:
         mid = value["id"]
         held = self.values.get(mid)
         text = _indexed_text(value)
@@ -395,7 +413,7 @@ class ProfileIndex:
         row = self.columns.set(value)
         if held is None or _indexed_text(held) != text or mid not in self.bm25:
             if text:
-                self.bm25.upsert(mid, {"text": text_terms(text)})
+                self.bm25.upsert(mid, {"text": text_terms(text) if terms is None else terms})
             else:
                 self.bm25.remove(mid)
         slot = self.bm25.slot(mid)

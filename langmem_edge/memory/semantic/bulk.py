@@ -37,7 +37,7 @@ from typing import Any
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.core.plans import Plan
-from langmem_edge.memory.index.changes import plan_sync
+from langmem_edge.memory.index.changes import plan_image, plan_sync
 from langmem_edge.memory.records import SUPERSEDABLE_KINDS, MemoryRecord, utcnow
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.memory.semantic.write import (
@@ -139,6 +139,8 @@ def plan_remember_many(
         written += yield from _plan_chunk(ctx, records[start:start + chunk], verify, now)
     if written:
         yield from plan_flush_access(ctx)
+    if len(written) >= ctx.config.index.image_min_records:  # an import: new processes
+        yield from plan_image(ctx.store, ctx.index)  # load its image, not every record
     return written
 
 

@@ -1,4 +1,4 @@
-"""The semantic tier's write path and record reads, as plans (see ``core/effects.py``).
+"""The semantic tier's write path and record reads, as plans (see ``core/plans.py``).
 
 Writing a memory (``plan_write``):
 
@@ -14,6 +14,12 @@ Writing a memory (``plan_write``):
    fails while embedding, it is retried without the embedding: the memory is stored with
    ``embedding_status="pending"`` (the keyword and key channels still find it) and
    ``AgentMemory.reembed()`` backfills it.
+
+Bulk writes (``Profile.remember_many``) follow the same rules in chunks: ``bulk.py``.
+
+Every rewrite of a stored record (supersession, ``forget``, ``end_session``) goes through
+the protocol's tombstone check (``index/changes.py``), so none brings back a record that
+another process deleted between its read and its write.
 
 ``update`` writes a new version that supersedes the old one, so edits show in ``history``.
 ``forget`` marks a record forgotten (kept, never recalled); ``delete`` removes it.
