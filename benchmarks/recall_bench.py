@@ -20,11 +20,24 @@ Reported per backend and size (milliseconds):
 * ``recall / search``: recall p50 / search p50;
 * ``embed p50``: the query embedding, timed separately.
 
+``--only-bulk`` measures bulk writes instead (real default model, ChromaStore on a folder):
+``Profile.remember_many`` of ``--bulk-n`` distinct texts against the embedding model's own
+throughput on the same texts (``embed_documents`` of the wrapped model, cache bypassed, in
+batches of the bulk chunk, measured just before), and one-at-a-time ``remember`` of
+``--before-n`` texts as the "before"; medians of ``--rounds``.
+
+``--only-cold`` measures the first recall of a profile in a new process: the profile is
+built with ``remember_many`` (fake vectors), then a child process opens the store and times
+its first ``recall`` (median of ``--rounds`` children), with a warm recall of the same child
+as the baseline.
+
 Usage::
 
     python benchmarks/recall_bench.py                                # both backends, all sizes
     python benchmarks/recall_bench.py --backend memory --sizes 1000  # a quick run
     python benchmarks/recall_bench.py --backend chroma --sizes 1000,10000,100000 --queries 30
+    python benchmarks/recall_bench.py --only-bulk --bulk-n 2000 --before-n 200
+    python benchmarks/recall_bench.py --only-cold --sizes 10000,100000
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ import argparse
 import gc
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -260,6 +274,100 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def bench_bulk(args: argparse.Namespace, seed: int) -> dict[str, float]:
+    """One round of ``--only-bulk``: model alone, ``remember_many``, one-at-a-time
+    ``remember``, each on distinct texts (the content-hash cache never serves them)."""
+    from langmem_edge.embeddings import default_embeddings
+    from langmem_edge.store import ChromaStore
+
+    rng = random.Random(seed)
+    bulk = [f"({seed}-{i}) {t}" for i, t in enumerate(sentences(rng, args.bulk_n))]
+    single = [f"({seed}-one-{i}) {t}" for i, t in enumerate(sentences(rng, args.before_n))]
+    cached = default_embeddings()
+    inner = cached.inner  # type: ignore[attr-defined]
+    chunk = AgentMemory(InMemoryStore()).config.limits.bulk_chunk
+    model_s = sum(timed(lambda i=i: inner.embed_documents(bulk[i:i + chunk]))
+                  for i in range(0, len(bulk), chunk))
+    index = {"dims": DIMS, "embed": cached, "fields": ["text"]}
+    with tempfile.TemporaryDirectory(prefix="bulk-bench-") as folder:
+        store = ChromaStore.from_path(folder, index=index)  # type: ignore[arg-type]
+        try:
+            memory = AgentMemory(store, namespace=NAMESPACE)
+            bulk_s = timed(lambda: memory.profile("bulk").remember_many(bulk))
+            one = memory.profile("one")
+            single_s = timed(lambda: [one.remember(t) for t in single])
+        finally:
+            store.close()
+    return {"model": len(bulk) / model_s, "bulk": len(bulk) / bulk_s,
+            "single": len(single) / single_s}
+
+
+def run_bulk(args: argparse.Namespace) -> None:
+    """``--only-bulk``: the table of bulk-write throughput."""
+    from langmem_edge.embeddings import default_embeddings
+
+    default_embeddings().embed_documents(["warm-up sentence"])  # load the model once
+    rounds = [bench_bulk(args, args.seed + r) for r in range(args.rounds)]
+    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+    ratio = statistics.median(r["bulk"] / r["model"] for r in rounds)
+    before = statistics.median(r["single"] / r["model"] for r in rounds)
+    print(f"### Bulk writes on ChromaStore (folder), default model, median of {args.rounds}\n")
+    print("| what | memories | memories/s | vs model alone |")
+    print("| --- | ---: | ---: | ---: |")
+    print(f"| model alone (embed_documents) | {args.bulk_n:,} | {med['model']:,.0f} | 1.00x |")
+    print(f"| remember_many (verify off) | {args.bulk_n:,} | {med['bulk']:,.0f} | "
+          f"{ratio:.2f}x |")
+    print(f"| remember, one at a time (before) | {args.before_n:,} | {med['single']:,.0f} | "
+          f"{before:.2f}x |")
+
+
+COLD_CHILD = "--cold-child"
+
+
+def cold_child(folder: str, queries: list[str]) -> None:
+    """In a new process: open the store, time the first recall and a warm one."""
+    from langmem_edge.store import ChromaStore
+
+    index = {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
+    store = ChromaStore.from_path(folder, index=index)  # type: ignore[arg-type]
+    profile = AgentMemory(store, namespace=NAMESPACE).profile("bench-000")
+    first = timed(lambda: profile.recall(queries[0]))
+    warm = timed(lambda: profile.recall(queries[1]))
+    store.close()
+    print(f"{first} {warm}")
+
+
+def run_cold(args: argparse.Namespace) -> None:
+    """``--only-cold``: build each size with ``remember_many``, time first recalls in new
+    processes."""
+    from langmem_edge.store import ChromaStore
+
+    print("### First recall in a new process (ChromaStore folder, fake vectors)\n")
+    print("| memories | built in | first recall p50 | warm recall p50 | first / warm |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for size in (int(s) for s in args.sizes.split(",")):
+        rng = random.Random(args.seed)
+        texts = list(sentences(rng, size))
+        queries = [" ".join(t.split()[-3:]) for t in texts[:2]]
+        with tempfile.TemporaryDirectory(prefix="cold-bench-") as folder:
+            index = {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
+            store = ChromaStore.from_path(folder, index=index)  # type: ignore[arg-type]
+            start = time.perf_counter()
+            AgentMemory(store, namespace=NAMESPACE).profile("bench-000").remember_many(texts)
+            built = time.perf_counter() - start
+            store.close()
+            firsts, warms = [], []
+            for _ in range(args.rounds):
+                out = subprocess.run([sys.executable, __file__, COLD_CHILD, folder, *queries],
+                                     check=True, capture_output=True, text=True).stdout
+                first, warm = (float(x) for x in out.split()[-2:])
+                firsts.append(first)
+                warms.append(warm)
+        f, w = statistics.median(firsts) * 1000, statistics.median(warms) * 1000
+        print(f"| {size:,} | {built:.0f} s | {f:,.0f} ms | {w:,.1f} ms | {f / w:,.0f}x |",
+              flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="memory,chroma",
@@ -272,7 +380,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed", choices=["fake", "minilm"], default="fake",
                         help="vectors: hashed bag of words (default) or all-MiniLM-L6-v2")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--only-bulk", action="store_true",
+                        help="measure remember_many against the model (real default model)")
+    parser.add_argument("--bulk-n", type=int, default=2000, help="memories per bulk write")
+    parser.add_argument("--before-n", type=int, default=200,
+                        help="memories written one at a time (the before)")
+    parser.add_argument("--only-cold", action="store_true",
+                        help="first recall of a remember_many-built profile in a new process")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --only-bulk/cold")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [COLD_CHILD]:
+        cold_child(argv[1], argv[2:])
+        return 0
     args = parser.parse_args(argv)
+    if args.only_bulk:
+        run_bulk(args)
+        return 0
+    if args.only_cold:
+        run_cold(args)
+        return 0
     rows = []
     for backend in args.backend.split(","):
         for size in (int(s) for s in args.sizes.split(",")):

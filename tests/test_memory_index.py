@@ -124,3 +124,133 @@ def test_access_flush_seconds_zero_writes_on_every_recall(make_store) -> None:
     rec = a.profile("p").remember("Repairs bicycles")
     a.profile("p").recall("bicycles")
     assert b.profile("p").get(rec.id).access_count == 1
+
+
+def test_text_terms_are_the_analysers_terms() -> None:
+    from langmem_edge.memory.index.profile_index import text_terms
+    from langmem_edge.retrieval.text import default_analyzer
+
+    samples = [
+        "The user's cat, Miso, prefers the 2nd shelf in Sept.",
+        "Ｆｕｌｌ-width ＴＥＸＴ and ligatures ﬁne ﬂow",
+        "東京に住んでいます and 北京 too",
+        "naïve café\u00a0résumé — O\u2019Brien's 007 agents",
+        "  leading/trailing\twhitespace\nand new-lines  ",
+        "e\u0301clair vs \u00e9clair; x\u00b4y; 1st 22nd 0003",
+        "",
+    ]
+    for text in samples:
+        assert text_terms(text) == default_analyzer().terms(text), text
+
+
+# -- the index image (index/image.py) ---------------------------------------------------------
+
+IMAGE_CONFIG = {"index": {"image_min_records": 5, "image_page_records": 2}}
+
+
+class SearchLog:
+    """Wraps a store; records the namespaces its searches read."""
+
+    def __init__(self, inner):
+        from langgraph.store.base import BaseStore
+
+        class Logged(BaseStore):
+            def __init__(self) -> None:
+                self.index_config = getattr(inner, "index_config", None)
+                self.searched: list[tuple[str, ...]] = []
+
+            def batch(self, ops):
+                from langgraph.store.base import SearchOp
+                ops = list(ops)
+                self.searched += [op.namespace_prefix for op in ops if isinstance(op, SearchOp)]
+                return inner.batch(ops)
+
+            async def abatch(self, ops):
+                return self.batch(ops)
+
+        self.store = Logged()
+
+    def reads_records(self) -> bool:
+        return any(ns[-1] == "memories" for ns in self.store.searched)
+
+
+def _listing(p) -> list[tuple[str, str]]:
+    return [(m.text, m.status) for m in p.list(status="all").memories]
+
+
+def test_a_new_process_loads_a_large_profile_from_its_image(make_store) -> None:
+    a = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG)
+    pa = a.profile("p")
+    pa.remember_many([f"Imported note number {i}" for i in range(7)])
+    log = SearchLog(make_store(path="shared"))
+    fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
+    assert _listing(fresh) == _listing(pa)
+    assert not log.reads_records()  # the image, not every record
+    assert "Imported note number 3" in texts(fresh.recall("note number 3"))
+
+
+def test_writes_after_the_image_are_seen_through_it(make_store) -> None:
+    a = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG)
+    b = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG)
+    got = a.profile("p").remember_many(
+        [{"text": "Lives in Paris", "key": "home.city"}, *(f"note {i}" for i in range(6))])
+    pb = b.profile("p")
+    pb.remember("Lives in Lyon", key="home.city")  # supersedes a record of the image
+    pb.forget(got[1].id)
+    pb.delete(got[2].id)
+    pb.remember("Keeps bees")
+    log = SearchLog(make_store(path="shared"))
+    fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
+    assert _listing(fresh) == _listing(pb)
+    assert not log.reads_records()
+    assert [m.text for m in fresh.history("home.city")] == ["Lives in Paris", "Lives in Lyon"]
+    assert fresh.get(got[2].id) is None
+
+
+def test_an_old_image_is_not_used(make_store, monkeypatch) -> None:
+    a = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG)
+    a.profile("p").remember_many([f"note {i}" for i in range(6)])
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 16 * 60)  # the reader's clock
+    log = SearchLog(make_store(path="shared"))
+    fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
+    assert len(fresh.list().memories) == 6
+    assert log.reads_records()  # loaded record by record (and wrote a new image)
+    log2 = SearchLog(make_store(path="shared"))
+    assert len(AgentMemory(log2.store, config=IMAGE_CONFIG).profile("p").list().memories) == 6
+    assert not log2.reads_records()
+
+
+def test_a_full_load_of_a_large_profile_writes_an_image(make_store) -> None:
+    a = AgentMemory(make_store(path="shared"))  # default threshold: no image from a
+    for i in range(6):
+        a.profile("p").remember(f"note {i}")
+    first = SearchLog(make_store(path="shared"))
+    assert len(AgentMemory(first.store, config=IMAGE_CONFIG).profile("p").list().memories) == 6
+    assert first.reads_records()
+    second = SearchLog(make_store(path="shared"))
+    p2 = AgentMemory(second.store, config=IMAGE_CONFIG).profile("p")
+    assert [m.text for m in p2.list().memories] == [f"note {i}" for i in range(6)]
+    assert not second.reads_records()
+
+
+def test_a_deleted_and_remade_profile_ignores_the_old_image(make_store) -> None:
+    a = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG)
+    a.profile("p").remember_many([f"note {i}" for i in range(6)])
+    a.delete_profile("p")
+    a.profile("p").remember("A new start")
+    fresh = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG).profile("p")
+    assert [m.text for m in fresh.list(status="all").memories] == ["A new start"]
+
+
+def test_an_image_of_another_analyser_is_analysed_again(make_store, monkeypatch) -> None:
+    from langmem_edge.memory.index import image
+
+    a = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG)
+    a.profile("p").remember_many([f"Beekeeping note {i}" for i in range(6)])
+    monkeypatch.setattr(image, "_analyser", lambda: "Analyzer(language='dutch')")
+    log = SearchLog(make_store(path="shared"))
+    fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
+    assert len(fresh.list().memories) == 6
+    assert not log.reads_records()
+    assert "Beekeeping note 4" in texts(fresh.recall("beekeeping note 4"))

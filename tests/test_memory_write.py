@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from langgraph.store.base import BaseStore
@@ -320,3 +321,101 @@ async def test_async_twins(memory: AgentMemory) -> None:
     assert (await memory.astats()).total == 1
     with pytest.raises(TypeError, match="unexpected keyword"):
         await p.aremember("x", colour="red")  # type: ignore[call-arg]
+
+
+# -- read-modify-write against a concurrent delete (issue 11, defect 1) -----------------------
+
+
+def _delete_after_read(monkeypatch: pytest.MonkeyPatch, store: BaseStore, target: str,
+                       delete: Any) -> list[bool]:
+    """Patch ``store``'s class so that right after the first batch that reads ``target``
+    (a ``GetOp`` of its id), ``delete()`` runs: another process deleting the memory between
+    this process's read and its write. Returns ``[fired]``."""
+    from langgraph.store.base import GetOp
+
+    original = type(store).batch
+    fired = [False]
+
+    def batch(self: Any, ops: Any) -> Any:
+        ops = list(ops)
+        out = original(self, ops)
+        if not fired[0] and any(isinstance(op, GetOp) and op.key == target
+                                and op.namespace[-1] == "memories" for op in ops):
+            fired[0] = True
+            delete()
+        return out
+
+    monkeypatch.setattr(type(store), "batch", batch)
+    return fired
+
+
+def _two(make_store: Any, **kw: Any) -> tuple[AgentMemory, AgentMemory, BaseStore]:
+    store = make_store(path="shared", **kw)
+    return AgentMemory(store), AgentMemory(make_store(path="shared", **kw)), store
+
+
+def _gone_for_good(make_store: Any, memory_id: str, query: str, **kw: Any) -> None:
+    fresh = AgentMemory(make_store(path="shared", **kw)).profile("p")  # a new process
+    assert fresh.get(memory_id) is None
+    assert all(m.id != memory_id for m in fresh.list(status="all").memories)
+    assert fresh.recall(query).count == 0
+
+
+def test_forget_never_brings_back_a_memory_deleted_meanwhile(
+        make_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, store = _two(make_store)
+    rec = a.profile("p").remember("Builds model railways")
+    b.profile("p").list()
+    fired = _delete_after_read(monkeypatch, store, rec.id,
+                               lambda: b.profile("p").delete(rec.id))
+    a.profile("p").forget(rec.id, reason="outdated")
+    assert fired[0]
+    monkeypatch.undo()
+    _gone_for_good(make_store, rec.id, "model railways")
+    assert a.profile("p").get(rec.id) is None
+
+
+def test_end_session_never_brings_back_a_task_deleted_meanwhile(
+        make_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, store = _two(make_store)
+    rec = a.profile("p").remember("Book the model railway fair", kind="task", session_id="s1")
+    b.profile("p").list()
+    fired = _delete_after_read(monkeypatch, store, rec.id,
+                               lambda: b.profile("p").delete(rec.id))
+    a.profile("p").end_session("s1")
+    assert fired[0]
+    monkeypatch.undo()
+    _gone_for_good(make_store, rec.id, "model railway fair")
+
+
+def test_reembed_never_brings_back_a_memory_deleted_meanwhile(
+        make_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    flaky = FlakyEmbeddings()
+    a, b, store = _two(make_store, embed=flaky)
+    flaky.failing = True
+    rec = a.profile("p").remember("Builds model railways")
+    assert rec.embedding_status == "pending"
+    flaky.failing = False
+    a.profile("p").list()  # a's own index re-reads the failed first attempt once
+    b.profile("p").list()
+    fired = _delete_after_read(monkeypatch, store, rec.id,
+                               lambda: b.profile("p").delete(rec.id))
+    a.reembed(profile="p")
+    assert fired[0]
+    monkeypatch.undo()
+    _gone_for_good(make_store, rec.id, "model railways", embed=flaky)
+
+
+def test_supersession_never_brings_back_a_memory_deleted_meanwhile(
+        make_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, store = _two(make_store)
+    old = a.profile("p").remember("Lives in Paris", key="home.city")
+    b.profile("p").list()
+    fired = _delete_after_read(monkeypatch, store, old.id,
+                               lambda: b.profile("p").delete(old.id))
+    new = a.profile("p").remember("Lives in Lyon", key="home.city")
+    assert fired[0]
+    monkeypatch.undo()
+    fresh = AgentMemory(make_store(path="shared")).profile("p")
+    assert fresh.get(old.id) is None
+    assert [m.id for m in fresh.list(status="all").memories] == [new.id]

@@ -6,19 +6,19 @@ or prunes it to its latest checkpoint per namespace (``strategy="keep_latest"``)
 thread is not swept again until its next ``put``. Reads and ``put_writes`` do not refresh the
 clock: LangGraph ends every super-step with a ``put``, so a thread in use stays fresh.
 
-The sweeper mirrors langgraph's ``SqliteStore``: ``start_ttl_sweeper()`` runs ``sweep_ttl``
-every ``sweep_interval_minutes`` in a daemon thread and returns a ``Future``;
+The sweeper is the storage layer's one (:mod:`langmem_edge._sweeper`, shared with
+``ChromaStore``), mirroring langgraph's ``SqliteStore``: ``start_ttl_sweeper()`` runs
+``sweep_ttl`` every ``sweep_interval_minutes`` in a daemon thread and returns a ``Future``;
 ``stop_ttl_sweeper(timeout)`` stops it.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
-import threading
 from collections.abc import Callable
 from typing import Literal, TypedDict
 
+from langmem_edge._sweeper import Sweeper
 from langmem_edge.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -82,65 +82,9 @@ def validate_ttl(ttl: CheckpointTTLConfig | None) -> CheckpointTTLConfig | None:
     }
 
 
-class TTLSweeper:
-    """Runs a sweep function every few minutes in a daemon thread until stopped."""
+class TTLSweeper(Sweeper):
+    """The checkpointer's sweeper: the storage layer's one :class:`~langmem_edge._sweeper.
+    Sweeper`, running ``ChromaSaver.sweep_ttl`` (expired threads)."""
 
     def __init__(self, sweep: Callable[[], int], name: str = "chroma-saver-ttl-sweeper") -> None:
-        self._sweep = sweep
-        self._name = name
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def running(self) -> bool:
-        """Whether the sweeper thread is alive."""
-        return self._thread is not None and self._thread.is_alive()
-
-    def start(self, interval_minutes: float) -> concurrent.futures.Future[None]:
-        """Start sweeping every ``interval_minutes``; cancelling the future stops it."""
-        future: concurrent.futures.Future[None] = concurrent.futures.Future()
-        future.add_done_callback(lambda f: self._stop.set() if f.cancelled() else None)
-        with self._lock:
-            if self.running:
-                logger.info("Checkpoint TTL sweeper is already running")
-                return future
-            self._stop.clear()
-            interval = float(interval_minutes) * 60.0
-
-            def loop() -> None:
-                try:
-                    while not self._stop.wait(interval):
-                        try:
-                            swept = self._sweep()
-                            if swept:
-                                logger.info("Checkpoint TTL sweep removed %d thread(s)", swept)
-                        except Exception:
-                            logger.exception("Checkpoint TTL sweep failed")
-                    if not future.done():
-                        future.set_result(None)
-                except Exception as exc:  # pragma: no cover - defensive
-                    if not future.done():
-                        future.set_exception(exc)
-
-            self._thread = threading.Thread(target=loop, daemon=True, name=self._name)
-            self._thread.start()
-        logger.info("Started checkpoint TTL sweeper every %.3g minute(s)", interval_minutes)
-        return future
-
-    def stop(self, timeout: float | None = None) -> bool:
-        """Stop the thread; ``True`` when it stopped (or was not running) within ``timeout``."""
-        with self._lock:
-            thread = self._thread
-            if thread is None or not thread.is_alive():
-                self._thread = None
-                return True
-            self._stop.set()
-        thread.join(timeout)
-        stopped = not thread.is_alive()
-        if stopped:
-            with self._lock:
-                self._thread = None
-        else:
-            logger.warning("Timed out waiting for the checkpoint TTL sweeper to stop")
-        return stopped
+        super().__init__(sweep, name=name, label="Checkpoint TTL sweep")

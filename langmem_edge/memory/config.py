@@ -167,6 +167,17 @@ CACHED_PROFILES = 16
 PAGE_SIZE = 1000
 """Items read per store call when loading a profile or scanning."""
 
+IMAGE_MIN_RECORDS = 2000
+"""A profile of at least this many records gets an image of its index in the store (a few
+large items a new process loads instead of every record; ``index/image.py``)."""
+
+IMAGE_PAGE_RECORDS = 1000
+"""Records per item of a profile's index image."""
+
+IMAGE_MAX_AGE_SECONDS = 900.0
+"""An index image older than this (by the wall clocks of its writer and its reader) is not
+used: well inside the change log's retention, so the entries written since are still there."""
+
 # --- token estimate (episodic tier) --------------------------------------------------------
 
 CJK_THRESHOLD = 0.30
@@ -215,6 +226,13 @@ SUMMARY_MAX_PER_KIND = 50
 
 REEMBED_MAX_ATTEMPTS = 3
 """``reembed`` marks a memory ``failed`` after this many unsuccessful attempts."""
+
+BULK_CHUNK = 1000
+"""Memories ``remember_many`` writes per write of the change protocol (one embedding batch
+and a constant number of store batches each)."""
+
+MAX_BULK_ITEMS = 1_000_000
+"""Memories one ``remember_many`` call accepts at most."""
 
 
 class _Section(BaseModel):
@@ -353,6 +371,13 @@ class IndexCacheConfig(_Section):
     """Profile indexes kept (16)."""
     page_size: int = Field(default=PAGE_SIZE, ge=1)
     """Items per store read when loading (1,000)."""
+    image_min_records: int = Field(default=IMAGE_MIN_RECORDS, ge=1)
+    """Records from which a profile gets an index image in the store (2,000)."""
+    image_page_records: int = Field(default=IMAGE_PAGE_RECORDS, ge=1)
+    """Records per index-image item (1,000)."""
+    image_max_age_seconds: float = Field(default=IMAGE_MAX_AGE_SECONDS, gt=0)
+    """Index images older than this are not used (15 min; never more than
+    ``retention_seconds - reload_after_seconds``)."""
 
     @model_validator(mode="after")
     def _check(self) -> IndexCacheConfig:
@@ -384,6 +409,10 @@ class LimitsConfig(_Section):
     """Memories per kind in ``summary()`` (50)."""
     reembed_max_attempts: int = Field(default=REEMBED_MAX_ATTEMPTS, ge=1)
     """Failed embeddings before ``failed`` (3)."""
+    bulk_chunk: int = Field(default=BULK_CHUNK, ge=1)
+    """Memories per store write of ``remember_many`` (1,000)."""
+    max_bulk_items: int = Field(default=MAX_BULK_ITEMS, ge=1)
+    """Memories one ``remember_many`` call accepts (1,000,000)."""
 
 
 class EpisodicConfig(BaseModel):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from langmem_edge.memory.records import (
     SessionDeletion,
     utcnow,
 )
+from langmem_edge.memory.semantic.bulk import BulkItem, plan_remember_many
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.memory.semantic.recall import RecallRequest, plan_recall
 from langmem_edge.memory.semantic.write import (
@@ -152,6 +153,46 @@ class Profile:
                          session_id=session_id, tags=tags, metadata=metadata,
                          valid_from=valid_from, valid_until=valid_until, encrypted=encrypted)
         return await run_async(self._remember_plan(spec, verify))
+
+    def remember_many(
+        self,
+        items: Iterable[BulkItem],
+        *,
+        source: str = "explicit",
+        writer: str | None = None,
+        contact: str | None = None,
+        session_id: str | None = None,
+        verify: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        """Write many memories at once (imports, backfills) and return them in order.
+
+        Each item is a text or a dict of :meth:`remember`'s fields (``text`` required); its
+        own ``source``, ``writer``, ``contact`` and ``session_id`` win over the call's. The
+        rules are ``remember``'s (keys supersede, in item order), but the memories are
+        embedded and written in chunks of ``limits.bulk_chunk`` (1,000), a constant number of
+        store batches each. Every item is checked first: a bad one raises
+        ``InvalidInputError`` naming its position (``items[3]: ...``) and nothing is
+        written. ``verify`` (off by default) judges each item against the memories stored
+        before its chunk (``semantic/bulk.py``).
+        """
+        return run_sync(plan_remember_many(self._ctx, items, source=source, writer=writer,
+                                           contact=contact, session_id=session_id,
+                                           verify=verify))
+
+    async def aremember_many(
+        self,
+        items: Iterable[BulkItem],
+        *,
+        source: str = "explicit",
+        writer: str | None = None,
+        contact: str | None = None,
+        session_id: str | None = None,
+        verify: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        """Async :meth:`remember_many`."""
+        return await run_async(plan_remember_many(self._ctx, items, source=source,
+                                                  writer=writer, contact=contact,
+                                                  session_id=session_id, verify=verify))
 
     # -- recall ------------------------------------------------------------------------------
 

@@ -3,7 +3,9 @@
 An item's expiry (``exp``, epoch seconds) is set on every write from its TTL in minutes (the
 put's ``ttl``, else ``ttl["default_ttl"]``, else never). Reads refresh it (unless the op says
 ``refresh_ttl=False`` or the store's ``refresh_on_read`` is false). Expired items are never
-returned, even before a sweep; a sweep deletes them and their vectors.
+returned, even before a sweep; a sweep deletes them and their vectors. The background
+sweeper is the storage layer's one (:mod:`langmem_edge._sweeper`, shared with
+``ChromaSaver``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import NOT_PROVIDED, TTLConfig
 
 from langmem_edge import _chroma
+from langmem_edge._sweeper import Sweeper
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.retrieval import SyncWriter, purge_sync_rows
 from langmem_edge.store import layout
@@ -36,9 +39,6 @@ class TTLMixin:
     _clock: Callable[[], float]
     _items: Any
     _vectors: Any
-    _sweeper: threading.Thread | None
-    _sweeper_stop: threading.Event
-
     _sync: Any
     _writer: SyncWriter
     _write: Callable[..., int]
@@ -101,6 +101,16 @@ class TTLMixin:
         """``sweep_ttl`` on a worker thread."""
         return await run_in_executor(None, self.sweep_ttl)
 
+    def _ttl_sweeper(self) -> Sweeper:
+        """This store's sweeper (the storage layer's one mechanism, made on first use)."""
+        with self._write_lock:
+            sweeper: Sweeper | None = self.__dict__.get("_periodic_sweeper")
+            if sweeper is None:
+                sweeper = Sweeper(self.sweep_ttl, name="chroma-store-ttl",
+                                  label="TTL sweep of expired items")
+                self.__dict__["_periodic_sweeper"] = sweeper
+            return sweeper
+
     def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None
     ) -> concurrent.futures.Future[None]:
@@ -109,40 +119,14 @@ class TTLMixin:
         The interval defaults to ``ttl["sweep_interval_minutes"]``, then 5 minutes. Returns a
         future that completes when the sweeper stops (see :meth:`stop_ttl_sweeper`).
         """
-        future: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if self._sweeper is not None and self._sweeper.is_alive():
-            future.set_result(None)
-            return future
         interval = (
             sweep_interval_minutes
             or (self.ttl_config or {}).get("sweep_interval_minutes")
             or DEFAULT_SWEEP_INTERVAL_MINUTES
         )
-        self._sweeper_stop.clear()
-
-        def loop() -> None:
-            try:
-                while not self._sweeper_stop.wait(float(interval) * 60.0):
-                    try:
-                        n = self.sweep_ttl()
-                        if n:
-                            logger.info("TTL sweep deleted %d expired items", n)
-                    except Exception:
-                        logger.exception("TTL sweep failed; will retry next interval")
-            finally:
-                future.set_result(None)
-
-        self._sweeper = threading.Thread(target=loop, name="chroma-store-ttl", daemon=True)
-        self._sweeper.start()
-        return future
+        return self._ttl_sweeper().start(float(interval))
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper thread. Returns True if it stopped (or was not running)."""
-        if self._sweeper is None:
-            return True
-        self._sweeper_stop.set()
-        self._sweeper.join(timeout)
-        stopped = not self._sweeper.is_alive()
-        if stopped:
-            self._sweeper = None
-        return stopped
+        sweeper: Sweeper | None = self.__dict__.get("_periodic_sweeper")
+        return True if sweeper is None else sweeper.stop(timeout)

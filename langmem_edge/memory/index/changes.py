@@ -10,6 +10,7 @@ the profile root ``R = (*namespace, "profiles", profile)``::
                                                    write, removed by delete_profile
     (*R, "writers")           key = writer id      the writer's marker {"seq", "settled", "at"}
     (*R, "changes", writer)   key = seq (12 digits) one entry per write {"seq", "ids", "at"}
+    (*R, "deleted")           key = memory id      a deletion's tombstone {"id", "at"}
 
 **Writers.** A writer is a random id with a counter (:class:`~langmem_edge.retrieval.
 chroma_sync.SyncWriter`, the store's keyword-index protocol uses the same one); an index
@@ -44,10 +45,27 @@ sync since).
 **Full loads.** The first read of a profile in a process, a new generation (the profile was
 deleted), or ``reload_after_seconds`` (30 min, this process's monotonic clock) without a
 sync read the markers first, then every record, and take the markers' confirmed numbers as
-applied. Wall clocks serve housekeeping only: entries and markers older than
-``retention_seconds`` (1 h, by the pruner's clock against the writer's ``at``) are pruned,
+applied. A large profile's full load reads instead, when it may, the image of an index that
+another process keeps in the store (``index/image.py``: a few large items, then the writes
+since, read as any sync reads them).
+
+Wall clocks serve housekeeping only: entries and markers older than ``retention_seconds``
+(1 h, by the pruner's clock against the writer's ``at``) are pruned,
 which is safe while writers' clocks are within ``retention - reload_after`` (30 min) of each
 other, since a reader that has not synced for that long reloads.
+
+**Rewrites never bring back a deleted record.** ``forget``, ``end_session``, ``reembed`` and
+supersession read a record fresh and write it back changed; another process may delete it
+in between, and a ``BaseStore`` has no conditional put. So a write that deletes puts a
+tombstone ``(*R, "deleted", id)`` in its batch 1, before batch 2 deletes the record; a write
+that rewrites records this index holds (or held) reads their tombstones after its batch 2
+(in batch 3, with the settled marker) and deletes again, as a write of its own, any it finds.
+Why that suffices: if the rewriter finds no tombstone, the deleter's tombstone was put after
+that read, so its deletion (later still) comes after the rewrite and removes it; if it finds
+one, it deletes the record itself. Either way the record is gone once both are done (a
+reader may see the rewritten copy in between). Tombstones are pruned with the change log
+(after ``retention_seconds``), which bounds how long a rewrite may take between its read
+and its write.
 
 Access counts are not changes of a record: they live in their own items
 (:mod:`langmem_edge.memory.index.profile_index`), so no write here ever rewrites a record to
@@ -66,12 +84,21 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langmem_edge.memory.core.labels import plan_delete_prefix
 from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.index.image import (
+    HEAD_KEY,
+    image_read_op,
+    image_values,
+    plan_write_image,
+)
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.retrieval.index import Marker
 
 __all__ = [
+    "DELETED",
     "GENERATION_KEY",
+    "deleted_namespace",
     "plan_commit",
+    "plan_image",
     "plan_prune",
     "plan_reload",
     "plan_sync",
@@ -79,6 +106,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+DELETED = "deleted"
+"""Label of the tombstones' namespace under the profile root."""
 
 GENERATION_KEY = "generation"
 """Key of the profile's generation item in ``(*R, "meta")``."""
@@ -114,23 +144,52 @@ def probe_ops(index: ProfileIndex) -> list[Any]:
 
 
 def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
-    """Load the whole profile into ``index``: the markers first, then every record (and
-    every access count), so every write the markers confirm is in what is loaded."""
+    """Load the whole profile into ``index``: from its image in the store when one may be
+    used (``index/image.py``), then the writes since; else the markers first, then every
+    record (and every access count), so every write the markers confirm is in what is
+    loaded. A large profile loaded record by record gets a new image."""
     layout = index.layout
-    gen_item, marker_items = yield batch(store, probe_ops(index))
+    gen_item, marker_items, image_items, counts = yield batch(store, [
+        *probe_ops(index), image_read_op(index), SearchOp(layout.access, limit=RELOAD_LIMIT)])
+    generation = _generation_of(gen_item, index.profile)
+    markers = _markers(marker_items, index.profile)
+    image = image_values(index, image_items, generation=generation, writers=set(markers),
+                         now=time.time())
+    old = next((it.value for it in image_items if it.key == HEAD_KEY), {})
+    if image is not None:
+        values, terms, applied = image
+        index.reset(generation, values, counts, synced_at=now, terms=terms)
+        index.applied = applied
+        index.image_pages = int(old.get("pages") or 0)
+        yield from _plan_catch_up(store, index, markers)
+        return
     # One search for the whole profile: offset pages are not stable on stores that order
     # by update time while other processes write (the protocol covers writes after the
     # markers were read).
-    items, counts = yield batch(store, [SearchOp(layout.memories, limit=RELOAD_LIMIT),
-                                        SearchOp(layout.access, limit=RELOAD_LIMIT)])
-    values: list[dict[str, Any]] = []
+    (items,) = yield batch(store, [SearchOp(layout.memories, limit=RELOAD_LIMIT)])
+    values = []
     for item in items:
         if item.value.get("profile") == index.profile and item.value.get("id") == item.key:
             values.append(item.value)
         else:
             logger.warning("skipped foreign record %r in profile %r", item.key, index.profile)
-    index.reset(_generation_of(gen_item, index.profile), values, counts, synced_at=now)
-    index.applied = {w: m.confirmed for w, m in _markers(marker_items, index.profile).items()}
+    index.reset(generation, values, counts, synced_at=now)
+    index.applied = {w: m.confirmed for w, m in markers.items()}
+    index.unsettled = {w for w, m in markers.items() if not m.settled}
+    index.image_pages = int(old.get("pages") or 0)
+    if len(values) >= index.cache.image_min_records:
+        yield from plan_image(store, index)
+
+
+def plan_image(store: BaseStore, index: ProfileIndex) -> Plan[None]:
+    """Write the image of ``index`` (``index/image.py``), just synced or written by this
+    process; a failure is logged, never raised (the image only speeds up other processes'
+    first reads)."""
+    try:
+        index.image_pages = yield from plan_write_image(store, index, set(index.unsettled),
+                                                        index.image_pages)
+    except Exception as e:
+        logger.warning("writing the index image of %r failed: %s", index.profile, e)
 
 
 def plan_sync(
@@ -156,24 +215,32 @@ def plan_sync(
     if _generation_of(gen_item, index.profile) != index.generation:
         yield from plan_reload(store, index, now)
         return
-    markers = _markers(marker_items, index.profile)
+    yield from _plan_catch_up(store, index, _markers(marker_items, index.profile))
+    index.synced_at = now
+
+
+def _plan_catch_up(store: BaseStore, index: ProfileIndex, markers: dict[str, Marker]
+                   ) -> Plan[None]:
+    """Apply the writes ``markers`` (read before this) show this index has not applied."""
     since = {w: index.applied.get(w, 0) for w, m in markers.items()
              if not m.settled or m.confirmed != index.applied.get(w, 0)}
-    if since:
-        entries = yield from _plan_entries(store, index, since)
-        ids = sorted({i for e in entries for i in e.value.get("ids", ()) if isinstance(i, str)})
-        if ids:
-            got = yield batch(store, [GetOp(index.layout.memories, i) for i in ids])
-            with index.lock:
-                for mid, item in zip(ids, got, strict=True):
-                    if item is None:
-                        index.remove(mid)
-                    else:
-                        index.apply(item.value)
+    if not since:
+        index.unsettled = set()
+        return
+    entries = yield from _plan_entries(store, index, since)
+    ids = sorted({i for e in entries for i in e.value.get("ids", ()) if isinstance(i, str)})
+    if ids:
+        got = yield batch(store, [GetOp(index.layout.memories, i) for i in ids])
         with index.lock:
-            for w in since:
-                index.applied[w] = markers[w].confirmed
-    index.synced_at = now
+            for mid, item in zip(ids, got, strict=True):
+                if item is None:
+                    index.remove(mid)
+                else:
+                    index.apply(item.value)
+    with index.lock:
+        for w in since:
+            index.applied[w] = markers[w].confirmed
+        index.unsettled = {w for w, m in markers.items() if not m.settled}
 
 
 def _plan_entries(store: BaseStore, index: ProfileIndex, since: dict[str, int]
@@ -198,6 +265,11 @@ def _plan_entries(store: BaseStore, index: ProfileIndex, since: dict[str, int]
     return [e for e in entries if e.value.get("profile") == index.profile]
 
 
+def deleted_namespace(index: ProfileIndex) -> tuple[str, ...]:
+    """``(*R, "deleted")``: the tombstones of deleted records, key = memory id."""
+    return (*index.layout.root, DELETED)
+
+
 def _marker(index: ProfileIndex, writer: str, seq: int, *, settled: bool) -> PutOp:
     return PutOp(index.layout.writers, writer,
                  {"profile": index.profile, "writer": writer, "seq": seq,
@@ -211,14 +283,22 @@ def plan_commit(
     deletes: Iterable[str] = (),
 ) -> Plan[None]:
     """Write records (``(value, index_arg)`` pairs) and deletions as one write of the
-    protocol (three batches: marker, records and entry, settled marker)."""
+    protocol (three batches: marker and tombstones, records and entry, settled marker and
+    the tombstone check of rewritten records; see the module docstring)."""
     layout = index.layout
     deletes = list(deletes)
     ids = [v["id"] for v, _ in puts] + deletes
+    with index.lock:
+        rewrites = [v["id"] for v, _ in puts
+                    if v["id"] in index.values or v["id"] in index.tombstones]
+    graves = deleted_namespace(index)
+    back: list[str] = []
     writer = index.take_writer()
     try:
         seq = writer.next_seq()
         first: list[Any] = [_marker(index, writer.writer_id, seq, settled=False)]
+        first += [PutOp(graves, mid, {"profile": index.profile, "id": mid, "at": time.time()},
+                        index=False) for mid in deletes]
         new_generation = None
         if index.generation is None:
             new_generation = uuid.uuid4().hex
@@ -241,12 +321,22 @@ def plan_commit(
                 index.remove(mid)
             if index.applied.get(writer.writer_id, 0) == seq - 1:
                 index.applied[writer.writer_id] = seq  # this index applied it itself
+        checks = [GetOp(graves, mid) for mid in rewrites]
         try:
-            yield batch(store, [_marker(index, writer.writer_id, seq, settled=True)])
+            _, *found = yield batch(store, [_marker(index, writer.writer_id, seq,
+                                                    settled=True), *checks])
         except Exception as e:  # the write is done; readers re-read it until it settles
             logger.warning("settling write %d of %r failed: %s", seq, index.profile, e)
+            found = (yield batch(store, checks)) if checks else []
+        back = [mid for mid, it in zip(rewrites, found, strict=True)
+                if it is not None and it.value.get("profile") == index.profile]
     finally:
         index.return_writer(writer)
+    if back:  # deleted by another process between our read and our write: delete again
+        logger.info("records %s of %r were deleted while being rewritten; deleted again",
+                    back, index.profile)
+        yield from plan_commit(store, index, [], back)
+        return
     yield from plan_prune(store, index, time.time())
 
 
@@ -272,7 +362,8 @@ def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
                                       index=False) for it in settle])
         # by exact prefix, never a list_namespaces match condition: the profile's name is a
         # label there, and a profile may be called "*"
-        for prefix, keep in ((layout.changes, set()), (layout.writers, mine)):
+        for prefix, keep in ((layout.changes, set()), (layout.writers, mine),
+                             (deleted_namespace(index), set())):
             yield from plan_delete_prefix(
                 store, prefix, page=cache.page_size, filter={"at": {"$lt": cutoff}},
                 doomed=lambda it, keep=keep: it.key not in keep

@@ -45,6 +45,7 @@ __all__ = [
     "ProfileIndex",
     "ended_at",
     "key_terms",
+    "text_terms",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ EXACT_KEY_SCORE = 2.0
 COMPACT_MIN_DEAD = 1024
 """Deleted rows tolerated before the index considers rebuilding its rows."""
 
+WORD_TERMS_CACHE = 262_144
+"""Whitespace-separated words whose analysed terms :func:`text_terms` keeps (per process)."""
 
 
 _KEY_SPLIT = str.maketrans({c: " " for c in "._-:/"})
@@ -68,6 +71,26 @@ def key_terms(key: str, *, last: bool) -> frozenset[str]:
     """Analysed words of a key (``preference.ui_theme``), or of its last segment."""
     part = key.rsplit(".", 1)[-1] if last else key
     return frozenset(default_analyzer().terms(part.translate(_KEY_SPLIT)))
+
+
+@lru_cache(maxsize=WORD_TERMS_CACHE)
+def _word_terms(word: str) -> tuple[str, ...]:
+    return tuple(default_analyzer().terms(word))
+
+
+def text_terms(text: str) -> list[str]:
+    """``default_analyzer().terms(text)``, analysed word by word through a cache.
+
+    The analyser's tokens never span whitespace (its word pattern matches no space, and
+    NFKC never joins a character to a space before it), and stopwords, month names and stems
+    are decided per token, so the terms of a text are the terms of its whitespace-separated
+    words in order. Words repeat across memories, so loading a profile analyses each
+    distinct word once instead of every text in full (about 40 % of building the index).
+    """
+    out: list[str] = []
+    for word in text.split():
+        out.extend(_word_terms(word))
+    return out
 
 
 def ended_at(value: dict[str, Any], status: str) -> float:
@@ -196,6 +219,10 @@ class ProfileIndex:
         self.tombstones: set[str] = set()
         self.applied: dict[str, int] = {}
         """The change protocol's number applied per writer."""
+        self.unsettled: set[str] = set()
+        """Writers whose markers the last sync read unsettled (for the index image)."""
+        self.image_pages = 0
+        """Pages of the store's index image when this index last read it."""
         self.bm25 = BM25Index(k1=self.recall_config.bm25_k1, b=self.recall_config.bm25_b)
         self.by_key: dict[tuple[str, str], set[str]] = {}
         self._key_terms: dict[str, set[tuple[str, str]]] = {}
@@ -311,8 +338,12 @@ class ProfileIndex:
     # -- applying ----------------------------------------------------------------------------
 
     def reset(self, generation: str | None, values: Iterable[dict[str, Any]],
-              counts: Iterable[Any], synced_at: float) -> None:
-        """Replace the whole index (a full load): records, and access-count items."""
+              counts: Iterable[Any], synced_at: float,
+              terms: Iterable[str | None] | None = None) -> None:
+        """Replace the whole index (a full load): records, and access-count items.
+
+        ``terms`` (from an index image) holds, per value, its keyword terms joined by spaces
+        (``None``: analyse its text), as :func:`text_terms` gives them."""
         with self.lock:
             self._clear()
             self.generation = generation
@@ -323,9 +354,19 @@ class ProfileIndex:
             for mid, items in by_memory.items():
                 self.counts[mid] = {}
                 self.set_counts(mid, items)
-            for value in values:
-                self._set(value)
+            if terms is None:
+                for value in values:
+                    self._set(value)
+            else:
+                for value, joined in zip(values, terms, strict=True):
+                    self._set(value, None if joined is None else joined.split())
             self.synced_at = synced_at
+
+    def joined_terms(self) -> list[str]:
+        """Per record (in ``values`` order), its keyword terms joined by spaces (for an
+        index image; terms never contain spaces)."""
+        with self.lock:
+            return [" ".join(text_terms(_indexed_text(v))) for v in self.values.values()]
 
     def apply(self, value: dict[str, Any]) -> None:
         """Take in a copy of a record read from the store or just written (the store is the
@@ -355,7 +396,7 @@ class ProfileIndex:
             self.bm25.remove(mid)
             self._maybe_compact()
 
-    def _set(self, value: dict[str, Any]) -> None:
+    def _set(self, value: dict[str, Any], terms: list[str] | None = None) -> None:
         mid = value["id"]
         held = self.values.get(mid)
         text = _indexed_text(value)
@@ -372,12 +413,13 @@ class ProfileIndex:
         row = self.columns.set(value)
         if held is None or _indexed_text(held) != text or mid not in self.bm25:
             if text:
-                self.bm25.upsert(mid, {"text": default_analyzer().terms(text)})
+                self.bm25.upsert(mid, {"text": text_terms(text) if terms is None else terms})
             else:
                 self.bm25.remove(mid)
         slot = self.bm25.slot(mid)
         self.columns.slot[row] = -1 if slot is None else slot
-        self._set_access(value, row)
+        if mid in self.counts or mid in self.pending_access:  # else columns.set has it
+            self._set_access(value, row)
 
     def _set_access(self, value: dict[str, Any], row: int) -> None:
         """The fill's access and recency columns: the record's own count plus

@@ -1,4 +1,4 @@
-"""The semantic tier's write path and record reads, as plans (see ``core/effects.py``).
+"""The semantic tier's write path and record reads, as plans (see ``core/plans.py``).
 
 Writing a memory (``plan_write``):
 
@@ -14,6 +14,12 @@ Writing a memory (``plan_write``):
    fails while embedding, it is retried without the embedding: the memory is stored with
    ``embedding_status="pending"`` (the keyword and key channels still find it) and
    ``AgentMemory.reembed()`` backfills it.
+
+Bulk writes (``Profile.remember_many``) follow the same rules in chunks: ``bulk.py``.
+
+Every rewrite of a stored record (supersession, ``forget``, ``end_session``) goes through
+the protocol's tombstone check (``index/changes.py``), so none brings back a record that
+another process deleted between its read and its write.
 
 ``update`` writes a new version that supersedes the old one, so edits show in ``history``.
 ``forget`` marks a record forgotten (kept, never recalled); ``delete`` removes it.
@@ -200,7 +206,9 @@ def _embeddable(ctx: ProfileContext, record: MemoryRecord) -> bool:
     return ctx.has_vectors and record.kind != "task" and not record.encrypted
 
 
-def _key_superseded(ctx: ProfileContext, record: MemoryRecord) -> list[str]:
+def key_superseded(ctx: ProfileContext, record: MemoryRecord) -> list[str]:
+    """Ids of the active facts and instructions of ``record``'s scope under its key (what
+    it supersedes by key); none for events, tasks and keyless records."""
     if record.kind not in SUPERSEDABLE_KINDS or not record.key:
         return []
     values = ctx.index.values
@@ -234,10 +242,79 @@ def _plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterabl
     return out[: cfg.max_candidates]
 
 
-def _superseded_value(old: dict[str, Any], new_id: str, now: datetime) -> dict[str, Any]:
+def superseded_value(old: dict[str, Any], new_id: str, now: datetime) -> dict[str, Any]:
+    """``old`` (a stored value) marked superseded by ``new_id`` at ``now``."""
     stamp = now.isoformat()
     return {**old, "status": "superseded", "superseded_by": new_id, "superseded_at": stamp,
             "updated_at": stamp}
+
+
+def plan_verify(ctx: ProfileContext, record: MemoryRecord, exclude: Sequence[str]
+                ) -> Plan[tuple[list[str], list[str]]]:
+    """Verification of a new record against the stored ones (skipped for tasks, encrypted
+    records and stores without vectors): ``(ids it replaces, ids it contradicts)``."""
+    if record.kind == "task" or record.encrypted or not ctx.has_vectors:
+        return [], []
+    cfg = ctx.config.verification
+    candidates = yield from _plan_candidates(ctx, record, exclude)
+    verdicts = yield from plan_verdicts(ctx.model, cfg, record.text, record.kind, candidates)
+    replaces: list[str] = []
+    contradicts: list[str] = []
+    for v in verdicts:
+        if v.replaces:
+            replaces.append(v.memory_id)
+        elif v.contradicts:
+            contradicts.append(v.memory_id)
+            logger.info("memory %s contradicts %s in profile %r (%s, by %s); both kept",
+                        record.id, v.memory_id, ctx.profile, v.reason, v.by)
+    return replaces, contradicts
+
+
+def plan_fresh_active(ctx: ProfileContext, ids: Sequence[str]) -> Plan[list[dict[str, Any]]]:
+    """The stored values of the active records among ``ids`` this index holds, read fresh
+    (never the index's copies: a record another process deleted or changed since the sync
+    is not brought back or undone)."""
+    ids = [mid for mid in dict.fromkeys(ids) if mid in ctx.index.values]
+    if not ids:
+        return []
+    fresh = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in ids])
+    return [dict(item.value) for item in fresh
+            if item is not None and item.value.get("profile") == ctx.profile
+            and item.value.get("status") == "active"]
+
+
+def plan_commit_new(
+    ctx: ProfileContext,
+    records: Sequence[MemoryRecord],
+    others: Sequence[dict[str, Any]] = (),
+) -> Plan[list[MemoryRecord]]:
+    """Write new records (embedded where :func:`_embeddable`) and rewritten ``others`` as one
+    write of the change protocol. If the write fails while embedding, it is made again
+    without embedding: the new records are stored ``embedding_status="pending"`` (keyword
+    and key channels find them; ``AgentMemory.reembed()`` backfills). Returns the records
+    as stored (plaintext)."""
+    embed = [_embeddable(ctx, r) for r in records]
+    records = [r.model_copy(update={"embedding_status": "complete" if e else "skipped"})
+               for r, e in zip(records, embed, strict=True)]
+    rest: list[tuple[dict[str, Any], Any]] = [(o, ctx.index_arg(o)) for o in others]
+    puts = [(store_value(ctx, r), ["text"] if e else False)
+            for r, e in zip(records, embed, strict=True)]
+    if not any(embed):
+        yield from plan_commit(ctx.store, ctx.index, [*puts, *rest])
+        return records
+    try:
+        yield from plan_commit(ctx.store, ctx.index, [*puts, *rest])
+        return records
+    except (BackendError, InvalidInputError):
+        raise
+    except Exception as e:
+        records = [r.model_copy(update={"embedding_status": "pending", "embedding_attempts": 1})
+                   if e_ else r for r, e_ in zip(records, embed, strict=True)]
+        yield from plan_commit(ctx.store, ctx.index,
+                               [*((store_value(ctx, r), False) for r in records), *rest])
+        logger.warning("embedding %d memories of %r failed (%s); stored as pending",
+                       sum(embed), ctx.profile, e)
+        return records
 
 
 def plan_write(
@@ -251,49 +328,16 @@ def plan_write(
     now = utcnow()
     record = prepare(ctx, spec, now)
     yield from plan_sync(ctx.store, ctx.index)
-    superseded = list(dict.fromkeys([*supersede, *_key_superseded(ctx, record)]))
+    superseded = list(dict.fromkeys([*supersede, *key_superseded(ctx, record)]))
     contradicts: list[str] = []
-    cfg = ctx.config.verification
-    if verify is None:
-        verify = cfg.enabled
-    if verify and record.kind != "task" and not record.encrypted and ctx.has_vectors:
-        candidates = yield from _plan_candidates(ctx, record, superseded)
-        verdicts = yield from plan_verdicts(ctx.model, cfg, record.text, record.kind, candidates)
-        for v in verdicts:
-            if v.replaces:
-                superseded.append(v.memory_id)
-            elif v.contradicts:
-                contradicts.append(v.memory_id)
-                logger.info("memory %s contradicts %s in profile %r (%s, by %s); both kept",
-                            record.id, v.memory_id, ctx.profile, v.reason, v.by)
-    # the superseded records are read fresh, never written back from the index's copies:
-    # one another process deleted or changed since the sync is not brought back or undone
-    superseded = [mid for mid in dict.fromkeys(superseded) if mid in ctx.index.values]
-    fresh = (yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in superseded])
-             ) if superseded else []
-    olds = [_superseded_value(item.value, record.id, now) for item in fresh
-            if item is not None and item.value.get("profile") == ctx.profile
-            and item.value.get("status") == "active"]
-    record = record.model_copy(update={
-        "supersedes": [o["id"] for o in olds],
-        "contradicts": contradicts,
-        "embedding_status": "complete" if _embeddable(ctx, record) else "skipped",
-    })
-    value = store_value(ctx, record)
-    old_puts: list[tuple[dict[str, Any], Any]] = [(o, ctx.index_arg(o)) for o in olds]
-    if not _embeddable(ctx, record):
-        yield from plan_commit(ctx.store, ctx.index, [(value, False), *old_puts])
-    else:
-        try:
-            yield from plan_commit(ctx.store, ctx.index, [(value, ["text"]), *old_puts])
-        except (BackendError, InvalidInputError):
-            raise
-        except Exception as e:
-            record = record.model_copy(update={"embedding_status": "pending",
-                                               "embedding_attempts": 1})
-            value = store_value(ctx, record)
-            yield from plan_commit(ctx.store, ctx.index, [(value, False), *old_puts])
-            logger.warning("embedding memory %s failed (%s); stored as pending", record.id, e)
+    if ctx.config.verification.enabled if verify is None else verify:
+        replaces, contradicts = yield from plan_verify(ctx, record, superseded)
+        superseded += replaces
+    olds = [superseded_value(o, record.id, now)
+            for o in (yield from plan_fresh_active(ctx, superseded))]
+    record = record.model_copy(update={"supersedes": [o["id"] for o in olds],
+                                       "contradicts": contradicts})
+    (record,) = yield from plan_commit_new(ctx, [record], olds)
     yield from plan_flush_access(ctx)
     return record
 

@@ -1,0 +1,147 @@
+"""An image of a profile's index in the store: what a new process loads instead of every record.
+
+A full load reads every record of the profile, one store row each; on ``ChromaStore`` most
+of a new process's first recall goes there (10k records: about three quarters). A profile of
+at least ``image_min_records`` (2,000) records therefore keeps, in the store itself (no side
+file), an image of an index of it: its records' values in items of ``image_page_records``
+(1,000) each, and a head naming them::
+
+    (*R, "image")   "head"          {"image": id, "generation", "applied": {writer: seq},
+                                     "unsettled": [writer], "pages": n, "records", "at"}
+    (*R, "image")   "p000000" ...   {"image": id, "values": [record value, ...],
+                                     "terms": ["their keyword terms, space-joined", ...]}
+
+**Why loading an image is exact.** An image is the state of an index after a sync: every
+write its ``applied`` numbers confirm is in its values (values may hold more: writes applied
+but not yet confirmed, re-read anyway). Loading it is being a reader whose last sync was when
+the image was made; the sync that follows (the protocol's own, from ``applied``) reads every
+entry written since, which the change log still holds as long as the image is younger than
+its retention. So an image is used only when its head names the profile's current
+generation, all its pages carry the head's id (pages are written before the head; a
+concurrent image shows as a mismatch), it is younger than ``image_max_age_seconds`` (15 min,
+by the wall clocks of its writer and its reader: below ``retention - reload_after``, the skew
+the protocol already tolerates), and every writer it saw unsettled still has a marker (else
+that writer's entries may be pruned). Otherwise the process loads every record, as without
+an image, and writes a new image.
+
+The pages also hold each record's keyword terms (``text_terms``), so a load neither reads
+every record nor analyses every text; they are used only when the head names the same
+analyser (``repr(default_analyzer())``), else the texts are analysed again. Access counts
+are not in the image: a load reads them fresh, as a full load does.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from langgraph.store.base import BaseStore, Item, PutOp, SearchOp
+
+from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.index.profile_index import ProfileIndex
+from langmem_edge.retrieval.text import default_analyzer
+
+__all__ = ["HEAD_KEY", "IMAGE", "image_namespace", "image_values", "plan_write_image"]
+
+IMAGE = "image"
+"""Label of the image's namespace under the profile root."""
+
+HEAD_KEY = "head"
+"""Key of the image's head item."""
+
+MAX_PAGES = 100_000
+"""``limit`` of the search that reads an image (its head and every page)."""
+
+
+def image_namespace(index: ProfileIndex) -> tuple[str, ...]:
+    """``(*R, "image")``."""
+    return (*index.layout.root, IMAGE)
+
+
+def image_read_op(index: ProfileIndex) -> SearchOp:
+    """The one read of an image: its head and all its pages."""
+    return SearchOp(image_namespace(index), limit=MAX_PAGES)
+
+
+def _page_key(i: int) -> str:
+    return f"p{i:06d}"
+
+
+def _analyser() -> str:
+    return repr(default_analyzer())
+
+
+def image_values(
+    index: ProfileIndex,
+    items: list[Item],
+    *,
+    generation: str | None,
+    writers: set[str],
+    now: float,
+) -> tuple[list[dict[str, Any]], list[str | None] | None, dict[str, int]] | None:
+    """The values, their keyword terms (``None`` when made by another analyser) and the
+    applied numbers of the image in ``items`` (the result of :func:`image_read_op`), or
+    ``None`` when it may not be used (see the module docstring).
+    ``generation`` and ``writers`` (the writers with a marker) come from the sync probe;
+    ``now`` is the wall clock."""
+    head = next((it.value for it in items if it.key == HEAD_KEY), None)
+    if (head is None or head.get("profile") != index.profile or generation is None
+            or head.get("generation") != generation):
+        return None
+    cache = index.cache
+    max_age = min(cache.image_max_age_seconds,
+                  cache.retention_seconds - cache.reload_after_seconds)
+    if not 0 <= now - float(head.get("at", 0.0)) < max_age:
+        return None
+    if not set(head.get("unsettled") or ()) <= writers:
+        return None
+    pages = {it.key: it.value for it in items if it.key != HEAD_KEY}
+    values: list[dict[str, Any]] = []
+    terms: list[str | None] = []
+    for i in range(int(head.get("pages", -1))):
+        page = pages.get(_page_key(i))
+        if page is None or page.get("image") != head.get("image"):
+            return None
+        page_values = page.get("values") or []
+        page_terms = page.get("terms")
+        if not isinstance(page_terms, list) or len(page_terms) != len(page_values):
+            page_terms = [None] * len(page_values)
+        for v, t in zip(page_values, page_terms, strict=True):
+            if v.get("profile") == index.profile:
+                values.append(v)
+                terms.append(t if isinstance(t, str) else None)
+    if len(values) != head.get("records"):
+        return None
+    applied = head.get("applied") or {}
+    same = head.get("analyser") == _analyser()
+    return values, (terms if same else None), {str(w): int(n) for w, n in applied.items()}
+
+
+def plan_write_image(store: BaseStore, index: ProfileIndex, unsettled: set[str],
+                     old_pages: int = 0) -> Plan[int]:
+    """Write the image of ``index`` (just synced): its pages, then its head; returns how many
+    pages it has. ``unsettled`` are the writers whose markers the sync read unsettled; pages
+    of an older image beyond the new count (``old_pages``) are removed."""
+    ns = image_namespace(index)
+    with index.lock:
+        values = list(index.values.values())
+        terms = index.joined_terms()
+        applied = dict(index.applied)
+        generation = index.generation
+    if generation is None:
+        return 0
+    image_id = uuid.uuid4().hex
+    size = index.cache.image_page_records
+    chunks = range(0, len(values), size)
+    yield batch(store, [PutOp(ns, _page_key(i), {
+        "profile": index.profile, "image": image_id, "values": values[start:start + size],
+        "terms": terms[start:start + size]}, index=False) for i, start in enumerate(chunks)])
+    ops: list[PutOp] = [PutOp(ns, HEAD_KEY, {
+        "profile": index.profile, "image": image_id, "generation": generation,
+        "applied": applied, "unsettled": sorted(unsettled & set(applied)),
+        "pages": len(chunks), "records": len(values), "analyser": _analyser(),
+        "at": time.time()}, index=False)]
+    ops += [PutOp(ns, _page_key(i), None) for i in range(len(chunks), old_pages)]
+    yield batch(store, ops)
+    return len(chunks)

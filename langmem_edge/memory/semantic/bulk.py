@@ -1,0 +1,190 @@
+"""Bulk writes of the semantic tier (``Profile.remember_many``): imports and backfills.
+
+``remember`` costs a sync, a verification (when on) and one write of the change protocol
+(three store batches) per memory, so the store's embedder sees one text at a time. A bulk
+write validates every item first (a bad item raises, naming its position, before anything
+is written), then writes the memories in chunks of ``limits.bulk_chunk`` (1,000): each chunk
+is one write of the change protocol (``index/changes.py``), so the store embeds the chunk's
+texts in one batch and the chunk costs a constant number of store batches, whatever its size:
+
+1. the sync probe (``plan_sync``: another process's writes since the last chunk);
+2. the stored records the chunk supersedes, read fresh (only when there are any);
+3. the protocol's three batches: unsettled marker; the records and their change entry;
+   settled marker.
+
+The write rules are those of ``remember`` (``write.py``): a fact or instruction under a key
+supersedes the active ones of its scope, so of several items with one key and scope the last
+is active and each earlier one is superseded by the next (as if they had been remembered one
+at a time, in order). An item superseded by a later item of the same chunk is written
+superseded in the same batch as its successor; one held by an earlier chunk is already
+stored, so it is read fresh and rewritten like any stored record. A chunk whose embedding
+fails is stored ``embedding_status="pending"`` (``AgentMemory.reembed()`` backfills).
+
+Verification is off by default (imports are usually known to be new). With ``verify=True``
+each item is judged against the memories stored before its chunk (not against the other
+items of its chunk), one verification search and judgement per item.
+
+A failure of the store mid-call leaves the chunks before the failing one written (each
+chunk whole); the call raises, and the records it returns are only those of a call that
+succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from langmem_edge.errors import InvalidInputError, LimitExceededError
+from langmem_edge.memory.core.plans import Plan
+from langmem_edge.memory.index.changes import plan_image, plan_sync
+from langmem_edge.memory.records import SUPERSEDABLE_KINDS, MemoryRecord, utcnow
+from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.write import (
+    WriteSpec,
+    key_superseded,
+    plan_commit_new,
+    plan_flush_access,
+    plan_fresh_active,
+    plan_verify,
+    prepare,
+    superseded_value,
+)
+
+__all__ = ["ITEM_FIELDS", "BulkItem", "bulk_specs", "plan_remember_many"]
+
+BulkItem = str | Mapping[str, Any]
+"""One item of ``remember_many``: a text, or a dict of ``remember``'s fields."""
+
+ITEM_FIELDS = frozenset({
+    "text", "key", "kind", "fact_type", "confidence", "source", "writer", "contact",
+    "session_id", "tags", "metadata", "valid_from", "valid_until", "encrypted",
+})
+"""The fields an item dict may hold (``remember``'s arguments, ``text`` required)."""
+
+
+def bulk_specs(
+    items: Iterable[BulkItem],
+    *,
+    source: str,
+    writer: str | None,
+    contact: str | None,
+    session_id: str | None,
+    max_items: int,
+) -> list[WriteSpec]:
+    """The write specs of ``items``; an item's own fields win over the call's defaults
+    (``source``, ``writer``, ``contact``, ``session_id``). Raises ``InvalidInputError``
+    naming the first bad item's position."""
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise InvalidInputError(
+            f"items must be a list of texts or dicts, got {type(items).__name__}"
+        )
+    items = list(items)
+    if len(items) > max_items:
+        raise LimitExceededError(f"{len(items)} items; remember_many accepts at most "
+                                 f"{max_items} a call")
+    defaults = {"source": source, "writer": writer, "contact": contact,
+                "session_id": session_id}
+    specs = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            fields: dict[str, Any] = {"text": item}
+        elif isinstance(item, Mapping):
+            fields = dict(item)
+            unknown = set(fields) - ITEM_FIELDS
+            if unknown:
+                raise InvalidInputError(f"items[{i}] has unknown fields {sorted(unknown)}; "
+                                        f"allowed: {sorted(ITEM_FIELDS)}")
+            if "text" not in fields:
+                raise InvalidInputError(f"items[{i}] has no 'text'")
+        else:
+            raise InvalidInputError(
+                f"items[{i}] must be a text or a dict, got {type(item).__name__}"
+            )
+        specs.append(WriteSpec(**{**defaults, **fields}))
+    return specs
+
+
+def _prepared(ctx: ProfileContext, specs: Sequence[WriteSpec], now: datetime
+              ) -> list[MemoryRecord]:
+    records = []
+    for i, spec in enumerate(specs):
+        try:
+            records.append(prepare(ctx, spec, now))
+        except InvalidInputError as e:
+            raise type(e)(f"items[{i}]: {e}") from e
+    return records
+
+
+def plan_remember_many(
+    ctx: ProfileContext,
+    items: Iterable[BulkItem],
+    *,
+    source: str,
+    writer: str | None,
+    contact: str | None,
+    session_id: str | None,
+    verify: bool,
+) -> Plan[list[MemoryRecord]]:
+    """Write many new memories (see the module docstring); returns them in order, as
+    stored (plaintext)."""
+    specs = bulk_specs(items, source=source, writer=writer, contact=contact,
+                       session_id=session_id, max_items=ctx.config.limits.max_bulk_items)
+    now = utcnow()
+    records = _prepared(ctx, specs, now)  # every item checked before anything is written
+    chunk = ctx.config.limits.bulk_chunk
+    written: list[MemoryRecord] = []
+    for start in range(0, len(records), chunk):
+        yield from plan_sync(ctx.store, ctx.index)
+        written += yield from _plan_chunk(ctx, records[start:start + chunk], verify, now)
+    if written:
+        yield from plan_flush_access(ctx)
+    if len(written) >= ctx.config.index.image_min_records:  # an import: new processes
+        yield from plan_image(ctx.store, ctx.index)  # load its image, not every record
+    return written
+
+
+def _plan_chunk(ctx: ProfileContext, part: list[MemoryRecord], verify: bool, now: datetime
+                ) -> Plan[list[MemoryRecord]]:
+    """One chunk: supersession (in the chunk, and of stored records), verification, one
+    write of the protocol."""
+    holder: dict[tuple[str, str], int] = {}
+    """(scope, key) -> position of the chunk's record now holding it."""
+    successor: dict[int, int] = {}
+    """position superseded -> position of the record superseding it (in the chunk)."""
+    stored: dict[str, int] = {}
+    """stored id superseded -> position of the record superseding it (the first claim)."""
+    contradicts: dict[int, list[str]] = {}
+    for j, record in enumerate(part):
+        if record.kind in SUPERSEDABLE_KINDS and record.key:
+            sk = (record.scope, record.key)
+            prev = holder.get(sk)
+            if prev is None:
+                for mid in key_superseded(ctx, record):
+                    stored.setdefault(mid, j)
+            else:
+                successor[prev] = j
+            holder[sk] = j
+        if verify:
+            replaces, contra = yield from plan_verify(ctx, record, list(stored))
+            for mid in replaces:
+                stored.setdefault(mid, j)
+            contradicts[j] = contra
+    olds = yield from plan_fresh_active(ctx, list(stored))
+    supersedes: dict[int, list[str]] = {}
+    rewritten = []
+    for old in olds:
+        j = stored[old["id"]]
+        supersedes.setdefault(j, []).append(old["id"])
+        rewritten.append(superseded_value(old, part[j].id, now))
+    for prev, j in successor.items():
+        supersedes.setdefault(j, []).append(part[prev].id)
+    news = []
+    for j, record in enumerate(part):
+        update: dict[str, Any] = {"supersedes": supersedes.get(j, []),
+                                  "contradicts": contradicts.get(j, [])}
+        if j in successor:
+            update.update(status="superseded", superseded_by=part[successor[j]].id,
+                          superseded_at=now)
+        news.append(record.model_copy(update=update))
+    return (yield from plan_commit_new(ctx, news, rewritten))
