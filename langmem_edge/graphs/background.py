@@ -1,0 +1,484 @@
+"""Run post-turn work (memory extraction) off the reply's path: :class:`BackgroundExecutor`.
+
+A turn's reply must never wait for extraction, and extraction must never be silently lost.
+The executor runs plain sync callables on one daemon worker thread:
+
+- **Debounced per key** (the thread id): a job waits ``delay_seconds`` before it runs; a job
+  submitted under a key whose earlier job is still waiting *replaces* it and restarts the wait
+  (counted in ``replaced``). A job already running is never replaced: the new one waits for
+  its turn. Jobs of one key therefore never run at the same time, and they run in the order of
+  their latest submission.
+- **Bounded**: at most ``max_pending`` jobs wait. :meth:`~BackgroundExecutor.submit` returns at
+  once while there is room (or when it replaces a waiting job); when the queue is full it
+  waits for room (backpressure, counted in ``waited``), and with ``timeout=`` raises
+  :class:`~langmem_edge.errors.LimitExceededError` if none came. A job is never dropped. A job
+  that submits another job from the worker thread is never blocked (it would wait for itself).
+- **Retried**: a job that raises is tried again up to ``max_attempts`` times in all, with
+  exponential backoff (tenacity; each retry counted in ``retried``); after the last failure it
+  is logged with its key through ``logging.getLogger(__name__)`` and counted in ``failed``.
+  The worker survives every failure.
+- **Flushed**: :meth:`~BackgroundExecutor.flush` runs every waiting job now (ignoring the
+  delay) and waits for them; :meth:`~BackgroundExecutor.close` flushes and stops the worker,
+  after which ``submit`` raises :class:`BackgroundClosedError`. Executors still open at
+  interpreter exit are closed then (held weakly, so an executor dropped by its owner is not
+  kept alive by the hook; its worker then runs what waits and stops).
+
+Nothing is looked up through context variables: the caller closes over what the job needs
+(a profile and its store), so the graph's store is never lost on the way to the worker
+(langmem's ``ReflectionExecutor`` loses it; see DESIGN.md, "The agent half").
+
+Generic by design: this module runs callables and imports nothing from ``langmem_edge.memory``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from langmem_edge.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    LangmemEdgeError,
+    LimitExceededError,
+)
+
+__all__ = [
+    "DEFAULT_DELAY_SECONDS",
+    "DEFAULT_EXIT_TIMEOUT",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_MAX_PENDING",
+    "DEFAULT_RETRY_WAIT_INITIAL",
+    "DEFAULT_RETRY_WAIT_MAX",
+    "BackgroundClosedError",
+    "BackgroundConfig",
+    "BackgroundExecutor",
+    "BackgroundStats",
+    "Job",
+]
+
+logger = logging.getLogger(__name__)
+
+Job = Callable[[], object]
+"""A unit of background work: a sync callable taking nothing; its return value is ignored."""
+
+DEFAULT_DELAY_SECONDS = 2.0
+"""Seconds a job waits before it runs, restarted by each replacing submit: a user's quick
+follow-up turn within this delay folds the two extractions into one (the episodic ingest is
+idempotent, so the later job covers the earlier turn's messages too)."""
+
+DEFAULT_MAX_PENDING = 256
+"""Jobs waiting at most; a submit past it waits for room (backpressure), never drops a job."""
+
+DEFAULT_MAX_ATTEMPTS = 3
+"""Tries of one job, the first included, before it is logged and counted as failed."""
+
+DEFAULT_RETRY_WAIT_INITIAL = 0.5
+"""Seconds before the first retry of a failed job; doubles at each retry."""
+
+DEFAULT_RETRY_WAIT_MAX = 8.0
+"""Longest wait between two tries of a job, in seconds."""
+
+DEFAULT_EXIT_TIMEOUT = 30.0
+"""Seconds an executor still open at interpreter exit gets to run what waits."""
+
+
+class BackgroundConfig(TypedDict, total=False):
+    """How a :class:`BackgroundExecutor` schedules and retries its jobs.
+
+    Attributes:
+        delay_seconds: Debounce delay per key, in seconds (>= 0). Default
+            :data:`DEFAULT_DELAY_SECONDS` (2.0).
+        max_pending: Jobs waiting at most (>= 1). Default :data:`DEFAULT_MAX_PENDING` (256).
+        max_attempts: Tries of a job, first included (>= 1). Default
+            :data:`DEFAULT_MAX_ATTEMPTS` (3).
+        retry_wait_initial: Seconds before the first retry (>= 0), doubling. Default
+            :data:`DEFAULT_RETRY_WAIT_INITIAL` (0.5).
+        retry_wait_max: Longest wait between tries, in seconds (>= 0). Default
+            :data:`DEFAULT_RETRY_WAIT_MAX` (8.0).
+        exit_timeout: Seconds given to waiting jobs at interpreter exit (>= 0). Default
+            :data:`DEFAULT_EXIT_TIMEOUT` (30.0).
+    """
+
+    delay_seconds: float
+    max_pending: int
+    max_attempts: int
+    retry_wait_initial: float
+    retry_wait_max: float
+    exit_timeout: float
+
+
+DEFAULT_BACKGROUND_CONFIG: BackgroundConfig = {
+    "delay_seconds": DEFAULT_DELAY_SECONDS,
+    "max_pending": DEFAULT_MAX_PENDING,
+    "max_attempts": DEFAULT_MAX_ATTEMPTS,
+    "retry_wait_initial": DEFAULT_RETRY_WAIT_INITIAL,
+    "retry_wait_max": DEFAULT_RETRY_WAIT_MAX,
+    "exit_timeout": DEFAULT_EXIT_TIMEOUT,
+}
+
+_MINIMUMS: dict[str, float] = {
+    "delay_seconds": 0.0,
+    "max_pending": 1,
+    "max_attempts": 1,
+    "retry_wait_initial": 0.0,
+    "retry_wait_max": 0.0,
+    "exit_timeout": 0.0,
+}
+_INTEGER_FIELDS = frozenset({"max_pending", "max_attempts"})
+
+
+def _resolve_config(config: BackgroundConfig | None) -> BackgroundConfig:
+    """The defaults overlaid with ``config``, checked: unknown keys and bad values raise."""
+    given: dict[str, Any] = dict(config or {})
+    unknown = sorted(set(given) - set(DEFAULT_BACKGROUND_CONFIG))
+    if unknown:
+        raise ConfigurationError(
+            f"unknown BackgroundConfig key(s) {unknown}; allowed: {sorted(_MINIMUMS)}"
+        )
+    for key, value in given.items():
+        kinds: tuple[type, ...] = (int,) if key in _INTEGER_FIELDS else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds) or value < _MINIMUMS[key]:
+            kind = "an integer" if key in _INTEGER_FIELDS else "a number"
+            raise ConfigurationError(
+                f"BackgroundConfig {key!r} must be {kind} >= {_MINIMUMS[key]}, got {value!r}"
+            )
+    return {**DEFAULT_BACKGROUND_CONFIG, **given}  # type: ignore[typeddict-item]
+
+
+class BackgroundClosedError(LangmemEdgeError, RuntimeError):
+    """A job was submitted to a :class:`BackgroundExecutor` after ``close()``."""
+
+    code = "closed"
+
+
+@dataclass(frozen=True)
+class BackgroundStats:
+    """Counters of a :class:`BackgroundExecutor` since it was made.
+
+    Attributes:
+        submitted: ``submit`` calls accepted (replacing ones included).
+        replaced: Waiting jobs replaced by a later submit under the same key (never run).
+        completed: Jobs that returned (after retries or not).
+        failed: Jobs that raised on every try (logged with their key).
+        retried: Retries made (a job that fails twice then succeeds counts 2).
+        pending: Jobs not finished: waiting, plus the one running.
+        waited: Submits that had to wait for room in a full queue (backpressure).
+    """
+
+    submitted: int = 0
+    replaced: int = 0
+    completed: int = 0
+    failed: int = 0
+    retried: int = 0
+    pending: int = 0
+    waited: int = 0
+
+
+@dataclass
+class _Entry:
+    """A waiting job: what to run and when it is due (monotonic seconds)."""
+
+    job: Job
+    due: float
+
+
+class _Core:
+    """The executor's state, shared with its worker thread.
+
+    Kept apart from :class:`BackgroundExecutor` so the worker holds no reference to the
+    executor: dropping the executor lets it be collected (its finalizer stops the worker).
+    Every field is guarded by ``cond``.
+    """
+
+    def __init__(self, config: BackgroundConfig, name: str) -> None:
+        self.config = config
+        self.name = name
+        self.cond = threading.Condition()
+        self.waiting: OrderedDict[str, _Entry] = OrderedDict()  # ordered by due time
+        self.running: str | None = None
+        self.flushing = 0  # flush() calls in progress: jobs run without their delay
+        self.closed = False  # no more submits
+        self.stopping = False  # the worker exits once nothing waits
+        self.thread: threading.Thread | None = None
+        self.counts = {field: 0 for field in ("submitted", "replaced", "completed", "failed",
+                                              "retried", "waited")}
+
+    # -- caller side (under cond) -------------------------------------------------------------
+
+    def stats(self) -> BackgroundStats:
+        pending = len(self.waiting) + (self.running is not None)
+        return BackgroundStats(pending=pending, **self.counts)
+
+    def offer(self, key: str, job: Job) -> bool:
+        """Queue ``job`` under ``key`` if there is room (or it replaces); True if queued."""
+        if self.closed:
+            raise BackgroundClosedError(
+                f"background executor {self.name!r} is closed; job for key {key!r} refused"
+            )
+        due = time.monotonic() + self.config["delay_seconds"]
+        if key in self.waiting:
+            del self.waiting[key]
+            self.counts["replaced"] += 1
+        elif len(self.waiting) >= self.config["max_pending"] and not self.on_worker():
+            return False
+        self.waiting[key] = _Entry(job, due)  # appended: the latest due time
+        self.counts["submitted"] += 1
+        self.start()
+        self.cond.notify_all()
+        return True
+
+    def on_worker(self) -> bool:
+        return self.thread is not None and threading.current_thread() is self.thread
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self.work, name=self.name, daemon=True)
+            self.thread.start()
+
+    def idle(self) -> bool:
+        return not self.waiting and self.running is None
+
+    # -- worker side --------------------------------------------------------------------------
+
+    def next_job(self) -> tuple[str, Job] | None:
+        """Wait for the next due job and mark it running; None once stopping and empty."""
+        with self.cond:
+            while True:
+                if self.waiting:
+                    key, entry = next(iter(self.waiting.items()))
+                    delay = entry.due - time.monotonic()
+                    if delay <= 0 or self.flushing or self.stopping:
+                        del self.waiting[key]
+                        self.running = key
+                        self.cond.notify_all()  # room for a submit waiting on a full queue
+                        return key, entry.job
+                    self.cond.wait(delay)
+                elif self.stopping:
+                    return None
+                else:
+                    self.cond.wait()
+
+    def work(self) -> None:
+        """The worker loop: run due jobs until stopped."""
+        while (picked := self.next_job()) is not None:
+            key, job = picked
+            outcome = "completed" if self.run(key, job) else "failed"
+            with self.cond:
+                self.counts[outcome] += 1
+                self.running = None
+                self.cond.notify_all()
+
+    def run(self, key: str, job: Job) -> bool:
+        """Run ``job`` with retries; False (after logging) if every try raised."""
+
+        def count_retry(state: RetryCallState) -> None:
+            with self.cond:
+                self.counts["retried"] += 1
+            error = state.outcome.exception() if state.outcome else None
+            logger.warning("background job for key %r failed (try %d), retrying: %r",
+                           key, state.attempt_number, error)
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.config["max_attempts"]),
+            wait=wait_exponential(multiplier=self.config["retry_wait_initial"],
+                                  max=self.config["retry_wait_max"]),
+            retry=retry_if_exception_type(Exception),
+            before_sleep=count_retry,
+            reraise=True,
+        )
+        try:
+            retrying(job)
+        except BaseException:  # a job's SystemExit must not end the worker either
+            logger.exception("background job for key %r failed after %d tries; counted in "
+                             "failed", key, self.config["max_attempts"])
+            return False
+        return True
+
+    def stop_soon(self) -> None:
+        """Let the worker run what waits (without delay) and exit; used when collected."""
+        with self.cond:
+            self.closed = True
+            self.stopping = True
+            self.cond.notify_all()
+
+
+class BackgroundExecutor:
+    """Runs sync jobs on one daemon worker thread, debounced per key, bounded, retried.
+
+    See the module docstring for the semantics. Thread-safe: any thread (or event loop) may
+    submit; the worker thread starts with the first submit.
+
+    Args:
+        config: A :class:`BackgroundConfig`; missing keys take their defaults. Unknown keys
+            or out-of-range values raise :class:`~langmem_edge.errors.ConfigurationError`.
+        name: The worker thread's name (shown in logs and thread dumps).
+    """
+
+    def __init__(self, config: BackgroundConfig | None = None, *,
+                 name: str = "langmem-edge-extraction") -> None:
+        self._core = _Core(_resolve_config(config), name)
+        self._finalizer = weakref.finalize(self, self._core.stop_soon)
+        self._finalizer.atexit = False  # exit is handled by _close_open_executors, with a wait
+        _OPEN.add(self)
+
+    def __repr__(self) -> str:
+        return f"BackgroundExecutor(name={self._core.name!r}, stats={self.stats()!r})"
+
+    @property
+    def config(self) -> BackgroundConfig:
+        """The resolved configuration (defaults filled in)."""
+        return dict(self._core.config)  # type: ignore[return-value]
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (submits now raise)."""
+        with self._core.cond:
+            return self._core.closed
+
+    def stats(self) -> BackgroundStats:
+        """The counters now (see :class:`BackgroundStats`)."""
+        with self._core.cond:
+            return self._core.stats()
+
+    def submit(self, key: str, job: Job, *, timeout: float | None = None) -> None:
+        """Queue ``job`` to run under ``key`` after the delay, replacing a waiting job of ``key``.
+
+        Returns at once unless ``max_pending`` jobs are waiting; then it waits for room, at
+        most ``timeout`` seconds (None: as long as it takes).
+
+        Raises:
+            BackgroundClosedError: the executor is closed.
+            InvalidInputError: ``key`` is not a non-empty string or ``job`` is not callable.
+            LimitExceededError: the queue stayed full for ``timeout`` seconds; ``job`` was
+                not queued.
+        """
+        _check_job(key, job)
+        core = self._core
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with core.cond:
+            if core.offer(key, job):
+                return
+            core.counts["waited"] += 1
+            while not core.offer(key, job):
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise LimitExceededError(
+                        f"background queue {core.name!r} stayed full "
+                        f"({core.config['max_pending']} jobs waiting) for {timeout} s; "
+                        f"job for key {key!r} not queued"
+                    )
+                core.cond.wait(remaining)
+
+    async def asubmit(self, key: str, job: Job, *, timeout: float | None = None) -> None:
+        """:meth:`submit` without blocking the event loop when the queue is full."""
+        _check_job(key, job)
+        with self._core.cond:
+            if self._core.offer(key, job):
+                return
+        await asyncio.to_thread(self.submit, key, job, timeout=timeout)
+
+    def flush(self, timeout: float | None = None) -> BackgroundStats:
+        """Run every waiting job now (ignoring the delay) and wait until none is left.
+
+        Jobs submitted while the flush waits run at once too. Returns the counters; with a
+        ``timeout`` (seconds) that expired first, ``pending`` is above 0. Called from a job on
+        the worker thread, it returns at once (it cannot wait for itself).
+        """
+        core = self._core
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with core.cond:
+            if core.on_worker():
+                return core.stats()
+            core.flushing += 1
+            core.cond.notify_all()
+            try:
+                while not core.idle():
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        break
+                    core.cond.wait(remaining)
+            finally:
+                core.flushing -= 1
+            return core.stats()
+
+    def close(self, timeout: float | None = None) -> BackgroundStats:
+        """Refuse new jobs, run every waiting one, stop the worker; idempotent.
+
+        Returns the counters. If ``timeout`` (seconds) expired first, the jobs left are logged
+        (a warning naming their keys) and ``pending`` is above 0; the worker keeps running
+        them until the interpreter exits.
+        """
+        core = self._core
+        with core.cond:
+            core.closed = True
+        stats = self.flush(timeout)
+        with core.cond:
+            core.stopping = True
+            core.cond.notify_all()
+            left = list(core.waiting) + ([core.running] if core.running else [])
+            thread = None if core.on_worker() else core.thread
+        if left:
+            logger.warning("background executor %r closed with %d job(s) unfinished, keys %r",
+                           core.name, len(left), left)
+        elif thread is not None:
+            thread.join()  # nothing waits and nothing runs: the worker is exiting now
+        self._finalizer.detach()
+        _OPEN.discard(self)
+        return stats
+
+    async def aflush(self, timeout: float | None = None) -> BackgroundStats:
+        """:meth:`flush` in a helper thread, so the event loop keeps running."""
+        return await asyncio.to_thread(self.flush, timeout)
+
+    async def aclose(self, timeout: float | None = None) -> BackgroundStats:
+        """:meth:`close` in a helper thread, so the event loop keeps running."""
+        return await asyncio.to_thread(self.close, timeout)
+
+    def __enter__(self) -> BackgroundExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> BackgroundExecutor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _check_job(key: object, job: object) -> None:
+    if not isinstance(key, str) or not key:
+        raise InvalidInputError(f"background job key must be a non-empty string, got {key!r}")
+    if not callable(job):
+        raise InvalidInputError(f"background job must be callable, got {type(job).__name__}")
+
+
+_OPEN: weakref.WeakSet[BackgroundExecutor] = weakref.WeakSet()
+"""Executors not yet closed, held weakly: closed at interpreter exit."""
+
+
+@atexit.register
+def _close_open_executors() -> None:
+    """Close every executor still open, each given its ``exit_timeout``."""
+    for executor in list(_OPEN):
+        try:
+            executor.close(executor.config["exit_timeout"])
+        except Exception:  # pragma: no cover - never let one executor stop the others
+            logger.exception("closing background executor %r at exit failed", executor)
