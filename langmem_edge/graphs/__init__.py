@@ -18,6 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langmem_edge.graphs.agent import create_memory_agent
+    from langmem_edge.graphs.background import (
+        BackgroundConfig,
+        BackgroundExecutor,
+        BackgroundStats,
+    )
     from langmem_edge.graphs.hooks import MemoryHooks
     from langmem_edge.graphs.middleware import MemoryMiddleware
     from langmem_edge.graphs.nodes import (
@@ -28,6 +33,9 @@ if TYPE_CHECKING:
     from langmem_edge.graphs.recall import inject_block
 
 _EXPORTS: dict[str, str] = {
+    "BackgroundConfig": "langmem_edge.graphs.background",
+    "BackgroundExecutor": "langmem_edge.graphs.background",
+    "BackgroundStats": "langmem_edge.graphs.background",
     "MemoryExtractionNode": "langmem_edge.graphs.nodes",
     "MemoryHooks": "langmem_edge.graphs.hooks",
     "MemoryMiddleware": "langmem_edge.graphs.middleware",
@@ -38,6 +46,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "BackgroundConfig",
+    "BackgroundExecutor",
+    "BackgroundStats",
     "MemoryExtractionNode",
     "MemoryHooks",
     "MemoryMiddleware",
