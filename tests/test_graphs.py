@@ -291,3 +291,16 @@ def test_a_failing_extractor_is_retried_logged_and_counted(
     assert (stats.failed, stats.retried, stats.completed) == (1, 1, 0)
     assert any("alice/t7" in r.getMessage() for r in caplog.records)
     executor.close()
+
+
+def test_the_readme_agent_example_runs_and_recalls() -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S)
+                if "create_memory_agent" in b]
+    scope: dict[str, Any] = {}
+    exec(compile(block, "README", "exec"), scope)
+    shown = blocks(scope["model"].calls[-1])
+    assert len(shown) == 1 and "teal" in shown[0]
