@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ def test_store_demo_runs(tmp_path: Path) -> None:
         text=True,
         timeout=300,
         check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's package
     ).stdout
     assert "ui_theme: Prefers dark mode" in out
     assert "home: Lives in Singapore" in out

@@ -304,3 +304,41 @@ def test_the_readme_agent_example_runs_and_recalls() -> None:
     exec(compile(block, "README", "exec"), scope)
     shown = blocks(scope["model"].calls[-1])
     assert len(shown) == 1 and "teal" in shown[0]
+
+
+async def test_the_async_reply_returns_while_the_extractor_still_runs() -> None:
+    store = InMemoryStore(index=INDEX)
+    gate, started = threading.Event(), threading.Event()
+    mw = MemoryMiddleware(gated_memory(store, gate, started),
+                          background=BackgroundExecutor({"delay_seconds": 0}))
+    agent = create_agent(ScriptedChatModel(responses=["noted"]), [], middleware=[mw],
+                         checkpointer=InMemorySaver())
+    out = await agent.ainvoke({"messages": [("user", FACT)]}, cfg("t1"), context=CTX)
+    assert out["messages"][-1].content == "noted"
+    assert started.wait(30) and mw.stats().pending == 1
+    gate.set()
+    await mw.aflush()
+    assert [m.text for m in await AgentMemory(store).profile("alice").alist()] == [
+        "The user's favourite colour is teal."]
+    await mw.hooks.extractor.executor.aclose()
+
+
+def test_a_memory_failure_leaves_the_model_call_without_memory(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from langmem_edge import BackendError
+    from langmem_edge.memory import Profile
+
+    def down(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise BackendError("chroma is down")
+
+    monkeypatch.setattr(Profile, "recall", down)
+    model = ScriptedChatModel(responses=["still here"])
+    agent = create_memory_agent(model, memory=AgentMemory(InMemoryStore(index=INDEX)),
+                                checkpointer=InMemorySaver())
+    with caplog.at_level(logging.WARNING, logger="langmem_edge.graphs.hooks"):
+        out = agent.invoke({"messages": [("user", QUESTION)]}, cfg("t2"), context=CTX)
+    assert out["messages"][-1].content == "still here"
+    assert not blocks(model.calls[-1])
+    assert any("chroma is down" in r.getMessage() and "'t2'" in r.getMessage()
+               for r in caplog.records)
+    agent.memory_middleware.close()

@@ -149,3 +149,18 @@ def test_trim_state_cuts_the_checkpointed_messages_and_keeps_them_in_memory() ->
     for i in range(TURNS):
         found = alice.recall_conversation(f"apples number {i}", mode="keyword", limit=50)
         assert said(i) in [m.content for m in found]
+
+
+def test_the_entry_cache_gives_what_the_conversion_gives() -> None:
+    from langmem_edge.graphs.history import EntryCache, entries, may_exceed
+
+    config = EpisodicConfig()
+    msgs: list[BaseMessage] = [HumanMessage(said(i), id=f"h{i}") for i in range(5)]
+    msgs.insert(2, AIMessage(content="", id="empty"))  # no entry, as the tier skips it
+    cache = EntryCache(size=3)
+    first = cache.entries(msgs, "t", config)
+    assert first == cache.entries(msgs, "t", config) == entries(msgs, "t", config)
+    assert [e.index for e in first] == [0, 1, 3, 4, 5]
+    edited = [*msgs[:-1], HumanMessage("changed", id="h4")]  # same id, new content
+    assert cache.entries(edited, "t", config)[-1].stored["content"] == "changed"
+    assert not may_exceed(msgs, 10_000, config) and may_exceed(msgs, 50, config)

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langmem_edge.graphs.history import Entry, entries, flagged, total_tokens
+from langmem_edge.graphs.history import Entry, EntryCache, flagged, may_exceed, total_tokens
 from langmem_edge.graphs.run import MemoryRun
 from langmem_edge.memory.core.plans import Call, Plan
 from langmem_edge.memory.episodic.compaction import ContextWindow
@@ -104,14 +104,15 @@ def compacted_view(messages: Sequence[BaseMessage], items: Sequence[Entry],
     return prefix, (kept[0][0] if kept else len(messages))
 
 
-def plan_compacted(run: MemoryRun, messages: Sequence[BaseMessage], budget_tokens: int
-                   ) -> Plan[tuple[list[BaseMessage], int] | None]:
+def plan_compacted(run: MemoryRun, messages: Sequence[BaseMessage], budget_tokens: int,
+                   cache: EntryCache) -> Plan[tuple[list[BaseMessage], int] | None]:
     """Plan: ``(prefix, start)`` of the compacted view of ``messages``
     (:func:`compacted_view`), or ``None`` while they fit ``budget_tokens`` (or the run has
-    no thread)."""
-    if not run.thread:
+    no thread). Entries come from ``cache`` (a long thread is converted once)."""
+    config = run.memory.config.episodic
+    if not run.thread or not may_exceed(messages, budget_tokens, config):
         return None
-    items = entries(messages, run.thread, run.memory.config.episodic)
+    items = cache.entries(messages, run.thread, config)
     if total_tokens(items) <= budget_tokens:
         return None
     profile = run.profile

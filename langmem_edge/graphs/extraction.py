@@ -34,7 +34,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langmem_edge.graphs.background import BackgroundExecutor, BackgroundStats
-from langmem_edge.graphs.history import entries, total_tokens
+from langmem_edge.graphs.history import EntryCache, total_tokens
 from langmem_edge.graphs.run import MemoryRun
 
 __all__ = [
@@ -75,15 +75,19 @@ class TurnExtractor:
             never.
         compaction_passes: At most this many new overlays a job. Default
             :data:`DEFAULT_COMPACTION_PASSES` (3).
+        cache: Where messages' stored forms are kept (shared with compaction); ``None``:
+            a cache of its own.
     """
 
     def __init__(self, executor: BackgroundExecutor | None = None, *,
                  compaction_budget: int | None = None,
-                 compaction_passes: int = DEFAULT_COMPACTION_PASSES) -> None:
+                 compaction_passes: int = DEFAULT_COMPACTION_PASSES,
+                 cache: EntryCache | None = None) -> None:
         self.owns_executor = executor is None
         self.executor = executor if executor is not None else BackgroundExecutor()
         self.compaction_budget = compaction_budget
         self.compaction_passes = compaction_passes
+        self.cache = cache if cache is not None else EntryCache()
         self._threads: OrderedDict[str, _Thread] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -117,13 +121,13 @@ class TurnExtractor:
         profile, thread, contact = run.profile, run.thread, run.contact
         assert thread is not None
         config = run.memory.config.episodic
-        budget, passes = self.compaction_budget, self.compaction_passes
+        budget, passes, cache = self.compaction_budget, self.compaction_passes, self.cache
 
         def ingest_turn() -> None:
             with self._lock:
                 waiting = list(state.waiting.items())
                 latest = state.latest
-            stored = [e.stored for e in entries([m for _, m in waiting], thread, config)]
+            stored = [e.stored for e in cache.entries([m for _, m in waiting], thread, config)]
             step = config.max_messages_per_call
             for start in range(0, len(stored), step):
                 profile.ingest(stored[start:start + step], session_id=thread, contact=contact)
@@ -131,7 +135,7 @@ class TurnExtractor:
                 for ident, _ in waiting:
                     state.waiting.pop(ident, None)
                     state.done.add(ident)
-            if budget is None or total_tokens(entries(latest, thread, config)) <= budget:
+            if budget is None or total_tokens(cache.entries(latest, thread, config)) <= budget:
                 return
             for _ in range(passes):
                 window = profile.window(thread, budget, compact=True, contact=contact)

@@ -13,8 +13,10 @@ thread from ever being remembered). Empty messages have no entry, as the tier sk
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +28,17 @@ from langmem_edge.memory.core.tokens import TRUNCATION_MARK
 from langmem_edge.memory.episodic.compaction import message_tokens
 from langmem_edge.memory.episodic.messages import message_id, normalize_messages
 
-__all__ = ["INJECTED_FLAG", "Entry", "entries", "flagged", "is_injected", "total_tokens"]
+__all__ = [
+    "DEFAULT_ENTRY_CACHE_SIZE",
+    "INJECTED_FLAG",
+    "Entry",
+    "EntryCache",
+    "entries",
+    "flagged",
+    "is_injected",
+    "may_exceed",
+    "total_tokens",
+]
 
 _UNLIMITED = 2**62
 """Limits lifted while converting (a message over the size limit is cut afterwards)."""
@@ -99,3 +111,67 @@ def entries(messages: Sequence[BaseMessage], thread: str, config: EpisodicConfig
 def total_tokens(items: Sequence[Entry]) -> int:
     """Estimated tokens of these entries in a window."""
     return sum(e.tokens for e in items)
+
+
+def may_exceed(messages: Sequence[BaseMessage], budget_tokens: int, config: EpisodicConfig
+               ) -> bool:
+    """A cheap bound: ``False`` when ``messages`` certainly fit ``budget_tokens`` (their
+    characters at the densest ratio of the estimate, plus the overhead, stay under it)."""
+    ratio = min(config.cjk_chars_per_token, config.json_chars_per_token,
+                config.default_chars_per_token)
+    chars = sum(len(m.content) if isinstance(m.content, str) else len(str(m.content))
+                for m in messages)
+    calls = sum(len(str(getattr(m, "tool_calls", None) or "")) for m in messages)
+    bound = (chars + calls) / ratio + len(messages) * (config.message_overhead_tokens + 1)
+    return bound > budget_tokens
+
+
+DEFAULT_ENTRY_CACHE_SIZE = 100_000
+"""Entries an :class:`EntryCache` keeps (least recently used go first)."""
+
+
+class EntryCache:
+    """:func:`entries` with each message's entry kept, so a long thread's messages are
+    converted once, not at every model call (the conversion scans every character).
+
+    An entry is keyed by the thread, the message's id and a hash of its content and tool
+    calls, so a message edited in place (same id) is converted again. Thread-safe.
+    """
+
+    def __init__(self, size: int = DEFAULT_ENTRY_CACHE_SIZE) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[Any, ...], Entry | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(message: BaseMessage, thread: str) -> tuple[Any, ...] | None:
+        if not message.id:
+            return None
+        content = message.content
+        calls = getattr(message, "tool_calls", None)
+        return (thread, message.id, message.type,
+                hash(content if isinstance(content, str) else repr(content)),
+                hash(repr(calls)) if calls else 0)
+
+    def entries(self, messages: Sequence[BaseMessage], thread: str, config: EpisodicConfig
+                ) -> list[Entry]:
+        """The entries of ``messages``, as :func:`entries` gives them."""
+        keys = [self._key(m, thread) for m in messages]
+        found: dict[int, Entry | None] = {}
+        with self._lock:
+            for i, key in enumerate(keys):
+                if key is not None and key in self._items:
+                    self._items.move_to_end(key)
+                    found[i] = self._items[key]
+        missing = [i for i in range(len(messages)) if i not in found]
+        fresh = {e.index: e for e in entries([messages[i] for i in missing], thread, config)}
+        with self._lock:
+            for j, i in enumerate(missing):
+                made = fresh.get(j)
+                found[i] = None if made is None else replace(made, index=i)
+                if keys[i] is not None:
+                    self._items[keys[i]] = found[i]
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return [e if e.index == i else replace(e, index=i)
+                for i in range(len(messages)) if (e := found[i]) is not None]

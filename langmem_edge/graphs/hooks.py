@@ -30,6 +30,7 @@ from langmem_edge.errors import ConfigurationError, LangmemEdgeError
 from langmem_edge.graphs.background import BackgroundExecutor
 from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS, plan_compacted
 from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
+from langmem_edge.graphs.history import EntryCache
 from langmem_edge.graphs.recall import (
     DEFAULT_RECALL_BUDGET_TOKENS,
     DEFAULT_RECALL_LIMIT,
@@ -88,7 +89,9 @@ class MemoryHooks(BackgroundJobs):
         self.recall = RecallOptions(budget_tokens=recall_budget_tokens, limit=recall_limit)
         self.compaction_budget = compaction_budget_tokens
         self.trim_state = trim_state
-        self.extractor = TurnExtractor(background, compaction_budget=compaction_budget_tokens)
+        self.entry_cache = EntryCache()
+        self.extractor = TurnExtractor(background, compaction_budget=compaction_budget_tokens,
+                                       cache=self.entry_cache)
 
     # -- the model's input -------------------------------------------------------------------
 
@@ -96,7 +99,8 @@ class MemoryHooks(BackgroundJobs):
                     ) -> Plan[list[BaseMessage]]:
         view = list(messages)
         if self.compaction_budget is not None:
-            found = yield from plan_compacted(run, messages, self.compaction_budget)
+            found = yield from plan_compacted(run, messages, self.compaction_budget,
+                                              self.entry_cache)
             if found is not None:
                 prefix, start = found
                 view = [*prefix, *messages[start:]]
@@ -157,7 +161,8 @@ class MemoryHooks(BackgroundJobs):
     def _trim_plan(self, run: MemoryRun, messages: Sequence[BaseMessage]
                    ) -> Plan[dict[str, Any] | None]:
         assert self.compaction_budget is not None
-        found = yield from plan_compacted(run, messages, self.compaction_budget)
+        found = yield from plan_compacted(run, messages, self.compaction_budget,
+                                          self.entry_cache)
         if found is None or (found[1] == 0 and not found[0]):
             return None
         self.extractor.submit(run, messages)  # what leaves the state waits for its ingest
