@@ -342,3 +342,16 @@ def test_a_memory_failure_leaves_the_model_call_without_memory(
     assert any("chroma is down" in r.getMessage() and "'t2'" in r.getMessage()
                for r in caplog.records)
     agent.memory_middleware.close()
+
+
+def test_only_the_hooks_in_use_become_graph_nodes() -> None:
+    store = InMemoryStore(index=INDEX)
+    plain = create_memory_agent(ScriptedChatModel(responses=["ok"]), store=store)
+    trimming = create_memory_agent(ScriptedChatModel(responses=["ok"]), store=store,
+                                   trim_state=True)
+    assert {n for n in plain.get_graph().nodes if n.startswith("MemoryMiddleware")} == {
+        "MemoryMiddleware.after_agent"}
+    assert "MemoryMiddleware.before_model" in trimming.get_graph().nodes
+    assert isinstance(trimming.memory_middleware, MemoryMiddleware)
+    plain.memory_middleware.close()
+    trimming.memory_middleware.close()

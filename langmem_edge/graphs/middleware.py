@@ -19,6 +19,8 @@ the nodes):
   thread and the memory block (recall, working notes, ongoing task) through
   ``request.override(messages=...)``; the checkpointed state never holds the block;
 - ``before_model`` / ``abefore_model``: only with ``trim_state``, cuts the state itself;
+  like the resume hooks below, it is defined only on the instances that use it (each hook
+  of that kind is a graph node, one more checkpoint write a step);
 - ``after_agent`` / ``aafter_agent``: hands the turn's messages to the background ingest
   (extraction, then compaction's summaries and pre-compaction flush), off the reply's path;
 - ``before_agent``, ``after_model``, ``wrap_tool_call`` (and their twins): delegate to the
@@ -69,12 +71,19 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
 
     state_schema = MemoryState
 
+    def __new__(cls, memory: AgentMemory | None = None, *, resume: Any | None = None,
+                **options: Any) -> MemoryMiddleware:
+        # the hooks that add graph nodes only when they are used (see _NodeHooksMiddleware)
+        wanted = resume is not None or bool(options.get("trim_state"))
+        return super().__new__(_NodeHooksMiddleware if wanted and cls is MemoryMiddleware
+                               else cls)
+
     def __init__(self, memory: AgentMemory | None = None, *, resume: Any | None = None,
                  **options: Any) -> None:
         super().__init__()
         self.hooks = MemoryHooks(memory, **options)
         # TURN RESUME: the one place it plugs in. ``resume`` is a TurnResume (graphs/resume.py)
-        # or None; the three hook pairs below hand it their calls unchanged.
+        # or None; the three hook pairs of _NodeHooksMiddleware (below) hand it their calls.
         self.resume = resume
         self.tools = []
 
@@ -94,14 +103,6 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
         return await handler(request if messages is None
                              else request.override(messages=messages))
 
-    def before_model(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
-        """With ``trim_state``: cut an over-budget thread's messages in the state."""
-        return self.hooks.trim_update(state["messages"], runtime)
-
-    async def abefore_model(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
-        """Async :meth:`before_model`."""
-        return await self.hooks.atrim_update(state["messages"], runtime)
-
     # -- post-turn extraction ----------------------------------------------------------------
 
     def after_agent(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
@@ -113,6 +114,33 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
         """Async :meth:`after_agent`."""
         await self.hooks.aafter_turn(state["messages"], runtime)
         return None
+
+    @property
+    def extractor(self) -> TurnExtractor:
+        """The post-turn jobs' extractor (``stats``, ``flush``, ``close`` come from it)."""
+        return self.hooks.extractor
+
+
+class _NodeHooksMiddleware(MemoryMiddleware):
+    """:class:`MemoryMiddleware` with the hooks that add graph nodes: ``before_model``
+    (``trim_state``) and turn resume's ``before_agent`` / ``after_model`` /
+    ``wrap_tool_call``. ``MemoryMiddleware(...)`` gives an instance of this class only when
+    one of them is used, since every node of an agent is one more checkpoint write a step."""
+
+    @property
+    def name(self) -> str:
+        """The middleware's name in the graph (its nodes' prefix): ``MemoryMiddleware``."""
+        return "MemoryMiddleware"
+
+    # -- trimming the state ------------------------------------------------------------------
+
+    def before_model(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
+        """With ``trim_state``: cut an over-budget thread's messages in the state."""
+        return self.hooks.trim_update(state["messages"], runtime)
+
+    async def abefore_model(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
+        """Async :meth:`before_model`."""
+        return await self.hooks.atrim_update(state["messages"], runtime)
 
     # -- turn resume (delegated) -------------------------------------------------------------
 
@@ -146,8 +174,3 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
         if self.resume is None:
             return await handler(request)
         return await self.resume.awrap_tool_call(request, handler)
-
-    @property
-    def extractor(self) -> TurnExtractor:
-        """The post-turn jobs' extractor (``stats``, ``flush``, ``close`` come from it)."""
-        return self.hooks.extractor
