@@ -164,3 +164,29 @@ def test_the_entry_cache_gives_what_the_conversion_gives() -> None:
     edited = [*msgs[:-1], HumanMessage("changed", id="h4")]  # same id, new content
     assert cache.entries(edited, "t", config)[-1].stored["content"] == "changed"
     assert not may_exceed(msgs, 10_000, config) and may_exceed(msgs, 50, config)
+
+
+@pytest.mark.parametrize("trim", [False, True])
+async def test_the_model_node_compacts_and_trims_by_option(trim: bool) -> None:
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from langmem_edge.graphs import MemoryExtractionNode, MemoryHooks, MemoryModelNode
+
+    memory = AgentMemory(InMemoryStore(index=INDEX))
+    model = ScriptedChatModel(responses=["A reply that says a few words about it."])
+    hooks = MemoryHooks(memory, compaction_budget_tokens=BUDGET, trim_state=trim)
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", MemoryModelNode(model, hooks=hooks))
+    graph.add_node("extract", MemoryExtractionNode(hooks=hooks))
+    graph.add_edge(START, "model")
+    graph.add_edge("model", "extract")
+    app = graph.compile(checkpointer=InMemorySaver())
+    for i in range(TURNS):
+        await app.ainvoke({"messages": [HumanMessage(said(i) * 2)]}, CFG, context=CTX)
+        await hooks.aflush()
+    await hooks.aclose()
+    state = (await app.aget_state(CFG)).values["messages"]
+    assert (len(state) < 2 * TURNS) if trim else (len(state) == 2 * TURNS)
+    for call in model.calls:
+        assert input_tokens(call, memory.config.episodic) <= BUDGET
+    assert model.calls[-1][-1].content == said(TURNS - 1) * 2

@@ -109,7 +109,9 @@ class MemoryModelNode(_MemoryNode):
         hooks: Share another node's :class:`MemoryHooks` instead of making one.
         messages_key: Where the conversation is. Default ``"messages"``.
         system_prompt: Put first in the model's input (never stored).
-        **options: :class:`MemoryHooks` options.
+        **options: :class:`MemoryHooks` options; with ``trim_state`` the node's update also
+            cuts ``messages_key`` to head + overlays + tail before the reply (the key needs
+            langgraph's ``add_messages`` reducer, as ``MessagesState`` has).
     """
 
     def __init__(self, model: Any, memory: AgentMemory | None = None, *,
@@ -124,17 +126,29 @@ class MemoryModelNode(_MemoryNode):
             return view
         return [SystemMessage(content=self.system_prompt), *view]
 
+    @staticmethod
+    def _trimmed(messages: list[Any], trim: dict[str, Any] | None) -> tuple[list[Any], list[Any]]:
+        """``(conversation, update prefix)`` after ``trim_state``'s update, if any."""
+        if trim is None:
+            return messages, []
+        update = list(trim["messages"])
+        return update[1:], update  # update[0] is RemoveMessage(REMOVE_ALL_MESSAGES)
+
     def _sync(self, state: dict[str, Any]) -> dict[str, Any]:
-        messages = self._messages(state)
-        view = self.hooks.model_input(messages, get_runtime())
+        runtime = get_runtime()
+        messages, head = self._trimmed(self._messages(state),
+                                       self.hooks.trim_update(self._messages(state), runtime))
+        view = self.hooks.model_input(messages, runtime)
         reply = self.model.invoke(self._prompt(messages if view is None else view))
-        return {self.messages_key: [reply]}
+        return {self.messages_key: [*head, reply]}
 
     async def _async(self, state: dict[str, Any]) -> dict[str, Any]:
-        messages = self._messages(state)
-        view = await self.hooks.amodel_input(messages, get_runtime())
+        runtime = get_runtime()
+        trim = await self.hooks.atrim_update(self._messages(state), runtime)
+        messages, head = self._trimmed(self._messages(state), trim)
+        view = await self.hooks.amodel_input(messages, runtime)
         reply = await self.model.ainvoke(self._prompt(messages if view is None else view))
-        return {self.messages_key: [reply]}
+        return {self.messages_key: [*head, reply]}
 
 
 class MemoryExtractionNode(BackgroundJobs, _MemoryNode):
