@@ -41,7 +41,7 @@ from langmem_edge.graphs.recall import (
 )
 from langmem_edge.graphs.run import MemoryRun, RunResolver
 from langmem_edge.memory import AgentMemory
-from langmem_edge.memory.core.plans import Plan, run_async, run_sync
+from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 
 __all__ = ["MemoryHooks"]
 
@@ -165,7 +165,8 @@ class MemoryHooks(BackgroundJobs):
                                           self.entry_cache)
         if found is None or (found[1] == 0 and not found[0]):
             return None
-        self.extractor.submit(run, messages)  # what leaves the state waits for its ingest
+        # what leaves the state waits in the thread's buffer for its ingest
+        yield Call(self.extractor.submit, self.extractor.asubmit, (run, messages))
         prefix, start = found
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *prefix,
                              *messages[start:]]}
