@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         LimitExceededError,
         NotFoundError,
     )
+    from langmem_edge.graphs import MemoryMiddleware, create_memory_agent
     from langmem_edge.memory import (
         AgentMemory,
         Candidate,
@@ -50,6 +51,8 @@ _EXPORTS: dict[str, str] = {
     "ChromaSaver": "langmem_edge.checkpointers",
     "CheckpointTTLConfig": "langmem_edge.checkpointers",
     "default_embeddings": "langmem_edge.embeddings",
+    "MemoryMiddleware": "langmem_edge.graphs",
+    "create_memory_agent": "langmem_edge.graphs",
     "BackendError": "langmem_edge.errors",
     "BackendUnavailableError": "langmem_edge.errors",
     "ConfigurationError": "langmem_edge.errors",
@@ -86,6 +89,8 @@ __all__ = [
     "LimitExceededError",
     "NotFoundError",
     "default_embeddings",
+    "MemoryMiddleware",
+    "create_memory_agent",
 ]
 
 

@@ -25,6 +25,8 @@ EXPECTED_ALL = [
     "LimitExceededError",
     "NotFoundError",
     "default_embeddings",
+    "MemoryMiddleware",
+    "create_memory_agent",
 ]
 
 
@@ -36,6 +38,13 @@ def test_every_public_name_resolves_and_is_documented() -> None:
     for name in langmem_edge.__all__:
         obj = getattr(langmem_edge, name)
         assert obj.__doc__, f"{name} has no docstring"
+
+
+def test_graphs_exports_resolve_and_are_documented() -> None:
+    import langmem_edge.graphs as graphs
+
+    for name in graphs.__all__:
+        assert getattr(graphs, name).__doc__, f"graphs.{name} has no docstring"
 
 
 def test_error_codes_are_stable() -> None:

@@ -1,6 +1,72 @@
 """Memory inside a LangGraph agent: prebuilt nodes, ``MemoryMiddleware`` for
-``langchain.agents.create_agent``, turn resume, background extraction, ``create_memory_agent``.
+``langchain.agents.create_agent``, background extraction, ``create_memory_agent``.
+
+::
+
+    from langmem_edge.graphs import MemoryMiddleware, create_memory_agent
 
 This layer sits above ``langmem_edge.tools`` and ``langmem_edge.memory`` and reaches the store
-only through them (see ``docs/architecture.md``).
+only through them (see ``docs/architecture.md``; ``docs/graphs.md`` has the behaviour).
+Public names are imported lazily, so importing the package loads neither langchain's agents
+nor chromadb until a name is used.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langmem_edge.graphs.agent import create_memory_agent
+    from langmem_edge.graphs.background import (
+        BackgroundConfig,
+        BackgroundExecutor,
+        BackgroundStats,
+    )
+    from langmem_edge.graphs.hooks import MemoryHooks
+    from langmem_edge.graphs.middleware import MemoryMiddleware
+    from langmem_edge.graphs.nodes import (
+        MemoryExtractionNode,
+        MemoryModelNode,
+        MemoryRecallNode,
+    )
+    from langmem_edge.graphs.recall import inject_block
+
+_EXPORTS: dict[str, str] = {
+    "BackgroundConfig": "langmem_edge.graphs.background",
+    "BackgroundExecutor": "langmem_edge.graphs.background",
+    "BackgroundStats": "langmem_edge.graphs.background",
+    "MemoryExtractionNode": "langmem_edge.graphs.nodes",
+    "MemoryHooks": "langmem_edge.graphs.hooks",
+    "MemoryMiddleware": "langmem_edge.graphs.middleware",
+    "MemoryModelNode": "langmem_edge.graphs.nodes",
+    "MemoryRecallNode": "langmem_edge.graphs.nodes",
+    "create_memory_agent": "langmem_edge.graphs.agent",
+    "inject_block": "langmem_edge.graphs.recall",
+}
+
+__all__ = [
+    "BackgroundConfig",
+    "BackgroundExecutor",
+    "BackgroundStats",
+    "MemoryExtractionNode",
+    "MemoryHooks",
+    "MemoryMiddleware",
+    "MemoryModelNode",
+    "MemoryRecallNode",
+    "create_memory_agent",
+    "inject_block",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langmem_edge.graphs' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

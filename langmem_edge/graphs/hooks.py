@@ -1,0 +1,201 @@
+""":class:`MemoryHooks`: the one implementation behind both faces of the graphs layer.
+
+``MemoryMiddleware`` (for ``create_agent``) and the nodes (for hand-built ``StateGraph``\\s)
+are thin shells over these methods, each written once as a plan and driven sync or async
+(:mod:`langmem_edge.memory.core.plans`):
+
+- :meth:`MemoryHooks.model_input` / ``amodel_input``: the messages the model should see
+  (compaction, then recall injection);
+- :meth:`MemoryHooks.trim_update` / ``atrim_update``: the state update that trims a thread
+  over budget (only with ``trim_state``);
+- :meth:`MemoryHooks.after_turn` / ``aafter_turn``: hand the turn to the background job.
+
+Each resolves the run first (:mod:`langmem_edge.graphs.run`); a run without a profile gets
+``None`` (nothing to change). A memory failure while building the model's input (the store
+down, a decryption error) is logged with the thread and the model is called without memory:
+memory never takes the reply down with it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from langmem_edge.errors import ConfigurationError, LangmemEdgeError
+from langmem_edge.graphs.background import BackgroundExecutor
+from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS, plan_compacted
+from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
+from langmem_edge.graphs.history import EntryCache
+from langmem_edge.graphs.recall import (
+    DEFAULT_RECALL_BUDGET_TOKENS,
+    DEFAULT_RECALL_LIMIT,
+    RecallOptions,
+    inject_block,
+    latest_user_text,
+    plan_memory_block,
+)
+from langmem_edge.graphs.run import MemoryRun, RunResolver
+from langmem_edge.memory import AgentMemory
+from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
+
+__all__ = ["MemoryHooks"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class MemoryHooks(BackgroundJobs):
+    """Recall injection, compaction and post-turn extraction for one agent.
+
+    Args:
+        memory: The memory; ``None``: an ``AgentMemory`` over the graph's store.
+        model: Chat model of a memory made over the graph's store (extraction, summaries);
+            ``None``: model-free. Ignored when ``memory`` is given.
+        recall_budget_tokens: Estimated tokens of the memory block. Default 800.
+        recall_limit: Memories asked of recall. Default 10.
+        compaction_budget_tokens: Estimated tokens of a thread's messages above which the
+            model sees head + overlays + tail; ``None`` turns compaction off. Default 8,000.
+        trim_state: Also cut the checkpointed messages to that view (destructive, like
+            langchain's ``SummarizationMiddleware``). Default ``False``.
+        background: The executor of post-turn jobs; ``None``: one of its own, closed by
+            :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        memory: AgentMemory | None = None,
+        *,
+        model: BaseChatModel | None = None,
+        recall_budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS,
+        recall_limit: int = DEFAULT_RECALL_LIMIT,
+        compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
+        trim_state: bool = False,
+        background: BackgroundExecutor | None = None,
+    ) -> None:
+        for name, value in (("recall_budget_tokens", recall_budget_tokens),
+                            ("recall_limit", recall_limit),
+                            ("compaction_budget_tokens", compaction_budget_tokens or 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be an integer >= 1, got {value!r}")
+        if trim_state and compaction_budget_tokens is None:
+            raise ConfigurationError("trim_state needs a compaction_budget_tokens")
+        self.resolver = RunResolver(memory, model=model)
+        self.recall = RecallOptions(budget_tokens=recall_budget_tokens, limit=recall_limit)
+        self.compaction_budget = compaction_budget_tokens
+        self.trim_state = trim_state
+        self.entry_cache = EntryCache()
+        self.extractor = TurnExtractor(background, compaction_budget=compaction_budget_tokens,
+                                       cache=self.entry_cache)
+
+    # -- the model's input -------------------------------------------------------------------
+
+    def _input_plan(self, run: MemoryRun, messages: Sequence[BaseMessage]
+                    ) -> Plan[list[BaseMessage]]:
+        view = list(messages)
+        if self.compaction_budget is not None:
+            found = yield from plan_compacted(run, messages, self.compaction_budget,
+                                              self.entry_cache)
+            if found is not None:
+                prefix, start = found
+                view = [*prefix, *messages[start:]]
+        block = yield from self._block_plan(run, messages)
+        return inject_block(view, block)
+
+    def _block_plan(self, run: MemoryRun, messages: Sequence[BaseMessage]
+                    ) -> Plan[str | None]:
+        return (yield from plan_memory_block(run, latest_user_text(messages), self.recall))
+
+    def _run(self, runtime: Any, plan_of: Callable[[MemoryRun], Plan[T]]) -> T | None:
+        run = self.resolver.resolve(runtime)
+        if run is None:
+            return None
+        try:
+            return run_sync(plan_of(run))
+        except LangmemEdgeError as e:
+            self._failed(run, e)
+            return None
+
+    async def _arun(self, runtime: Any, plan_of: Callable[[MemoryRun], Plan[T]]
+                    ) -> T | None:
+        run = self.resolver.resolve(runtime)
+        if run is None:
+            return None
+        try:
+            return await run_async(plan_of(run))
+        except LangmemEdgeError as e:
+            self._failed(run, e)
+            return None
+
+    def _failed(self, run: MemoryRun, error: Exception) -> None:
+        logger.warning("memory left out of the model call (profile %r, thread %r): %s",
+                       run.profile.name, run.thread, error)
+
+    def memory_block(self, messages: Sequence[BaseMessage], runtime: Any) -> str | None:
+        """The memory block for the latest user message of ``messages`` (``None``: no
+        profile, or nothing to show)."""
+        return self._run(runtime, lambda run: self._block_plan(run, messages))
+
+    async def amemory_block(self, messages: Sequence[BaseMessage], runtime: Any
+                            ) -> str | None:
+        """Async :meth:`memory_block`."""
+        return await self._arun(runtime, lambda run: self._block_plan(run, messages))
+
+    def model_input(self, messages: Sequence[BaseMessage], runtime: Any
+                    ) -> list[BaseMessage] | None:
+        """The messages the model should see, or ``None`` (no profile: leave them)."""
+        return self._run(runtime, lambda run: self._input_plan(run, messages))
+
+    async def amodel_input(self, messages: Sequence[BaseMessage], runtime: Any
+                           ) -> list[BaseMessage] | None:
+        """Async :meth:`model_input`."""
+        return await self._arun(runtime, lambda run: self._input_plan(run, messages))
+
+    # -- trimming the state (trim_state) -----------------------------------------------------
+
+    def _trim_plan(self, run: MemoryRun, messages: Sequence[BaseMessage]
+                   ) -> Plan[dict[str, Any] | None]:
+        assert self.compaction_budget is not None
+        found = yield from plan_compacted(run, messages, self.compaction_budget,
+                                          self.entry_cache)
+        if found is None or (found[1] == 0 and not found[0]):
+            return None
+        # what leaves the state waits in the thread's buffer for its ingest
+        yield Call(self.extractor.submit, self.extractor.asubmit, (run, messages))
+        prefix, start = found
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *prefix,
+                             *messages[start:]]}
+
+    def trim_update(self, messages: Sequence[BaseMessage], runtime: Any
+                    ) -> dict[str, Any] | None:
+        """With ``trim_state``: the update that cuts an over-budget thread's messages to
+        head + overlays + tail; else ``None``."""
+        if not self.trim_state:
+            return None
+        return self._run(runtime, lambda run: self._trim_plan(run, messages))
+
+    async def atrim_update(self, messages: Sequence[BaseMessage], runtime: Any
+                           ) -> dict[str, Any] | None:
+        """Async :meth:`trim_update`."""
+        if not self.trim_state:
+            return None
+        return await self._arun(runtime, lambda run: self._trim_plan(run, messages))
+
+    # -- after the turn ----------------------------------------------------------------------
+
+    def after_turn(self, messages: Sequence[BaseMessage], runtime: Any) -> None:
+        """Queue the turn's messages for the background ingest (returns at once)."""
+        run = self.resolver.resolve(runtime)
+        if run is not None:
+            self.extractor.submit(run, messages)
+
+    async def aafter_turn(self, messages: Sequence[BaseMessage], runtime: Any) -> None:
+        """Async :meth:`after_turn`."""
+        run = self.resolver.resolve(runtime)
+        if run is not None:
+            await self.extractor.asubmit(run, messages)

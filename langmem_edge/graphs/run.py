@@ -1,0 +1,111 @@
+"""Whose memory a graph run uses: :class:`RunResolver` and :class:`MemoryRun`.
+
+Every node and middleware hook of :mod:`langmem_edge.graphs` starts here.
+
+- **The memory**: the ``AgentMemory`` given to the node or middleware, or else one made over
+  the graph's store (``runtime.store``, set by ``compile(store=...)`` / ``create_agent(store=
+  ...)``), with the ``model`` given (``None``: model-free). One ``AgentMemory`` is kept per
+  store, so its per-profile indexes are reused from call to call.
+- **The profile, the contact and the thread**: the run's context first (``context={
+  "profile": ..., "contact": ..., "thread_id": ...}``: a :class:`~langmem_edge.tools.
+  MemoryContext` mapping or any object with those attributes), then ``config["configurable"]``
+  (the thread also from ``configurable["thread_id"]``, where langgraph puts it), the same
+  lookup the memory tools use.
+
+**No profile, no memory**: a run with no profile (or with neither a memory nor a graph store)
+resolves to ``None``, and every hook then does nothing: the run goes on exactly as without
+the middleware (logged once at debug level), it never fails because of memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.config import get_config
+from langgraph.store.base import BaseStore
+
+from langmem_edge.errors import ConfigurationError
+from langmem_edge.memory import AgentMemory, Profile
+from langmem_edge.tools import _lookup
+
+__all__ = ["MemoryRun", "RunResolver"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MemoryRun:
+    """What one graph run remembers with: the profile, its contact and its thread."""
+
+    memory: AgentMemory
+    profile: Profile
+    contact: str | None
+    thread: str | None
+
+
+def _config() -> dict[str, Any]:
+    try:
+        return dict(get_config())
+    except RuntimeError:  # called outside a runnable context (a hook invoked by hand)
+        return {}
+
+
+class RunResolver:
+    """Resolves a run's :class:`MemoryRun` (see the module docstring).
+
+    Args:
+        memory: The memory to use; ``None``: one over the graph's store.
+        model: The chat model of a memory made over the graph's store (extraction,
+            summaries); ignored when ``memory`` is given (it has its own).
+    """
+
+    def __init__(self, memory: AgentMemory | None = None, *,
+                 model: BaseChatModel | None = None) -> None:
+        if memory is not None and not isinstance(memory, AgentMemory):
+            raise ConfigurationError(
+                f"memory must be an AgentMemory or None, got {type(memory).__name__}")
+        self.memory = memory
+        self.model = model
+        self._by_store: weakref.WeakKeyDictionary[BaseStore, AgentMemory] = (
+            weakref.WeakKeyDictionary())
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def memory_for(self, store: BaseStore | None) -> AgentMemory | None:
+        """The memory for a run on ``store``: the one given, else one per store."""
+        if self.memory is not None:
+            return self.memory
+        if store is None:
+            return None
+        with self._lock:
+            memory = self._by_store.get(store)
+            if memory is None:
+                memory = self._by_store[store] = AgentMemory(store, model=self.model)
+            return memory
+
+    def resolve(self, runtime: Any) -> MemoryRun | None:
+        """The run's memory, profile, contact and thread, or ``None`` when it has no profile
+        or no memory (the hooks then do nothing)."""
+        memory = self.memory_for(getattr(runtime, "store", None))
+        config = _config()
+        view = SimpleNamespace(context=getattr(runtime, "context", None), config=config)
+        name = _lookup(view, "profile")  # type: ignore[arg-type]
+        if memory is None or name is None:
+            if not self._warned:
+                self._warned = True
+                logger.debug("memory hooks skipped: the run has %s",
+                             "no profile" if memory is not None else "no memory and no store")
+            return None
+        thread = _lookup(view, "thread_id")  # type: ignore[arg-type]
+        if thread is None:
+            info = getattr(runtime, "execution_info", None)
+            thread = getattr(info, "thread_id", None)
+        return MemoryRun(memory=memory, profile=memory.profile(str(name)),
+                         contact=_lookup(view, "contact"),  # type: ignore[arg-type]
+                         thread=None if thread is None else str(thread))
