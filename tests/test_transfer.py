@@ -196,7 +196,7 @@ def small_export() -> list[str]:
 
 @pytest.mark.parametrize("edit, message", [
     (lambda ls: ["not json", *ls], "line 1 is not JSON"),
-    (lambda ls: ls[1:], "line 1 is not a langmem-edge export header"),
+    (lambda ls: ls[1:], "first line is not a langmem-edge export header"),
     (lambda ls: ls[:-1], "without its end line"),
     (lambda ls: [ls[0], ls[2]], "end line counts"),
     (lambda ls: [ls[0].replace(f'"version": {EXPORT_VERSION}', '"version": 99'), *ls[1:]],

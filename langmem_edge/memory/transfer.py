@@ -335,13 +335,15 @@ def _where(n: int) -> str:
     return f"line {n}"
 
 
-def _parse_line(raw: str, n: int) -> dict[str, Any]:
+def _parse_line(raw: str, n: int, *, first: bool) -> dict[str, Any]:
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as e:
         raise InvalidInputError(f"{_where(n)} is not JSON ({e.msg}): an export holds one JSON "
                                 "object a line") from e
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        if first:
+            _check_header({})
         raise InvalidInputError(f"{_where(n)} is not an export line: a JSON object with a "
                                 "'type' is expected")
     return obj
@@ -350,8 +352,8 @@ def _parse_line(raw: str, n: int) -> dict[str, Any]:
 def _check_header(obj: dict[str, Any]) -> None:
     if obj.get("type") != "header" or obj.get("format") != EXPORT_FORMAT:
         raise InvalidInputError(
-            f"line 1 is not a langmem-edge export header (expected type 'header' and format "
-            f"{EXPORT_FORMAT!r}); is this a file written by `langmem-edge export`?")
+            "the first line is not a langmem-edge export header (expected type 'header' and "
+            f"format {EXPORT_FORMAT!r}): is this a file written by `langmem-edge export`?")
     version = obj.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise InvalidInputError(f"line 1: format version must be a positive integer, got "
@@ -401,7 +403,7 @@ def _parse(lines: Iterable[str], limit: int, profiles: set[str] | None) -> _Pars
     for n, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        obj = _parse_line(raw, n)
+        obj = _parse_line(raw, n, first=header is None)
         if header is None:
             _check_header(obj)
             header = obj
