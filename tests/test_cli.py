@@ -332,3 +332,29 @@ def test_reads_that_embed_nothing_never_load_the_model(tmp_path: Path) -> None:
     done = run_process("-c", probe)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_ingest_of_more_messages_than_one_call_takes(tmp_path: Path) -> None:
+    cli = runner_for(["--path", str(tmp_path / "memory")])
+    lines = [json.dumps({"role": "user" if i % 2 == 0 else "assistant",
+                         "content": f"weather report number {i}"}) for i in range(1001)]
+    done = js(cli("ingest", str(write(tmp_path / "long.jsonl", "\n".join(lines))), "--json"))
+    assert done["messages"] == done["messages_added"] == 1001
+    assert js(cli("sessions", "--json"))[0]["messages"] == 1001
+    lines[700] = json.dumps({"role": "bot", "content": "x"})
+    bad = cli("ingest", str(write(tmp_path / "bad.jsonl", "\n".join(lines))), "--session",
+              "other", code=EXIT_INVALID)
+    assert "bad.jsonl line 701: role 'bot' is not one of" in bad.stderr
+    assert "the messages before it were stored" in bad.stderr
+
+
+def test_the_console_script_is_the_app() -> None:
+    import tomllib
+
+    from langmem_edge.cli import main
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                            .read_text())["project"]
+    assert project["scripts"]["langmem-edge"] == "langmem_edge.cli:main"
+    assert callable(main)
+    assert any(dep.startswith("typer") for dep in project["dependencies"])

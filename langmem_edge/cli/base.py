@@ -81,7 +81,7 @@ app = typer.Typer(
 
 out = Console(highlight=False, markup=False, soft_wrap=True)
 """Tables and messages (stdout)."""
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 """Errors, confirmations' context and progress bars (stderr)."""
 
 
