@@ -87,6 +87,9 @@ EXPORT_VERSION = 1
 IMPORT_BATCH = 200
 """Items checked and written per store batch on import."""
 
+PROGRESS_EVERY = 200
+"""Export lines between two ``on_progress`` calls (and one at the end of each profile)."""
+
 READ_LIMIT = 100_000_000
 """``limit`` of the one search that reads a part of a profile on export (offset pages are
 not stable on stores that order by update time while others write)."""
@@ -254,7 +257,7 @@ def _plan_export(memory: AgentMemory, profiles: Sequence[str] | None,
             emit(line.to_json())
             counts[line.type.name] += 1
             done += 1
-            if on_progress is not None and (done % IMPORT_BATCH == 0 or done == total):
+            if on_progress is not None and (done % PROGRESS_EVERY == 0 or done == total):
                 on_progress(done, total)
         if on_progress is not None and not lines:
             on_progress(done, total)
