@@ -432,3 +432,25 @@ def test_no_page_cache_on_a_store_that_expires_items(tmp_path: Any) -> None:
         assert page_cache_for(expiring) is None
     finally:
         expiring.close()
+
+
+def test_a_session_from_before_the_epoch_is_read_until_its_next_ingest() -> None:
+    store = CountingStore()
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 100)
+    record = store.get(tier.sessions_namespace, "s")
+    assert record is not None
+    old = {k: v for k, v in record.value.items() if k != "epoch"}
+    store.put(tier.sessions_namespace, "s", old, index=False)
+    tier.window("s", 1000, compact=False)
+    store.searched.clear()
+    w = tier.window("s", 1000, compact=False)
+    assert store.searched.count(tier.messages_namespace("s")) == w.rows_scanned // 10 + 1
+    assert w == uncached(tier, "s", 1000)
+    tier.add_messages([{"role": "user", "content": "a later turn"}], "s")
+    again = store.get(tier.sessions_namespace, "s")
+    assert again is not None and again.value["epoch"]
+    tier.window("s", 1000, compact=False)
+    store.searched.clear()
+    assert tier.window("s", 1000, compact=False).tail[-1].content == "a later turn"
+    assert store.searched == []

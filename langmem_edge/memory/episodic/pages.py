@@ -18,10 +18,12 @@ first batch) proves they are unchanged:
   is a new one), same page size and first timestamp, and ``next_seq`` and ``count`` moved by
   the same amount (a deletion in between makes ``count`` lag behind). Otherwise the
   session's pages are dropped and read again.
-- **What is kept.** Only *complete* pages: every ``seq`` of the page below ``next_seq`` (a
-  later append cannot add to it), and, in a session that never lost a message
-  (``count == next_seq``), exactly ``page_size`` messages (a short page would mean a write
-  not yet visible). The page that holds ``next_seq`` is read every time.
+- **What is kept.** Pages as read, each with the ``seq`` it was read *up to*: the page's end,
+  or ``next_seq`` for the newest page. In a session that never lost a message
+  (``count == next_seq``) a page must hold every ``seq`` up to there (a short page would mean
+  a write not yet visible, and is not kept). A page read up to its end is used for as long as
+  the session only grows; the newest page only while ``next_seq`` has not moved (an append
+  may have added to it: it is read again).
 
 - **Overlays** are kept too, listed under an exact (session record, overlays mark) pair. The
   mark, ``(*R, "overlays")`` / session id, gets a fresh random token after every overlay write
@@ -29,11 +31,12 @@ first batch) proves they are unchanged:
   so a window reading both by key (one ``get`` of two ids) knows whether to list the
   overlays again. A steady window is thus that one read and no search at all.
 
-Sessions created before the ``epoch`` field existed are never cached (always read), and
-neither is anything on a store with a default TTL (items may expire without a trace in the
-record). Two writers appending to one session at once (which the tier does not support:
-:mod:`.tier`) may hand two messages the same ``seq``; a page cached between the two writes
-would miss one of them until the session record shows a deletion or a new epoch.
+Sessions created before the ``epoch`` field existed are read page by page until their next
+ingest gives them one, and nothing is cached on a store with a default TTL (items may expire
+without a trace in the record). Two writers appending to one session at once (which the
+tier does not support: :mod:`.tier`) may hand two messages the same ``seq``; a page cached
+between the two writes would miss one of them until the session record shows a deletion or a
+new epoch.
 
 The cache is held per store object (weakly), per messages namespace, bounded by
 :data:`MAX_CACHED_SESSIONS` and :data:`MAX_CACHED_PAGES`, and thread-safe: windows run from
@@ -90,11 +93,17 @@ def appended_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return grown >= 0 and grown == counted
 
 
-def _complete(record: Mapping[str, Any], page: int, size: int, found: int) -> bool:
+def _read_up_to(record: Mapping[str, Any], page: int, size: int) -> int:
+    """The ``seq`` a page read under ``record`` holds every message below (from its start)."""
+    return min(int(record["next_seq"]), (page + 1) * size)
+
+
+def _whole(record: Mapping[str, Any], page: int, size: int, found: int) -> bool:
     n = int(record["next_seq"])
-    if (page + 1) * size > n:
+    upto = _read_up_to(record, page, size)
+    if upto <= page * size:
         return False
-    return int(record.get("count", n)) < n or found == size
+    return int(record.get("count", n)) < n or found == upto - page * size
 
 
 class _Session:
@@ -103,7 +112,7 @@ class _Session:
 
     def __init__(self, record: dict[str, Any]) -> None:
         self.record = record
-        self.pages: OrderedDict[int, tuple[StoredMessage, ...]] = OrderedDict()
+        self.pages: OrderedDict[int, tuple[int, tuple[StoredMessage, ...]]] = OrderedDict()
         self.overlays: tuple[dict[str, Any], dict[str, Any] | None, list[Item]] | None = None
 
 
@@ -144,19 +153,24 @@ class PageCache:
             else:
                 entry.record = dict(record)
             self._sessions.move_to_end(namespace)
-            return dict(entry.pages)
+            size = int(record.get("page_size", 0)) or 1
+            for page, (upto, _) in list(entry.pages.items()):
+                if upto < _read_up_to(record, page, size):  # the newest page grew since
+                    del entry.pages[page]
+            return {page: msgs for page, (_, msgs) in entry.pages.items()}
 
     def keep(self, namespace: tuple[str, ...], record: Mapping[str, Any], page: int,
              page_size: int, messages: tuple[StoredMessage, ...]) -> None:
-        """Remember page ``page`` read under ``record``, if it is complete and ``record`` is
-        still the session's latest checked record (else another window moved on: skip)."""
-        if record.get("epoch") is None or not _complete(record, page, page_size, len(messages)):
+        """Remember page ``page`` read under ``record``, if it holds every message up to where
+        it was read and ``record`` is still the session's latest checked record (else another
+        window moved on: skip)."""
+        if record.get("epoch") is None or not _whole(record, page, page_size, len(messages)):
             return
         with self._lock:
             entry = self._sessions.get(namespace)
             if entry is None or entry.record != record:
                 return
-            entry.pages[page] = messages
+            entry.pages[page] = (_read_up_to(record, page, page_size), messages)
             entry.pages.move_to_end(page)
             while len(entry.pages) > MAX_CACHED_PAGES:
                 entry.pages.popitem(last=False)

@@ -11,8 +11,9 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 - ``(*R, "overlays", session_id)``: compaction overlays (:mod:`.compaction`), not embedded;
 - ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
   ``page_size``, first/last timestamps, contact, and ``epoch`` (a random token given when the
-  session is created: a session deleted and created again is told apart from the old one by
-  the page cache, :mod:`.pages`). It is what makes ordering possible on any backend.
+  session is created, or at the first ingest of a session from before it: a session deleted
+  and created again is told apart from the old one by the page cache, :mod:`.pages`). It is
+  what makes ordering possible on any backend.
 
 Every value carries ``profile`` and every read filters on it (a second guard besides the
 namespace).
@@ -242,7 +243,8 @@ class EpisodicTier:
         if new:
             value: dict[str, Any] = dict(meta.value) if meta else {
                 "kind": "session", "profile": self.profile, "session_id": sid, "count": 0,
-                "page_size": ps, "first_ts": new[0].ts.isoformat(), "epoch": uuid.uuid4().hex}
+                "page_size": ps, "first_ts": new[0].ts.isoformat()}
+            value.setdefault("epoch", uuid.uuid4().hex)  # sessions from before it get one now
             value.update(next_seq=end, count=int(value["count"]) + len(new),
                          last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat(),
                          extracted_to=_mark_after(mark, start, end, extract, confirm_later))
