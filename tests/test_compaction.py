@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,9 +14,13 @@ from langgraph.store.base import BaseStore, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from langmem_edge.errors import ExtractionError, InvalidInputError
+from langmem_edge.memory.core.plans import run_sync
 from langmem_edge.memory.core.tokens import estimate_tokens
-from langmem_edge.memory.episodic.compaction import ContextWindow, uncovered_ranges
+from langmem_edge.memory.episodic.compaction import ContextWindow, uncovered_ranges, window_plan
+from langmem_edge.memory.episodic.extraction import StoredMessage
+from langmem_edge.memory.episodic.pages import PageCache, appended_only, page_cache_for
 from langmem_edge.memory.episodic.tier import EpisodicConfig, EpisodicTier
+from langmem_edge.testing import FakeEmbeddings
 
 ROOT = ("app", "profiles", "alice")
 MSG_TOKENS = 14  # 35 prose chars -> 10 tokens, + 4 per message
@@ -290,3 +295,162 @@ def test_uncovered_ranges() -> None:
     assert uncovered_ranges([ov(2, 4), ov(7, 8)], 2, 10) == [(5, 6), (9, 9)]
     assert uncovered_ranges([ov(0, 20)], 2, 10) == []
     assert uncovered_ranges([ov(5, 30)], 2, 10) == [(2, 4)]
+
+
+# -- the page cache: steady windows read no history page twice, and never serve stale ones ---
+
+
+def uncached(tier: EpisodicTier, session: str, budget: int) -> ContextWindow:
+    """The window as built with every page read from the store (no page cache)."""
+    plan = window_plan(
+        messages_ns=tier.messages_namespace(session), overlays_ns=tier.overlays_namespace(session),
+        sessions_ns=tier.sessions_namespace, profile=tier.profile, session_id=session,
+        budget_tokens=budget, config=tier.config, model=None, compact=False, pages=None)
+    return run_sync(plan, store=tier.store)
+
+
+class CountingStore(InMemoryStore):
+    """InMemoryStore that records the namespaces its searches read."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.searched: list[tuple[str, ...]] = []
+
+    def batch(self, ops: Any) -> list[Any]:
+        ops = list(ops)
+        self.searched += [op.namespace_prefix for op in ops if isinstance(op, SearchOp)]
+        return super().batch(ops)
+
+
+def test_a_steady_window_reads_no_history_page_again() -> None:
+    store = CountingStore()
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 1000)
+    first = tier.window("s", 1000, compact=False)
+    pages_read = store.searched.count(tier.messages_namespace("s"))
+    assert pages_read == first.rows_scanned // 10 + 1  # the tail's pages and the head's
+    store.searched.clear()
+    again = tier.window("s", 1000, compact=False)
+    assert again == first
+    assert store.searched == []  # the session record and the overlays mark, read by key
+    tier.add_messages([{"role": "user", "content": "one more turn"}], "s")
+    store.searched.clear()
+    grown = tier.window("s", 1000, compact=False)
+    assert grown.tail[-1].content == "one more turn"
+    assert store.searched.count(tier.messages_namespace("s")) == 1  # only the newest page
+    assert grown == uncached(tier, "s", 1000)
+
+
+@pytest.fixture(params=["memory", "chroma"])
+def two_views(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[tuple[BaseStore, ...]]:
+    """Two handles on the same data: one InMemoryStore twice, or two ChromaStores on one
+    folder (each with its own page cache, as two processes have)."""
+    if request.param == "memory":
+        store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64),
+                                     "fields": ["text"]})
+        yield store, store
+        return
+    from langmem_edge.store import ChromaStore
+
+    index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
+    stores = [ChromaStore.from_path(str(tmp_path / "db"), index=index) for _ in range(2)]
+    yield tuple(stores)
+    for s in stores:
+        s.close()
+
+
+def test_windows_see_every_change_another_writer_makes(two_views: tuple[BaseStore, ...]) -> None:
+    reader, writer = (EpisodicTier(s, ROOT) for s in two_views)
+    fill(writer, 200)
+    budget = 1000
+    assert reader.window("s", budget, compact=False) == uncached(reader, "s", budget)
+
+    writer.add_messages([{"role": "user", "content": "a new turn from elsewhere"}], "s")
+    w = reader.window("s", budget, compact=False)
+    assert w.tail[-1].content == "a new turn from elsewhere"
+    assert w == uncached(reader, "s", budget)
+
+    made = writer.window("s", budget).new_overlay  # compaction elsewhere: a new overlay
+    assert made is not None
+    w = reader.window("s", budget, compact=False)
+    assert [o.id for o in w.overlays] == [made.id]
+    assert w == uncached(reader, "s", budget)
+
+    victims = [w.tail[-5].id, w.head[1].id]
+    writer.delete_messages("s", victims)
+    w = reader.window("s", budget, compact=False)
+    assert not {m.id for m in (*w.head, *w.tail)} & set(victims)
+    assert w == uncached(reader, "s", budget)
+
+    # a session deleted and created again with the same first timestamp and more messages:
+    # only its epoch tells the two apart
+    stamp = "2026-01-01T00:00:00+00:00"
+
+    def life(label: str, n: int) -> list[dict[str, str]]:
+        return [{"role": "user", "content": f"{label} {i:03d} " + "b" * 20, "timestamp": stamp}
+                for i in range(n)]
+
+    writer.add_messages(life("first life", 100), "t")
+    assert reader.window("t", budget, compact=False) == uncached(reader, "t", budget)
+    writer.delete_session("t")
+    writer.add_messages(life("second life", 150), "t")
+    w = reader.window("t", budget, compact=False)
+    assert all(m.content.startswith("second life") for m in (*w.head, *w.tail))
+    assert w == uncached(reader, "t", budget)
+
+
+def test_page_cache_trusts_appends_only() -> None:
+    rec = {"epoch": "e1", "profile": "p", "session_id": "s", "page_size": 10,
+           "first_ts": "t", "next_seq": 100, "count": 100}
+    assert appended_only(rec, {**rec, "next_seq": 103, "count": 103})
+    assert not appended_only(rec, {**rec, "next_seq": 103, "count": 102})  # a deletion
+    assert not appended_only(rec, {**rec, "count": 99})
+    assert not appended_only(rec, {**rec, "epoch": "e2"})  # deleted and created again
+    assert not appended_only(rec, {**rec, "next_seq": 90, "count": 90})
+    old = {k: v for k, v in rec.items() if k != "epoch"}
+    assert not appended_only(old, old)  # sessions from before the epoch: never cached
+
+    cache, ns = PageCache(), ("p", "messages", "s")
+    page = tuple(StoredMessage(id=f"m{i}", session_id="s", role="user", content="x", seq=i,
+                               ts=datetime(2026, 1, 1, tzinfo=UTC)) for i in range(90, 100))
+    assert cache.check(ns, rec) == {}
+    cache.keep(ns, rec, 9, 10, page[:9])  # short page, no deletion ever: not yet visible
+    cache.keep(ns, rec, 10, 10, page)  # not below next_seq: may still grow
+    assert cache.check(ns, rec) == {}
+    cache.keep(ns, rec, 9, 10, page)
+    assert cache.check(ns, {**rec, "next_seq": 101, "count": 101}) == {9: page}
+    assert cache.check(ns, {**rec, "next_seq": 101, "count": 100}) == {}  # dropped
+
+
+def test_no_page_cache_on_a_store_that_expires_items(tmp_path: Any) -> None:
+    from langmem_edge.store import ChromaStore
+
+    store = InMemoryStore()
+    assert page_cache_for(store) is page_cache_for(store) is not None
+    expiring = ChromaStore.from_path(str(tmp_path / "db"), ttl={"default_ttl": 5.0})
+    try:
+        assert page_cache_for(expiring) is None
+    finally:
+        expiring.close()
+
+
+def test_a_session_from_before_the_epoch_is_read_until_its_next_ingest() -> None:
+    store = CountingStore()
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 100)
+    record = store.get(tier.sessions_namespace, "s")
+    assert record is not None
+    old = {k: v for k, v in record.value.items() if k != "epoch"}
+    store.put(tier.sessions_namespace, "s", old, index=False)
+    tier.window("s", 1000, compact=False)
+    store.searched.clear()
+    w = tier.window("s", 1000, compact=False)
+    assert store.searched.count(tier.messages_namespace("s")) == w.rows_scanned // 10 + 1
+    assert w == uncached(tier, "s", 1000)
+    tier.add_messages([{"role": "user", "content": "a later turn"}], "s")
+    again = store.get(tier.sessions_namespace, "s")
+    assert again is not None and again.value["epoch"]
+    tier.window("s", 1000, compact=False)
+    store.searched.clear()
+    assert tier.window("s", 1000, compact=False).tail[-1].content == "a later turn"
+    assert store.searched == []

@@ -5,6 +5,7 @@
 - :mod:`.extraction`: memory extraction with a chat model, and the types it shares.
 - :mod:`.rules`: the model-free fallbacks (rule-based extraction, extractive summaries).
 - :mod:`.compaction`: the context window and its overlays, with the pre-compaction flush.
+- :mod:`.pages`: the per-process cache of complete history pages a window reads again.
 
 It never imports another tier: the memories it extracts are handed to ``memory/profile.py``,
 which writes them through the semantic tier. See ``docs/episodic.md``.

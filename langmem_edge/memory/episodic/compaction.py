@@ -26,7 +26,12 @@ starts), and a page is one ``search`` with the equality filter ``{"profile", "pa
 ``limit=page_size``. Equality on a short string is the filter every store runs natively;
 a numeric range filter would be exact too but ChromaStore evaluates ranges in Python over the
 whole namespace (about 1 s per page at 10,000 messages). Reading stops when the tail budget
-is full or when the next page would pass ``max_rows_scanned`` (200) rows.
+is full or when the next page would pass ``max_rows_scanned`` (200) rows. Complete pages are
+kept per process (:mod:`.pages`) and used again only while the session record, read first in
+every window, shows the session has only grown by appends since: a steady window reads the
+session record and the overlays, and no history page it already read. Overlays are read
+without a store filter (ChromaStore pays a pass over the collection for any pushed-down
+filter) and kept only when their ``profile`` matches.
 
 No message is both in an overlay and in the tail: when an overlay straddles the tail's start
 (the budget grew since it was made), the tail starts after the overlay instead.
@@ -49,7 +54,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -68,6 +74,7 @@ from langmem_edge.memory.episodic.extraction import (
     StoredMessage,
     model_extraction_plan,
 )
+from langmem_edge.memory.episodic.pages import PageCache
 from langmem_edge.memory.episodic.rules import extractive_summary, rule_based_memories
 
 __all__ = [
@@ -78,6 +85,7 @@ __all__ = [
     "fill_tail",
     "in_range",
     "overlay_id",
+    "overlays_mark",
     "page_ops",
     "pick_overlays",
     "split_budget",
@@ -204,14 +212,18 @@ def message_tokens(text: str, config: EpisodicConfig) -> int:
     return estimate_tokens(text, **_ratios(config)) + config.message_overhead_tokens
 
 
-def _placed(msg: StoredMessage, budget: int | None, config: EpisodicConfig) -> WindowMessage:
+def _placed(msg: StoredMessage, budget: int | None, config: EpisodicConfig,
+            tokens: int | None = None) -> WindowMessage:
+    """``msg`` in a window: whole (``tokens``, its estimate, when the caller has it) or cut
+    to ``budget``."""
     text, cut = msg.content, False
     if budget is not None:
         text, cut = truncate_to_tokens(msg.content, budget - config.message_overhead_tokens,
                                        **_ratios(config))
+        tokens = None
     data = msg.model_dump(exclude={"content"})
-    return WindowMessage(**data, content=text, tokens=message_tokens(text, config),
-                         truncated=cut)
+    return WindowMessage(**data, content=text, truncated=cut,
+                         tokens=message_tokens(text, config) if tokens is None else tokens)
 
 
 def fill_head(
@@ -221,7 +233,7 @@ def fill_head(
     message(s) cut (never dropped)."""
     need = [message_tokens(m.content, config) for m in messages]
     if sum(need) <= budget:
-        return [_placed(m, None, config) for m in messages]
+        return [_placed(m, None, config, t) for m, t in zip(messages, need, strict=True)]
     placed: list[WindowMessage] = []
     remaining, left = budget, len(messages)
     order = sorted(range(len(messages)), key=lambda i: need[i])  # small ones first
@@ -237,22 +249,24 @@ def fill_head(
 
 
 def fill_tail(
-    newest_first: Sequence[StoredMessage], budget: int, config: EpisodicConfig
+    newest_first: Sequence[StoredMessage], budget: int, config: EpisodicConfig, *,
+    cost: Callable[[StoredMessage], int] | None = None,
 ) -> tuple[list[WindowMessage], bool]:
     """Tail from messages newest first: ``(tail oldest-first, budget_reached)``. The newest
-    message is always placed (cut if needed); then whole messages while they fit."""
+    message is always placed (cut if needed); then whole messages while they fit. ``cost``
+    gives a message's :func:`message_tokens` (a memo of them); computed when omitted."""
     tail: list[WindowMessage] = []
     used = 0
     for i, msg in enumerate(newest_first):
-        cost = message_tokens(msg.content, config)
-        if i == 0 and cost > budget:
+        cost_i = cost(msg) if cost is not None else message_tokens(msg.content, config)
+        if i == 0 and cost_i > budget:
             tail.append(_placed(msg, budget, config))
             return tail, True
-        if used + cost > budget:
+        if used + cost_i > budget:
             tail.reverse()
             return tail, True
-        tail.append(_placed(msg, None, config))
-        used += cost
+        tail.append(_placed(msg, None, config, cost_i))
+        used += cost_i
     tail.reverse()
     return tail, False
 
@@ -289,6 +303,14 @@ def pick_overlays(
         chosen.append(ov)
         used += ov.tokens
     return sorted(chosen, key=lambda o: o.from_seq)
+
+
+def overlays_mark(profile: str, session_id: str) -> dict[str, Any]:
+    """The value of a session's overlays mark, ``(*R, "overlays")`` / session id: a fresh
+    random token written after every overlay write, so a process that cached the session's
+    overlays (:mod:`.pages`) sees they changed by reading one item by key."""
+    return {"kind": "overlays-mark", "profile": profile, "session_id": session_id,
+            "token": uuid.uuid4().hex}
 
 
 def page_ops(ns: tuple[str, ...], profile: str, lo: int, hi: int, page_size: int
@@ -329,49 +351,88 @@ def window_plan(
     config: EpisodicConfig,
     model: BaseChatModel | None,
     compact: bool,
+    pages: PageCache | None = None,
 ) -> Plan[ContextWindow]:
     """Plan: assemble the window of ``session_id`` and, when ``compact``, add at most one
-    overlay (with its pre-compaction flush). See the module docstring."""
+    overlay (with its pre-compaction flush). See the module docstring. ``pages``: this
+    process's cache of complete history pages (:mod:`.pages`), checked against the session
+    record read here."""
     if budget_tokens <= 0:
         raise InvalidInputError(f"budget_tokens must be > 0, got {budget_tokens}")
     head_b, over_b, tail_b = split_budget(budget_tokens, config)
     window = ContextWindow(session_id=session_id, budget_tokens=budget_tokens,
                            head_budget=head_b, overlay_budget=over_b, tail_budget=tail_b)
-    (meta,) = yield StoreStep((GetOp(sessions_ns, session_id),))
+    ov_page = config.overlay_page_size
+    marks_ns = overlays_ns[:-1]
+    # the session record and the session's overlays mark (both by key) in one batch
+    meta, mark = yield StoreStep((GetOp(sessions_ns, session_id),
+                                  GetOp(marks_ns, session_id)))
     if meta is None or meta.value.get("profile") != profile:
         return window
     n = int(meta.value["next_seq"])
     ps = int(meta.value.get("page_size", config.page_size))
     head_n = min(config.head_messages, n)
     cap = config.max_rows_scanned
+    known = pages.check(messages_ns, meta.value) if pages is not None else {}
+    mark_value = mark.value if mark is not None else None
+    raw_overlays = (pages.overlays(messages_ns, meta.value, mark_value)
+                    if pages is not None else None)
+    if raw_overlays is None:
+        # read without a store filter (a pushed-down filter costs some stores a pass over
+        # the collection); checked against the profile below
+        raw_overlays = []
+        while len(raw_overlays) < config.max_overlays:
+            (more,) = yield StoreStep((SearchOp(overlays_ns, limit=ov_page,
+                                                offset=len(raw_overlays)),))
+            raw_overlays += more
+            if len(more) < ov_page:
+                break
+        if pages is not None:
+            pages.keep_overlays(messages_ns, meta.value, mark_value, raw_overlays)
 
-    # overlays, head and the newest history page in one batch
-    ov_page = config.overlay_page_size
+    def read(wanted: Sequence[int]) -> Plan[dict[int, tuple[StoredMessage, ...]]]:
+        """History pages by number: from the cache when it has them, else one search each."""
+        got = {b: known[b] for b in wanted if b in known}
+        missing = [b for b in dict.fromkeys(wanted) if b not in got]
+        if missing:
+            found = yield StoreStep(tuple(op for b in missing for op in
+                                          page_ops(messages_ns, profile, b * ps,
+                                                   (b + 1) * ps, ps)))
+            for b, items in zip(missing, found, strict=True):
+                got[b] = tuple(in_range([items], b * ps, (b + 1) * ps))
+                if pages is not None:
+                    pages.keep(messages_ns, meta.value, b, ps, got[b])
+        return got
+
+    ratios = (*_ratios(config).values(), config.message_overhead_tokens)
+
+    def cost(msg: StoredMessage) -> int:
+        if pages is None:
+            return message_tokens(msg.content, config)
+        return pages.tokens(msg, ratios, lambda text: message_tokens(text, config))
+
+    # head and the newest history page first, then older pages while the tail has room
     bucket, last_bucket = (n - 1) // ps, head_n // ps
-    head_ops = page_ops(messages_ns, profile, 0, head_n, ps)
-    results = yield StoreStep((SearchOp(overlays_ns, filter={"profile": profile}, limit=ov_page),
-                               *head_ops,
-                               *page_ops(messages_ns, profile, bucket * ps, n, ps)))
-    raw_overlays: list[Item] = list(results[0])
-    head_msgs = in_range(results[1 : 1 + len(head_ops)], 0, head_n)
-    pages: list[Sequence[Item] | None] = list(results[1 + len(head_ops):])
-    scanned: list[StoredMessage] = []
-    tail: list[WindowMessage] = []
-    full = False
+    head_pages = range((head_n - 1) // ps + 1) if head_n else range(0)
+    got = yield from read([*head_pages, bucket])
+    head_msgs = [m for b in head_pages for m in got[b] if m.seq < head_n]
+    scanned: list[StoredMessage] = []  # newest first
+    used, full = 0, False
     while True:
-        scanned += reversed(in_range(pages, max(head_n, bucket * ps), n))
-        tail, full = fill_tail(scanned, tail_b, config)
+        lo = max(head_n, bucket * ps)
+        for msg in reversed(got[bucket]):
+            if not lo <= msg.seq < n:
+                continue
+            if not full:  # fill_tail's rule: the newest always, then while whole ones fit
+                need = cost(msg)
+                full = need > tail_b if not scanned else used + need > tail_b
+                used += need
+            scanned.append(msg)
         bucket -= 1
         if full or bucket < last_bucket or len(scanned) + ps > cap:
             break
-        pages = list((yield StoreStep(page_ops(messages_ns, profile, bucket * ps,
-                                               (bucket + 1) * ps, ps))))
-    while len(raw_overlays) % ov_page == 0 and 0 < len(raw_overlays) < config.max_overlays:
-        (more,) = yield StoreStep((SearchOp(overlays_ns, filter={"profile": profile},
-                                            limit=ov_page, offset=len(raw_overlays)),))
-        if not more:
-            break
-        raw_overlays += more
+        got = yield from read([bucket])
+    tail, _ = fill_tail(scanned, tail_b, config, cost=cost)
     newest = tail[-1].seq if tail else n
     overlays = sorted((Overlay.from_value(it.value) for it in raw_overlays
                        if it.value.get("profile") == profile), key=lambda o: o.from_seq)
@@ -391,6 +452,9 @@ def window_plan(
         overlay, flushed = yield from _compact_plan(session_id, lo, hi_seq, range_msgs,
                                                     over_b, config, model)
         yield StoreStep((PutOp(overlays_ns, overlay.id, overlay.to_value(profile),
+                               index=False),))
+        # then a new overlays mark: a window that reads it lists the overlays again
+        yield StoreStep((PutOp(marks_ns, session_id, overlays_mark(profile, session_id),
                                index=False),))
         overlays = sorted([*overlays, overlay], key=lambda o: o.from_seq)
         window.new_overlay, window.flushed = overlay, flushed

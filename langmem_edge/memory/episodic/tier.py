@@ -10,8 +10,10 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
   is read (see :mod:`.compaction`);
 - ``(*R, "overlays", session_id)``: compaction overlays (:mod:`.compaction`), not embedded;
 - ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
-  ``page_size``, first/last timestamps, contact. It is what makes ordering possible on any
-  backend.
+  ``page_size``, first/last timestamps, contact, and ``epoch`` (a random token given when the
+  session is created, or at the first ingest of a session from before it: a session deleted
+  and created again is told apart from the old one by the page cache, :mod:`.pages`). It is
+  what makes ordering possible on any backend.
 
 Every value carries ``profile`` and every read filters on it (a second guard besides the
 namespace).
@@ -66,6 +68,7 @@ from what is left, by a later compaction).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
@@ -99,6 +102,7 @@ from langmem_edge.memory.episodic.messages import (
     orphaned_messages,
     validate_session_id,
 )
+from langmem_edge.memory.episodic.pages import page_cache_for
 from langmem_edge.memory.episodic.rules import rule_based_memories
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import default_analyzer
@@ -240,6 +244,7 @@ class EpisodicTier:
             value: dict[str, Any] = dict(meta.value) if meta else {
                 "kind": "session", "profile": self.profile, "session_id": sid, "count": 0,
                 "page_size": ps, "first_ts": new[0].ts.isoformat()}
+            value.setdefault("epoch", uuid.uuid4().hex)  # sessions from before it get one now
             value.update(next_seq=end, count=int(value["count"]) + len(new),
                          last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat(),
                          extracted_to=_mark_after(mark, start, end, extract, confirm_later))
@@ -344,6 +349,7 @@ class EpisodicTier:
         ops = [PutOp(it.namespace, it.key, None) for it in (*msgs, *overlays)]
         if meta is not None:
             ops.append(PutOp(self.sessions_namespace, sid, None))
+            ops.append(PutOp(self.overlays_namespace(sid)[:-1], sid, None))  # overlays mark
         if ops:
             yield StoreStep(tuple(ops))
         return len(msgs)
@@ -378,7 +384,8 @@ class EpisodicTier:
         return window_plan(
             messages_ns=self.messages_namespace(sid), overlays_ns=self.overlays_namespace(sid),
             sessions_ns=self.sessions_namespace, profile=self.profile, session_id=sid,
-            budget_tokens=budget_tokens, config=self.config, model=self.model, compact=compact)
+            budget_tokens=budget_tokens, config=self.config, model=self.model, compact=compact,
+            pages=page_cache_for(self.store))
 
     def _overlays_plan(self, session_id: str) -> Plan[list[Overlay]]:
         sid = validate_session_id(session_id)
