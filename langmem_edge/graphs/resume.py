@@ -1,0 +1,578 @@
+"""Turn resume: a turn cut short by a crash is answered from its record, never re-run.
+
+LangGraph saves each finished task's writes, and ``invoke(None)`` re-runs only what did not
+finish; but NEW input on the thread drops the unfinished tasks and their saved results and
+leaves the last ``AIMessage``'s tool calls unanswered (see DESIGN.md, "The agent half"). This
+module keeps what survives that case: every finished tool call goes into the working tier's
+turn record of (profile, thread) as it completes, and the next request on the thread is
+handled by the rule of the turn record (``WorkingConfig.resume_after_seconds``, 45 s):
+
+- touched within 45 s: the turn is still running; :class:`TurnInProgressError` (or, with
+  ``wait=True``, wait until it finishes or goes quiet for 45 s);
+- untouched for longer: every dangling tool call is answered in the history, right after its
+  ``AIMessage`` (a ``ToolMessage`` with the recorded result for each finished call, not
+  re-run; :data:`NOT_COMPLETED_TEMPLATE` for the others), the model is told which resources
+  the turn left open (:data:`OPEN_RESOURCES_TEMPLATE`), the record is deleted, then the new
+  message is handled.
+
+The record goes when the final assistant message (no tool calls) is produced, and expires
+after 24 h. A run with ``durability="exit"`` is refused (:class:`UnsupportedDurabilityError`).
+
+Written once in :class:`TurnResume`, whose methods have the shape of ``AgentMiddleware`` hooks
+(sync and async twins over one plan each); :class:`TurnResumeMiddleware` delegates to it for
+``langchain.agents.create_agent``, and another middleware can delegate to it the same way.
+
+**What a tool reports.** A tool reports what it left open (a browser session, a file, a job)
+as ids in its ``ToolMessage``'s artifact, ``{"resources": ["browser:7"]}`` (a tool with
+``response_format="content_and_artifact"`` returns ``(content, {"resources": [...]})``).
+**What a tool gets.** An idempotency key for (thread, checkpoint, tool call id), the same
+when LangGraph re-runs the call after a crash (``invoke(None)``), in
+``runtime.config["configurable"]["idempotency_key"]``; read it with
+:func:`tool_idempotency_key` (``ToolRuntime`` -> ``str | None``), which also works without
+the middleware.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NotRequired
+
+from langchain.agents import AgentState
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.types import Command
+
+from langmem_edge.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    LangmemEdgeError,
+    TurnInProgressError,
+    UnsupportedDurabilityError,
+)
+from langmem_edge.memory import AgentMemory
+from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
+from langmem_edge.memory.working import ProfileWorking, TurnRecord, TurnRow
+
+__all__ = [
+    "IDEMPOTENCY_KEY",
+    "NOT_COMPLETED_TEMPLATE",
+    "OPEN_RESOURCES_TEMPLATE",
+    "RESOURCES_FIELD",
+    "RunIdentity",
+    "TurnResume",
+    "TurnResumeMiddleware",
+    "TurnResumeState",
+    "dangling_tool_calls",
+    "idempotency_key",
+    "run_identity",
+    "tool_idempotency_key",
+]
+
+logger = logging.getLogger(__name__)
+
+IDEMPOTENCY_KEY = "idempotency_key"
+"""Where a tool finds its idempotency key: ``runtime.config["configurable"][...]``."""
+RESOURCES_FIELD = "resources"
+"""The key of a ``ToolMessage`` artifact dict that lists the resource ids a tool left open."""
+ROUND_KEY = "turn_round_at"
+"""The state key stamped (epoch seconds) when the model asks for a tool round; it tells a
+running turn from an interrupted one when no tool call has finished yet."""
+DURABILITY_KEY = "__pregel_durability"
+"""Where LangGraph (1.x) puts a run's ``durability`` in ``config["configurable"]`` when it is
+given explicitly; absent means the default, ``"async"``."""
+POLL_SECONDS = 1.0
+"""With ``wait=True``: how often the turn record is read again while the turn runs."""
+MAX_WAIT_SECONDS = 120.0
+"""With ``wait=True``: how long to wait for a running turn before raising
+:class:`TurnInProgressError` anyway (a turn that keeps finishing tool calls)."""
+KEY_CHARS = 32
+"""Length of an idempotency key (hex of a SHA-256 digest)."""
+
+NOT_COMPLETED_TEMPLATE = (
+    "Tool call {name!r} did not complete: the turn was interrupted before it returned, so "
+    "there is no result. It was not run again; call it again if it is still needed.")
+"""The answer to a dangling tool call the turn record has no result for."""
+TRUNCATED_TEMPLATE = "\n[result cut to its first {chars} characters]"
+"""Added to a replayed result the turn record had cut."""
+OPEN_RESOURCES_TEMPLATE = (
+    "\n\n[This turn was interrupted and is resumed: the tool results above are from before "
+    "the interruption. Still open from it, reuse them instead of opening new ones: "
+    "{resources}.]")
+"""Added to the last answer of a resumed turn whose tools reported open resources."""
+
+ToolHandler = Callable[[Any], Any]
+
+
+class TurnResumeState(AgentState):
+    """``AgentState`` plus the stamp of the current tool round (declare it in a middleware's
+    ``state_schema``; without it the stamp is dropped and a turn with no finished tool call
+    counts as interrupted at once)."""
+
+    turn_round_at: NotRequired[float | None]
+    """Epoch seconds when the model last asked for tools in this turn; ``None`` after the
+    final answer."""
+
+
+# -- who and where: the run's identity ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """Whose turn record: the profile and thread of a run (and its contact)."""
+
+    profile: str
+    thread: str
+    contact: str | None = None
+
+
+def _field(source: Any, name: str) -> Any:
+    if isinstance(source, Mapping):
+        return source.get(name)
+    return getattr(source, name, None)
+
+
+def run_identity(context: Any, config: Mapping[str, Any] | None,
+                 execution_info: Any = None) -> RunIdentity | None:
+    """The run's profile, contact and thread: ``context`` first (a mapping or an object
+    with ``profile``, ``contact``, ``thread_id``, like ``MemoryContext``), then
+    ``config["configurable"]``, the thread last from ``execution_info.thread_id``. ``None``
+    when the run has no profile or no thread (turn resume leaves such a run alone)."""
+    configurable = (config or {}).get("configurable") or {}
+
+    def pick(name: str) -> Any:
+        value = _field(context, name)
+        return configurable.get(name) if value is None else value
+
+    profile = pick("profile")
+    thread = pick("thread_id") or _field(execution_info, "thread_id")
+    if profile is None or not thread:
+        return None
+    return RunIdentity(profile=str(profile), thread=str(thread), contact=pick("contact"))
+
+
+def _current_config() -> Mapping[str, Any]:
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a runnable context
+        return {}
+
+
+# -- idempotency keys -------------------------------------------------------------------------
+
+
+def idempotency_key(thread: str, checkpoint_id: str, tool_call_id: str) -> str:
+    """The idempotency key of one tool call: a hash of (thread, checkpoint, tool call id),
+    :data:`KEY_CHARS` hex characters. The same when LangGraph re-runs the call from the same
+    checkpoint after a crash; different for the same call id in another turn."""
+    raw = json.dumps([thread, checkpoint_id, tool_call_id], ensure_ascii=False)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:KEY_CHARS]
+
+
+def _key_of(runtime: Any) -> str | None:
+    info = getattr(runtime, "execution_info", None)
+    call_id = getattr(runtime, "tool_call_id", None)
+    config = getattr(runtime, "config", None) or {}
+    thread = _field(info, "thread_id") or (config.get("configurable") or {}).get("thread_id")
+    checkpoint = _field(info, "checkpoint_id")
+    if not (thread and checkpoint and call_id):
+        return None
+    return idempotency_key(str(thread), str(checkpoint), str(call_id))
+
+
+def tool_idempotency_key(runtime: Any) -> str | None:
+    """A tool's idempotency key, from its ``ToolRuntime``: the one :class:`TurnResume` put in
+    ``runtime.config["configurable"]["idempotency_key"]``, else computed from
+    ``runtime.execution_info`` and ``runtime.tool_call_id``; ``None`` outside a
+    checkpointed run. Pass it to the service the tool calls (an ``Idempotency-Key`` header,
+    a unique column) so a re-run does not act twice."""
+    config = getattr(runtime, "config", None) or {}
+    given = (config.get("configurable") or {}).get(IDEMPOTENCY_KEY)
+    return str(given) if given else _key_of(runtime)
+
+
+# -- the history: dangling calls and their answers -----------------------------------------------
+
+
+def dangling_tool_calls(messages: Sequence[AnyMessage]) -> list[tuple[int, dict[str, Any]]]:
+    """The tool calls no ``ToolMessage`` answers, as (index of their ``AIMessage``, call),
+    oldest first."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    return [(i, call) for i, m in enumerate(messages) if isinstance(m, AIMessage)
+            for call in m.tool_calls if call.get("id") not in answered]
+
+
+def _replayed(call: dict[str, Any], row: TurnRow, chars: int) -> ToolMessage:
+    text = row.result_preview + (TRUNCATED_TEMPLATE.format(chars=chars) if row.truncated
+                                 else "")
+    return ToolMessage(text, tool_call_id=call["id"], name=row.name,
+                       artifact={"resumed": True, RESOURCES_FIELD: list(row.open_resources)})
+
+
+def _not_completed(call: dict[str, Any]) -> ToolMessage:
+    return ToolMessage(NOT_COMPLETED_TEMPLATE.format(name=call.get("name", "")),
+                       tool_call_id=call["id"], name=call.get("name"), status="error",
+                       artifact={"resumed": True, "completed": False})
+
+
+def _answers(dangling: Sequence[tuple[int, dict[str, Any]]], turn: TurnRecord | None,
+             chars: int) -> dict[int, list[ToolMessage]]:
+    """The answers to the dangling calls, by the index of their ``AIMessage``; the last one
+    says what the turn left open."""
+    rows = {r.call_id: r for r in turn.rows} if turn else {}
+    by_ai: dict[int, list[ToolMessage]] = {}
+    for index, call in dangling:
+        row = rows.get(call["id"])
+        by_ai.setdefault(index, []).append(
+            _replayed(call, row, chars) if row else _not_completed(call))
+    resources = turn.open_resources if turn else ()
+    if resources and by_ai:
+        last = by_ai[max(by_ai)][-1]
+        last.content = last.text + OPEN_RESOURCES_TEMPLATE.format(
+            resources=", ".join(resources))
+    return by_ai
+
+
+def _with_answers(messages: Sequence[AnyMessage], by_ai: Mapping[int, list[ToolMessage]]
+                  ) -> list[AnyMessage]:
+    """The history with each answer right after its ``AIMessage`` and the tool messages that
+    already follow it, so no tool call is left unanswered in front of a later message."""
+    out: list[AnyMessage] = []
+    pending: list[ToolMessage] = []
+    for i, m in enumerate(messages):
+        if pending and not isinstance(m, ToolMessage):
+            out += pending
+            pending = []
+        out.append(m)
+        if i in by_ai:
+            pending = list(by_ai[i])
+    return out + pending
+
+
+# -- the behaviour, once --------------------------------------------------------------------------
+
+
+class TurnResume:
+    """Turn resume for an agent: hook-shaped methods (``before_agent``, ``wrap_tool_call``,
+    ``after_model`` and their ``a*`` twins) a middleware delegates to.
+
+    Args:
+        memory: Whose working tier holds the turn records; ``None``: an ``AgentMemory`` over
+            the graph's store (``runtime.store``), made once per store.
+        wait: When a request finds the turn still running, wait (polling every
+            ``poll_seconds``, at most ``max_wait_seconds``) until it finishes or goes quiet
+            for ``resume_after_seconds``, instead of raising :class:`TurnInProgressError`.
+        clock: Epoch seconds (default ``time.time``); inject one in tests.
+        poll_seconds: See ``wait`` (default :data:`POLL_SECONDS`, 1 s).
+        max_wait_seconds: See ``wait`` (default :data:`MAX_WAIT_SECONDS`, 120 s).
+        messages_key: The state key of the messages (default ``"messages"``).
+    """
+
+    def __init__(self, memory: AgentMemory | None = None, *, wait: bool = False,
+                 clock: Callable[[], float] | None = None,
+                 poll_seconds: float = POLL_SECONDS,
+                 max_wait_seconds: float = MAX_WAIT_SECONDS,
+                 messages_key: str = "messages") -> None:
+        if memory is not None and not isinstance(memory, AgentMemory):
+            raise ConfigurationError(
+                f"memory must be an AgentMemory or None, got {type(memory).__name__}")
+        if poll_seconds <= 0 or max_wait_seconds < 0:
+            raise ConfigurationError(
+                f"poll_seconds must be > 0 and max_wait_seconds >= 0, got {poll_seconds!r} "
+                f"and {max_wait_seconds!r}")
+        self.memory = memory
+        self.wait = wait
+        self.clock: Callable[[], float] = clock or time.time
+        self.poll_seconds = poll_seconds
+        self.max_wait_seconds = max_wait_seconds
+        self.messages_key = messages_key
+        self._memories: dict[int, AgentMemory] = {}
+
+    def __repr__(self) -> str:
+        return f"TurnResume(memory={self.memory!r}, wait={self.wait!r})"
+
+    def _memory(self, store: Any) -> AgentMemory | None:
+        if self.memory is not None:
+            return self.memory
+        if store is None:
+            return None
+        if id(store) not in self._memories:
+            self._memories[id(store)] = AgentMemory(store)
+        return self._memories[id(store)]
+
+    def _working(self, store: Any, who: RunIdentity) -> ProfileWorking | None:
+        memory = self._memory(store)
+        if memory is None:
+            return None
+        return memory.profile(who.profile).working.with_clock(self.clock)
+
+    def _resume_after(self, store: Any) -> float:
+        memory = self._memory(store)
+        assert memory is not None
+        return memory.config.working.resume_after_seconds
+
+    # -- before_agent: the rule of the turn record ----------------------------------------------
+
+    def _plan_rule(self, who: RunIdentity, working: ProfileWorking, store: Any,
+                   state: Mapping[str, Any]
+                   ) -> Plan[tuple[list[tuple[int, dict[str, Any]]], TurnRecord | None] | None]:
+        """The rule of the turn record: ``None`` when the last turn is finished; raises
+        :class:`TurnInProgressError` while it runs (or waits, with ``wait``); otherwise the
+        dangling calls and the record to answer them from."""
+        messages = list(state.get(self.messages_key) or [])
+        dangling = dangling_tool_calls(messages)
+        turn = yield Call(working.unfinished_turn, working.aunfinished_turn, (who.thread,))
+        if not dangling and turn is None:
+            return None
+        resume_after = self._resume_after(store)
+        round_at = state.get(ROUND_KEY) if dangling else None
+        deadline = self.clock() + self.max_wait_seconds
+        while True:
+            touched = _touched(turn, round_at)
+            now = self.clock()
+            if touched is None or now - touched > resume_after:
+                return dangling, turn
+            if not self.wait or now >= deadline:
+                ago = max(0.0, now - touched)
+                raise TurnInProgressError(
+                    f"thread {who.thread!r} of profile {who.profile!r} has a turn in "
+                    f"progress: it was last touched {ago:.1f} s ago, and a turn is resumed "
+                    f"only once untouched for {resume_after:g} s; send the message again in "
+                    f"{resume_after - ago:.1f} s, or use TurnResume(wait=True)",
+                    thread=who.thread, touched_at=touched, retry_after=resume_after - ago)
+            yield Call(time.sleep, asyncio.sleep, (self.poll_seconds,))
+            now_turn = yield Call(working.unfinished_turn, working.aunfinished_turn,
+                                  (who.thread,))
+            if turn is not None and now_turn is None:
+                return dangling, None  # the running turn finished meanwhile
+            turn = now_turn
+
+    def _plan_before(self, state: Mapping[str, Any], runtime: Any
+                     ) -> Plan[dict[str, Any] | None]:
+        config = _current_config()
+        who = run_identity(runtime.context, config, getattr(runtime, "execution_info", None))
+        working = self._working(runtime.store, who) if who else None
+        if who is None or working is None:
+            return None
+        durability = (config.get("configurable") or {}).get(DURABILITY_KEY)
+        if durability == "exit":
+            raise UnsupportedDurabilityError(
+                f"thread {who.thread!r}: durability='exit' saves nothing until the run ends, "
+                "so a crash would leave no checkpoint and no tool results to resume the turn "
+                "from; run it with durability='sync' or 'async' (the default)",
+                durability=durability)
+        found = yield from self._plan_rule(who, working, runtime.store, state)
+        if found is None:
+            return None
+        dangling, turn = found
+        memory = self._memory(runtime.store)
+        assert memory is not None
+        by_ai = _answers(dangling, turn, memory.config.working.preview_chars)
+        if turn is not None:
+            yield Call(working.finish_turn, working.afinish_turn, (who.thread,))
+        if not by_ai:
+            return None
+        logger.info("thread %s: resumed an interrupted turn, %d dangling tool calls answered",
+                    who.thread, len(dangling))
+        rebuilt = _with_answers(list(state.get(self.messages_key) or []), by_ai)
+        return {self.messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rebuilt],
+                ROUND_KEY: None}
+
+    def before_agent(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
+        """Before the turn: refuse ``durability="exit"``; if the thread's last turn is
+        unfinished, raise :class:`TurnInProgressError` (touched within 45 s) or return the
+        state update that answers its dangling tool calls from the record."""
+        return run_sync(self._plan_before(state, runtime))
+
+    async def abefore_agent(self, state: Mapping[str, Any], runtime: Any
+                            ) -> dict[str, Any] | None:
+        """Async :meth:`before_agent`."""
+        return await run_async(self._plan_before(state, runtime))
+
+    def _plan_check(self, graph: Any, config: Mapping[str, Any], context: Any,
+                    snapshot: Any) -> Plan[None]:
+        who = run_identity(context, config)
+        store = getattr(graph, "store", None)
+        working = self._working(store, who) if who else None
+        if who is None or working is None:
+            return None
+        yield from self._plan_rule(who, working, store, getattr(snapshot, "values", {}) or {})
+        return None
+
+    def check_turn(self, graph: Any, config: Mapping[str, Any], *, context: Any = None
+                   ) -> None:
+        """Before ``graph.invoke(input, config, context=context)``: raise
+        :class:`TurnInProgressError` if the thread's last turn is still running (or wait,
+        with ``wait``), without running the graph. Refused in ``before_agent`` instead, the
+        request's message is already in the checkpoint (LangGraph saves the input before
+        the first node runs); refused here, nothing is written. ``graph`` is the compiled
+        agent (its ``get_state`` and ``store`` are used)."""
+        run_sync(self._plan_check(graph, config, context, graph.get_state(config)))
+
+    async def acheck_turn(self, graph: Any, config: Mapping[str, Any], *,
+                          context: Any = None) -> None:
+        """Async :meth:`check_turn`."""
+        snapshot = await graph.aget_state(config)
+        await run_async(self._plan_check(graph, config, context, snapshot))
+
+    # -- wrap_tool_call: record each finished call -----------------------------------------------
+
+    def _plan_tool(self, request: Any, handler: ToolHandler) -> Plan[Any]:
+        runtime = request.runtime
+        who = run_identity(getattr(runtime, "context", None), getattr(runtime, "config", None),
+                           getattr(runtime, "execution_info", None))
+        store = getattr(runtime, "store", None)
+        working = self._working(store, who) if who else None
+        if who is None or working is None:
+            return (yield Call(handler, handler, (request,)))
+        result = yield Call(handler, handler, (_with_key(request),))
+        call = request.tool_call
+        message = _tool_message(result, call.get("id"))
+        preview, resources = _preview(message)
+        row = (who.thread, call["id"], call["name"], call.get("args"), preview, resources)
+        try:
+            try:
+                yield Call(working.record_tool_call, working.arecord_tool_call, row)
+            except InvalidInputError as e:  # arguments too large or not JSON: keep the rest
+                logger.warning("thread %s: tool call %s is recorded without its arguments "
+                               "(%s)", who.thread, call["id"], e)
+                yield Call(working.record_tool_call, working.arecord_tool_call,
+                           (*row[:3], None, *row[4:]))
+        except LangmemEdgeError:
+            logger.exception("thread %s: tool call %s finished but is not in the turn "
+                             "record; a resume after a crash will report it as not completed",
+                             who.thread, call["id"])
+        return result
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Run the tool (with its idempotency key in ``runtime.config``), then record the
+        finished call (name, args, id, result preview, open resources) in the turn record."""
+        return run_sync(self._plan_tool(request, handler))
+
+    async def awrap_tool_call(self, request: Any,
+                              handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Async :meth:`wrap_tool_call`."""
+        return await run_async(self._plan_tool(request, handler))
+
+    # -- after_model: stamp the tool round, or finish the turn -----------------------------------
+
+    def _plan_after(self, state: Mapping[str, Any], runtime: Any
+                    ) -> Plan[dict[str, Any] | None]:
+        who = run_identity(runtime.context, _current_config(),
+                           getattr(runtime, "execution_info", None))
+        working = self._working(runtime.store, who) if who else None
+        messages = state.get(self.messages_key) or []
+        if who is None or working is None or not messages:
+            return None
+        last = messages[-1]
+        if not isinstance(last, AIMessage):
+            return None
+        if last.tool_calls:
+            return {ROUND_KEY: float(self.clock())}
+        yield Call(working.finish_turn, working.afinish_turn, (who.thread,))
+        return {ROUND_KEY: None} if state.get(ROUND_KEY) is not None else None
+
+    def after_model(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
+        """After each model call: a tool round stamps :data:`ROUND_KEY`; the final assistant
+        message (no tool calls) deletes the turn record."""
+        return run_sync(self._plan_after(state, runtime))
+
+    async def aafter_model(self, state: Mapping[str, Any], runtime: Any
+                           ) -> dict[str, Any] | None:
+        """Async :meth:`after_model`."""
+        return await run_async(self._plan_after(state, runtime))
+
+
+def _touched(turn: TurnRecord | None, round_at: Any) -> float | None:
+    """When the turn was last touched (epoch seconds): its newest recorded call or its tool
+    round's stamp, whichever is later; ``None`` when neither exists."""
+    times = [turn.touched_at.timestamp()] if turn is not None else []
+    if isinstance(round_at, int | float):
+        times.append(float(round_at))
+    return max(times, default=None)
+
+
+def _with_key(request: Any) -> Any:
+    """The request with the call's idempotency key in its runtime's ``configurable``."""
+    runtime = request.runtime
+    key = _key_of(runtime) if runtime is not None else None
+    if key is None or not dataclasses.is_dataclass(runtime):
+        return request
+    config = dict(runtime.config or {})
+    config["configurable"] = {**(config.get("configurable") or {}), IDEMPOTENCY_KEY: key}
+    return dataclasses.replace(request, runtime=dataclasses.replace(runtime, config=config))
+
+
+def _tool_message(result: Any, call_id: Any) -> ToolMessage | None:
+    if isinstance(result, ToolMessage):
+        return result
+    if isinstance(result, Command) and isinstance(result.update, Mapping):
+        for m in result.update.get("messages") or ():
+            if isinstance(m, ToolMessage) and m.tool_call_id == call_id:
+                return m
+    return None
+
+
+def _preview(message: ToolMessage | None) -> tuple[str, list[str]]:
+    """What to record of a tool's answer: its text and the resource ids it reports."""
+    if message is None:
+        return "(the tool answered with a Command and no message)", []
+    artifact = message.artifact
+    found = artifact.get(RESOURCES_FIELD) if isinstance(artifact, Mapping) else None
+    resources = [str(r) for r in found] if isinstance(found, list | tuple) else []
+    return message.text, resources
+
+
+class TurnResumeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """Turn resume for ``langchain.agents.create_agent``: every hook delegates to a
+    :class:`TurnResume` (``self.resume``); the arguments are its arguments.
+
+    ::
+
+        agent = create_agent(model, tools, middleware=[TurnResumeMiddleware(memory)],
+                             checkpointer=saver, store=store)
+    """
+
+    state_schema = TurnResumeState
+
+    def __init__(self, memory: AgentMemory | None = None, *, wait: bool = False,
+                 clock: Callable[[], float] | None = None,
+                 poll_seconds: float = POLL_SECONDS,
+                 max_wait_seconds: float = MAX_WAIT_SECONDS) -> None:
+        super().__init__()
+        self.resume = TurnResume(memory, wait=wait, clock=clock, poll_seconds=poll_seconds,
+                                 max_wait_seconds=max_wait_seconds)
+        self.tools = []
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """:meth:`TurnResume.before_agent`."""
+        return self.resume.before_agent(state, runtime)
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """:meth:`TurnResume.abefore_agent`."""
+        return await self.resume.abefore_agent(state, runtime)
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """:meth:`TurnResume.after_model`."""
+        return self.resume.after_model(state, runtime)
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """:meth:`TurnResume.aafter_model`."""
+        return await self.resume.aafter_model(state, runtime)
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """:meth:`TurnResume.wrap_tool_call`."""
+        return self.resume.wrap_tool_call(request, handler)
+
+    async def awrap_tool_call(self, request: Any,
+                              handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """:meth:`TurnResume.awrap_tool_call`."""
+        return await self.resume.awrap_tool_call(request, handler)
