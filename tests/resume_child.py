@@ -24,7 +24,11 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
 
 from langmem_edge import AgentMemory, ChromaSaver, ChromaStore
-from langmem_edge.graphs.resume import TurnResumeMiddleware, tool_idempotency_key
+from langmem_edge.graphs.resume import (
+    IDEMPOTENCY_KEY,
+    TurnResumeMiddleware,
+    tool_idempotency_key,
+)
 from langmem_edge.testing import FakeEmbeddings, ScriptedChatModel
 from langmem_edge.tools import MemoryContext
 
@@ -80,8 +84,12 @@ def keys_of(counters: Path, name: str) -> list[str]:
 
 
 def _count(counters: Path, name: str, runtime: ToolRuntime) -> None:
+    """One line per call: the idempotency key the middleware gave the tool (as a tool reads
+    it), checked against :func:`tool_idempotency_key`."""
+    key = runtime.config["configurable"][IDEMPOTENCY_KEY]
+    assert key == tool_idempotency_key(runtime)
     with open(counters / f"{name}.count", "a") as f:
-        f.write(f"{tool_idempotency_key(runtime)}\n")
+        f.write(f"{key}\n")
 
 
 class Crash(BaseException):

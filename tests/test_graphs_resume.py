@@ -49,6 +49,7 @@ from langmem_edge.graphs.resume import (
     dangling_tool_calls,
     idempotency_key,
     run_identity,
+    tool_idempotency_key,
 )
 from langmem_edge.testing import ScriptedChatModel
 
@@ -221,6 +222,58 @@ async def test_every_dangling_call_is_answered_in_place(backend: tuple[AgentMemo
     assert out["turn_round_at"] is None
 
 
+def test_a_round_with_no_finished_call_is_timed_by_its_stamp(tmp_path: Path) -> None:
+    store, saver = InMemoryStore(), InMemorySaver()
+    report_only = AIMessage(content="", tool_calls=[
+        {"name": "write_report", "args": {"title": "trip"}, "id": "call_report"}])
+    model = ScriptedChatModel(responses=[report_only, "never reached"])
+    agent = build_agent(store, saver, model, tmp_path, block=False)
+    with pytest.raises(Crash):
+        agent.invoke({"messages": [("user", "Write it")]}, CONFIG, context=CONTEXT)
+    assert working(store).unfinished_turn(THREAD) is None  # nothing finished
+    assert isinstance(agent.get_state(CONFIG).values["turn_round_at"], float)
+    with pytest.raises(TurnInProgressError):  # the round started just now: still running
+        agent.invoke({"messages": [("user", "Done?")]}, CONFIG, context=CONTEXT)
+    clock = Clock()
+    clock.offset = LATER
+    model = ScriptedChatModel(responses=["Sorry, again?"])
+    agent = build_agent(store, saver, model, tmp_path, clock=clock, block=False)
+    out = agent.invoke({"messages": [("user", "Done?")]}, CONFIG, context=CONTEXT)
+    [answer] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.status == "error" and "did not complete" in answer.content
+    assert_answered(out["messages"])
+    assert calls_of(tmp_path, "write_report") == 1
+
+
+def test_a_stale_record_with_nothing_dangling_is_dropped(tmp_path: Path) -> None:
+    store, saver = InMemoryStore(), InMemorySaver()
+    clock = Clock()
+    working(store).with_clock(clock).record_tool_call(
+        THREAD, "call_old", "lookup_weather", {"city": "Porto"}, "Rainy")
+    clock.offset = LATER
+    model = ScriptedChatModel(responses=["Hello"])
+    agent = build_agent(store, saver, model, tmp_path, clock=clock)
+    out = agent.invoke({"messages": [("user", "Hi")]}, CONFIG, context=CONTEXT)
+    assert [m.type for m in out["messages"]] == ["human", "ai"]
+    assert working(store).with_clock(clock).unfinished_turn(THREAD) is None
+
+
+def test_the_memory_defaults_to_the_graphs_store(tmp_path: Path) -> None:
+    from langchain.agents import create_agent
+    from resume_child import make_tools
+
+    from langmem_edge.graphs.resume import TurnResumeMiddleware
+
+    store, saver = InMemoryStore(), InMemorySaver()
+    model = ScriptedChatModel(responses=[first_round(), "never reached"])
+    agent = create_agent(model, make_tools(tmp_path, block=False),
+                         middleware=[TurnResumeMiddleware()], checkpointer=saver, store=store)
+    with pytest.raises(Crash):
+        agent.invoke({"messages": [("user", "Plan my trip")]}, CONFIG, context=CONTEXT)
+    turn = working(store).unfinished_turn(THREAD)
+    assert turn is not None and len(turn.rows) == 2
+
+
 def test_within_45_s_the_turn_is_in_progress(backend: tuple[AgentMemory, Any],
                                              tmp_path: Path) -> None:
     store, saver = unpack(backend)
@@ -353,6 +406,20 @@ def test_a_re_run_of_the_same_call_gets_the_same_idempotency_key(tmp_path: Path)
                   for s in agent.get_state_history(CONFIG)}
     assert any(first == idempotency_key(THREAD, c, "call_report") for c in checkpoint)
     assert calls_of(tmp_path, "lookup_weather") == 1  # finished calls not re-run
+
+
+def test_a_tool_reads_its_key_without_the_middleware_too() -> None:
+    from types import SimpleNamespace
+
+    info = SimpleNamespace(thread_id="t1", checkpoint_id="cp1")
+    bare = SimpleNamespace(config={}, execution_info=info, tool_call_id="call_1")
+    assert tool_idempotency_key(bare) == idempotency_key("t1", "cp1", "call_1")
+    given = SimpleNamespace(config={"configurable": {"idempotency_key": "k"}},
+                            execution_info=None, tool_call_id="call_1")
+    assert tool_idempotency_key(given) == "k"
+    outside = SimpleNamespace(config={}, execution_info=None, tool_call_id="call_1")
+    assert tool_idempotency_key(outside) is None  # no checkpointed run, no key
+    assert idempotency_key("t1", "cp1", "call_1") != idempotency_key("t1", "cp2", "call_1")
 
 
 def test_options_are_checked() -> None:

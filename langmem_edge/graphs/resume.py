@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, NotRequired
 
 from langchain.agents import AgentState
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -109,7 +109,10 @@ OPEN_RESOURCES_TEMPLATE = (
     "{resources}.]")
 """Added to the last answer of a resumed turn whose tools reported open resources."""
 
-ToolHandler = Callable[[Any], Any]
+ToolResult = ToolMessage | Command[Any]
+"""What a tool call's handler returns."""
+Dangling = list[tuple[int, dict[str, Any]]]
+"""Unanswered tool calls: (index of their ``AIMessage``, the call)."""
 
 
 class TurnResumeState(AgentState):
@@ -202,7 +205,7 @@ def tool_idempotency_key(runtime: Any) -> str | None:
 # -- the history: dangling calls and their answers -----------------------------------------------
 
 
-def dangling_tool_calls(messages: Sequence[AnyMessage]) -> list[tuple[int, dict[str, Any]]]:
+def dangling_tool_calls(messages: Sequence[AnyMessage]) -> Dangling:
     """The tool calls no ``ToolMessage`` answers, as (index of their ``AIMessage``, call),
     oldest first."""
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
@@ -223,7 +226,7 @@ def _not_completed(call: dict[str, Any]) -> ToolMessage:
                        artifact={"resumed": True, "completed": False})
 
 
-def _answers(dangling: Sequence[tuple[int, dict[str, Any]]], turn: TurnRecord | None,
+def _answers(dangling: Dangling, turn: TurnRecord | None,
              chars: int) -> dict[int, list[ToolMessage]]:
     """The answers to the dangling calls, by the index of their ``AIMessage``; the last one
     says what the turn left open."""
@@ -300,6 +303,7 @@ class TurnResume:
         return f"TurnResume(memory={self.memory!r}, wait={self.wait!r})"
 
     def _memory(self, store: Any) -> AgentMemory | None:
+        # keyed by id(): the AgentMemory holds its store, so the id is never reused meanwhile
         if self.memory is not None:
             return self.memory
         if store is None:
@@ -323,7 +327,7 @@ class TurnResume:
 
     def _plan_rule(self, who: RunIdentity, working: ProfileWorking, store: Any,
                    state: Mapping[str, Any]
-                   ) -> Plan[tuple[list[tuple[int, dict[str, Any]]], TurnRecord | None] | None]:
+                   ) -> Plan[tuple[Dangling, TurnRecord | None] | None]:
         """The rule of the turn record: ``None`` when the last turn is finished; raises
         :class:`TurnInProgressError` while it runs (or waits, with ``wait``); otherwise the
         dangling calls and the record to answer them from."""
@@ -425,20 +429,21 @@ class TurnResume:
 
     # -- wrap_tool_call: record each finished call -----------------------------------------------
 
-    def _plan_tool(self, request: Any, handler: ToolHandler) -> Plan[Any]:
+    def _plan_tool(self, request: ToolCallRequest, handler: Callable[..., Any]
+                   ) -> Plan[ToolResult]:
+        result: ToolResult = yield Call(handler, handler, (_with_key(request),))
         runtime = request.runtime
         who = run_identity(getattr(runtime, "context", None), getattr(runtime, "config", None),
                            getattr(runtime, "execution_info", None))
-        store = getattr(runtime, "store", None)
-        working = self._working(store, who) if who else None
-        if who is None or working is None:
-            return (yield Call(handler, handler, (request,)))
-        result = yield Call(handler, handler, (_with_key(request),))
+        if who is None:
+            return result
         call = request.tool_call
-        message = _tool_message(result, call.get("id"))
-        preview, resources = _preview(message)
+        preview, resources = _preview(_tool_message(result, call.get("id")))
         row = (who.thread, call["id"], call["name"], call.get("args"), preview, resources)
         try:
+            working = self._working(getattr(runtime, "store", None), who)
+            if working is None:
+                return result
             try:
                 yield Call(working.record_tool_call, working.arecord_tool_call, row)
             except InvalidInputError as e:  # arguments too large or not JSON: keep the rest
@@ -446,19 +451,21 @@ class TurnResume:
                                "(%s)", who.thread, call["id"], e)
                 yield Call(working.record_tool_call, working.arecord_tool_call,
                            (*row[:3], None, *row[4:]))
-        except LangmemEdgeError:
+        except LangmemEdgeError:  # the tool did run: its answer goes on, the miss is logged
             logger.exception("thread %s: tool call %s finished but is not in the turn "
                              "record; a resume after a crash will report it as not completed",
                              who.thread, call["id"])
         return result
 
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+    def wrap_tool_call(self, request: ToolCallRequest,
+                       handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
         """Run the tool (with its idempotency key in ``runtime.config``), then record the
         finished call (name, args, id, result preview, open resources) in the turn record."""
         return run_sync(self._plan_tool(request, handler))
 
-    async def awrap_tool_call(self, request: Any,
-                              handler: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def awrap_tool_call(self, request: ToolCallRequest,
+                              handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
+                              ) -> ToolResult:
         """Async :meth:`wrap_tool_call`."""
         return await run_async(self._plan_tool(request, handler))
 
@@ -500,7 +507,7 @@ def _touched(turn: TurnRecord | None, round_at: Any) -> float | None:
     return max(times, default=None)
 
 
-def _with_key(request: Any) -> Any:
+def _with_key(request: ToolCallRequest) -> ToolCallRequest:
     """The request with the call's idempotency key in its runtime's ``configurable``."""
     runtime = request.runtime
     key = _key_of(runtime) if runtime is not None else None
@@ -568,11 +575,13 @@ class TurnResumeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         """:meth:`TurnResume.aafter_model`."""
         return await self.resume.aafter_model(state, runtime)
 
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+    def wrap_tool_call(self, request: ToolCallRequest,
+                       handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
         """:meth:`TurnResume.wrap_tool_call`."""
         return self.resume.wrap_tool_call(request, handler)
 
-    async def awrap_tool_call(self, request: Any,
-                              handler: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def awrap_tool_call(self, request: ToolCallRequest,
+                              handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
+                              ) -> ToolResult:
         """:meth:`TurnResume.awrap_tool_call`."""
         return await self.resume.awrap_tool_call(request, handler)
