@@ -177,6 +177,8 @@ async def test_async_run_records_and_resumes(backend: tuple[AgentMemory, Any],
     assert turn is not None and {r.call_id for r in turn.rows} == {"call_weather",
                                                                   "call_booking"}
     with pytest.raises(TurnInProgressError):
+        await TurnResume(AgentMemory(store)).acheck_turn(agent, CONFIG, context=CONTEXT)
+    with pytest.raises(TurnInProgressError):
         await agent.ainvoke({"messages": [("user", "Anything else?")]}, CONFIG,
                             context=CONTEXT)
     clock = Clock()
@@ -294,7 +296,8 @@ def test_within_45_s_the_turn_is_in_progress(backend: tuple[AgentMemory, Any],
     assert working(store).with_clock(clock).unfinished_turn(THREAD) is not None
 
 
-def test_wait_waits_for_the_turn_to_go_quiet(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_wait_waits_for_the_turn_to_go_quiet(tmp_path: Path, mode: str) -> None:
     store, saver = InMemoryStore(), InMemorySaver()
     crash_first_turn(store, saver, tmp_path)
     ticks = itertools.count(0, 10)
@@ -306,13 +309,18 @@ def test_wait_waits_for_the_turn_to_go_quiet(tmp_path: Path) -> None:
     model = ScriptedChatModel(responses=["All set"])
     agent = build_agent(store, saver, model, tmp_path, clock=clock, block=False, wait=True,
                         poll_seconds=0.001)
-    out = agent.invoke({"messages": [("user", "Anything else?")]}, CONFIG, context=CONTEXT)
+    message = {"messages": [("user", "Anything else?")]}
+    out = (agent.invoke(message, CONFIG, context=CONTEXT) if mode == "sync"
+           else await agent.ainvoke(message, CONFIG, context=CONTEXT))
     assert_resumed(out, model, replayed={"call_weather", "call_booking"})
     short = build_agent(store, saver, model, tmp_path, block=False, wait=True,
                         poll_seconds=0.001, max_wait_seconds=0.0)
     killed_state(short, store, time.time)
     with pytest.raises(TurnInProgressError):  # waited its longest, still running
-        short.invoke({"messages": [("user", "Anything else?")]}, CONFIG, context=CONTEXT)
+        if mode == "sync":
+            short.invoke(message, CONFIG, context=CONTEXT)
+        else:
+            await short.ainvoke(message, CONFIG, context=CONTEXT)
 
 
 def test_the_record_goes_with_the_final_message(backend: tuple[AgentMemory, Any],
