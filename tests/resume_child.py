@@ -2,9 +2,10 @@
 
 Three tools, each counting its calls in a file of the counters folder (one line per call):
 ``lookup_weather`` and ``open_booking`` return at once (``open_booking`` reports the resource
-it left open, ``booking:42``); ``write_report`` counts its call, waits until the two others
-are in the turn record, writes ``blocked`` in the counters folder and sleeps until the test
-kills the process. The first model reply calls all three in one tool round.
+it left open, ``booking:42``); ``write_report`` counts its call, waits until the round's other
+calls are in the turn record, writes ``blocked`` in the counters folder and sleeps until the
+test kills the process (in process: raises :class:`Crash`); its later calls return. The first
+model reply calls all three in one tool round.
 
 Run as ``python resume_child.py`` with ``RESUME_BACKEND`` (see :func:`open_backend`) and
 ``RESUME_COUNTERS`` (a folder) in the environment; it never returns on its own.
@@ -92,6 +93,21 @@ def _count(counters: Path, name: str, runtime: ToolRuntime) -> None:
         f.write(f"{key}\n")
 
 
+def _wait_for_the_others(runtime: ToolRuntime) -> None:
+    """Until the round's other tool calls are in the turn record (when the run has a
+    profile: without one nothing is recorded)."""
+    if not (runtime.context or {}).get("profile"):
+        return
+    ai = runtime.state["messages"][-1]
+    others = {c["id"] for c in ai.tool_calls} - {runtime.tool_call_id}
+    working = AgentMemory(runtime.store).profile(PROFILE).working
+    while True:
+        turn = working.unfinished_turn(THREAD)
+        if others <= {r.call_id for r in (turn.rows if turn else ())}:
+            return
+        time.sleep(RECORD_POLL_SECONDS)
+
+
 class Crash(BaseException):
     """What ``write_report`` raises in place of blocking (``make_tools(block=False)``): the
     in-process stand-in for a kill (a ``BaseException``, so no tool error handler takes
@@ -100,7 +116,7 @@ class Crash(BaseException):
 
 def make_tools(counters: Path, *, block: bool = True) -> list[BaseTool]:
     """The three counting tools over the ``counters`` folder. ``block=False``: the first
-    ``write_report`` call raises :class:`Crash` instead of blocking, later ones return."""
+    ``write_report`` call raises :class:`Crash` instead of blocking."""
 
     @tool
     def lookup_weather(city: str, runtime: ToolRuntime) -> str:
@@ -118,16 +134,11 @@ def make_tools(counters: Path, *, block: bool = True) -> list[BaseTool]:
     def write_report(title: str, runtime: ToolRuntime) -> str:
         """Write a report (in the crash test: blocks until the process is killed)."""
         _count(counters, "write_report", runtime)
+        if calls_of(counters, "write_report") > 1:
+            return f"Report {title!r} written"  # a later call: the crash is over
+        _wait_for_the_others(runtime)
         if not block:
-            if calls_of(counters, "write_report") == 1:
-                raise Crash("killed inside the tool round")
-            return f"Report {title!r} written"
-        working = AgentMemory(runtime.store).profile(PROFILE).working
-        while True:
-            turn = working.unfinished_turn(THREAD)
-            if turn is not None and len(turn.rows) >= 2:
-                break
-            time.sleep(RECORD_POLL_SECONDS)
+            raise Crash("killed inside the tool round")
         (counters / BLOCKED).write_text("ok")
         time.sleep(BLOCK_SECONDS)
         return f"Report {title!r} written"

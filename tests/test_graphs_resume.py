@@ -16,12 +16,16 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command
 from resume_child import (
     BLOCKED,
     CONFIG,
@@ -33,6 +37,7 @@ from resume_child import (
     calls_of,
     first_round,
     keys_of,
+    make_tools,
     open_backend,
 )
 from test_tools import backend as tools_backend
@@ -46,6 +51,9 @@ from langmem_edge.errors import (
 from langmem_edge.graphs.resume import (
     NOT_COMPLETED_TEMPLATE,
     TurnResume,
+    TurnResumeMiddleware,
+    TurnResumeState,
+    _with_update,
     dangling_tool_calls,
     idempotency_key,
     run_identity,
@@ -261,11 +269,6 @@ def test_a_stale_record_with_nothing_dangling_is_dropped(tmp_path: Path) -> None
 
 
 def test_the_memory_defaults_to_the_graphs_store(tmp_path: Path) -> None:
-    from langchain.agents import create_agent
-    from resume_child import make_tools
-
-    from langmem_edge.graphs.resume import TurnResumeMiddleware
-
     store, saver = InMemoryStore(), InMemorySaver()
     model = ScriptedChatModel(responses=[first_round(), "never reached"])
     agent = create_agent(model, make_tools(tmp_path, block=False),
@@ -369,6 +372,32 @@ def test_a_run_without_a_profile_is_left_alone(tmp_path: Path) -> None:
                    for m in out["messages"])  # the dangling call was not touched
 
 
+class FailingWrites(InMemoryStore):
+    """An InMemoryStore whose writes fail (a store that went away mid-turn)."""
+
+    def batch(self, ops: Any) -> list[Any]:
+        if any(type(op).__name__ == "PutOp" for op in ops):
+            raise RuntimeError("the store went away")
+        return super().batch(ops)
+
+
+def test_a_tool_whose_call_cannot_be_recorded_still_answers(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = FailingWrites()
+    model = ScriptedChatModel(responses=[first_round(), "All set"])
+    agent = build_agent(store, InMemorySaver(), model, tmp_path, block=False)
+    (tmp_path / "write_report.count").write_text("earlier\n")  # so the report returns
+    with caplog.at_level("ERROR", logger="langmem_edge.graphs.resume"):
+        out = agent.invoke({"messages": [("user", "Plan my trip")]}, CONFIG,
+                           context=CONTEXT)
+    answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert answers["call_weather"].content == "Sunny in Lisbon, 24 C"
+    assert all(m.status == "success" for m in answers.values())
+    assert counts(tmp_path) == {"lookup_weather": 1, "open_booking": 1, "write_report": 2}
+    missed = [r for r in caplog.records if "not in the turn record" in r.getMessage()]
+    assert len(missed) == 3 and "crash-thread" in missed[0].getMessage()
+
+
 def test_the_profile_comes_from_the_context_then_configurable() -> None:
     class Ctx:
         profile = "bob"
@@ -417,8 +446,6 @@ def test_a_re_run_of_the_same_call_gets_the_same_idempotency_key(tmp_path: Path)
 
 
 def test_a_tool_reads_its_key_without_the_middleware_too() -> None:
-    from types import SimpleNamespace
-
     info = SimpleNamespace(thread_id="t1", checkpoint_id="cp1")
     bare = SimpleNamespace(config={}, execution_info=info, tool_call_id="call_1")
     assert tool_idempotency_key(bare) == idempotency_key("t1", "cp1", "call_1")
@@ -428,6 +455,55 @@ def test_a_tool_reads_its_key_without_the_middleware_too() -> None:
     outside = SimpleNamespace(config={}, execution_info=None, tool_call_id="call_1")
     assert tool_idempotency_key(outside) is None  # no checkpointed run, no key
     assert idempotency_key("t1", "cp1", "call_1") != idempotency_key("t1", "cp2", "call_1")
+
+
+def test_a_middleware_of_its_own_can_delegate_hook_by_hook(tmp_path: Path) -> None:
+    class Delegating(AgentMiddleware):  # type: ignore[type-arg]
+        state_schema = TurnResumeState
+
+        def __init__(self, resume: TurnResume) -> None:
+            super().__init__()
+            self.resume = resume
+
+        def before_agent(self, state: Any, runtime: Any) -> Any:
+            return self.resume.before_agent(state, runtime)
+
+        def after_model(self, state: Any, runtime: Any) -> Any:
+            return self.resume.after_model(state, runtime)
+
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return self.resume.wrap_tool_call(request, handler)
+
+    store, saver = InMemoryStore(), InMemorySaver()
+    model = ScriptedChatModel(responses=[first_round(), "never reached"])
+    agent = create_agent(model, make_tools(tmp_path, block=False),
+                         middleware=[Delegating(TurnResume(AgentMemory(store)))],
+                         checkpointer=saver, store=store)
+    with pytest.raises(Crash):
+        agent.invoke({"messages": [("user", "Plan my trip")]}, CONFIG, context=CONTEXT)
+    assert isinstance(agent.get_state(CONFIG).values["turn_round_at"], float)
+    clock = Clock()
+    clock.offset = LATER
+    model = ScriptedChatModel(responses=["All set"])
+    agent = create_agent(model, make_tools(tmp_path, block=False),
+                         middleware=[Delegating(TurnResume(AgentMemory(store), clock=clock))],
+                         checkpointer=saver, store=store)
+    out = agent.invoke({"messages": [("user", "Anything else?")]}, CONFIG, context=CONTEXT)
+    assert_resumed(out, model, replayed={"call_weather", "call_booking"})
+    assert out["turn_round_at"] is None
+    assert working(store).with_clock(clock).unfinished_turn(THREAD) is None
+
+
+def test_the_stamp_joins_an_inner_middlewares_command() -> None:
+    reply = AIMessage(content="", tool_calls=[{"name": "x", "args": {}, "id": "c"}])
+    inner = ExtendedModelResponse(model_response=ModelResponse(result=[reply]),
+                                  command=Command(update={"notes": "kept"}))
+    out = _with_update(inner, {"turn_round_at": 5.0})
+    assert out.command.update == {"notes": "kept", "turn_round_at": 5.0}
+    plain = _with_update(reply, {"turn_round_at": 5.0})
+    assert plain.model_response.result == [reply]
+    assert plain.command.update == {"turn_round_at": 5.0}
+    assert _with_update(reply, None) is reply
 
 
 def test_options_are_checked() -> None:

@@ -36,17 +36,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
-import json
+import functools
 import logging
+import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NotRequired
 
 from langchain.agents import AgentState
-from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
-from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+)
+from langchain.agents.middleware.types import ModelCallResult
+from langchain_core.messages import AIMessage, RemoveMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
@@ -54,13 +60,29 @@ from langgraph.types import Command
 from langmem_edge.errors import (
     ConfigurationError,
     InvalidInputError,
-    LangmemEdgeError,
     TurnInProgressError,
     UnsupportedDurabilityError,
 )
+from langmem_edge.graphs.resume_history import (
+    IDEMPOTENCY_KEY,
+    NOT_COMPLETED_TEMPLATE,
+    OPEN_RESOURCES_TEMPLATE,
+    RESOURCES_FIELD,
+    Dangling,
+    RunIdentity,
+    answers,
+    dangling_tool_calls,
+    idempotency_key,
+    key_of,
+    result_preview,
+    run_identity,
+    tool_idempotency_key,
+    tool_message,
+    with_answers,
+)
 from langmem_edge.memory import AgentMemory
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
-from langmem_edge.memory.working import ProfileWorking, TurnRecord, TurnRow
+from langmem_edge.memory.working import ProfileWorking, TurnRecord
 
 __all__ = [
     "IDEMPOTENCY_KEY",
@@ -79,10 +101,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-IDEMPOTENCY_KEY = "idempotency_key"
-"""Where a tool finds its idempotency key: ``runtime.config["configurable"][...]``."""
-RESOURCES_FIELD = "resources"
-"""The key of a ``ToolMessage`` artifact dict that lists the resource ids a tool left open."""
 ROUND_KEY = "turn_round_at"
 """The state key stamped (epoch seconds) when the model asks for a tool round; it tells a
 running turn from an interrupted one when no tool call has finished yet."""
@@ -94,25 +112,9 @@ POLL_SECONDS = 1.0
 MAX_WAIT_SECONDS = 120.0
 """With ``wait=True``: how long to wait for a running turn before raising
 :class:`TurnInProgressError` anyway (a turn that keeps finishing tool calls)."""
-KEY_CHARS = 32
-"""Length of an idempotency key (hex of a SHA-256 digest)."""
-
-NOT_COMPLETED_TEMPLATE = (
-    "Tool call {name!r} did not complete: the turn was interrupted before it returned, so "
-    "there is no result. It was not run again; call it again if it is still needed.")
-"""The answer to a dangling tool call the turn record has no result for."""
-TRUNCATED_TEMPLATE = "\n[result cut to its first {chars} characters]"
-"""Added to a replayed result the turn record had cut."""
-OPEN_RESOURCES_TEMPLATE = (
-    "\n\n[This turn was interrupted and is resumed: the tool results above are from before "
-    "the interruption. Still open from it, reuse them instead of opening new ones: "
-    "{resources}.]")
-"""Added to the last answer of a resumed turn whose tools reported open resources."""
 
 ToolResult = ToolMessage | Command[Any]
 """What a tool call's handler returns."""
-Dangling = list[tuple[int, dict[str, Any]]]
-"""Unanswered tool calls: (index of their ``AIMessage``, the call)."""
 
 
 class TurnResumeState(AgentState):
@@ -125,41 +127,6 @@ class TurnResumeState(AgentState):
     final answer."""
 
 
-# -- who and where: the run's identity ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunIdentity:
-    """Whose turn record: the profile and thread of a run (and its contact)."""
-
-    profile: str
-    thread: str
-    contact: str | None = None
-
-
-def _field(source: Any, name: str) -> Any:
-    if isinstance(source, Mapping):
-        return source.get(name)
-    return getattr(source, name, None)
-
-
-def run_identity(context: Any, config: Mapping[str, Any] | None,
-                 execution_info: Any = None) -> RunIdentity | None:
-    """The run's profile, contact and thread: ``context`` first (a mapping or an object
-    with ``profile``, ``contact``, ``thread_id``, like ``MemoryContext``), then
-    ``config["configurable"]``, the thread last from ``execution_info.thread_id``. ``None``
-    when the run has no profile or no thread (turn resume leaves such a run alone)."""
-    configurable = (config or {}).get("configurable") or {}
-
-    def pick(name: str) -> Any:
-        value = _field(context, name)
-        return configurable.get(name) if value is None else value
-
-    profile = pick("profile")
-    thread = pick("thread_id") or _field(execution_info, "thread_id")
-    if profile is None or not thread:
-        return None
-    return RunIdentity(profile=str(profile), thread=str(thread), contact=pick("contact"))
 
 
 def _current_config() -> Mapping[str, Any]:
@@ -169,95 +136,6 @@ def _current_config() -> Mapping[str, Any]:
         return {}
 
 
-# -- idempotency keys -------------------------------------------------------------------------
-
-
-def idempotency_key(thread: str, checkpoint_id: str, tool_call_id: str) -> str:
-    """The idempotency key of one tool call: a hash of (thread, checkpoint, tool call id),
-    :data:`KEY_CHARS` hex characters. The same when LangGraph re-runs the call from the same
-    checkpoint after a crash; different for the same call id in another turn."""
-    raw = json.dumps([thread, checkpoint_id, tool_call_id], ensure_ascii=False)
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:KEY_CHARS]
-
-
-def _key_of(runtime: Any) -> str | None:
-    info = getattr(runtime, "execution_info", None)
-    call_id = getattr(runtime, "tool_call_id", None)
-    config = getattr(runtime, "config", None) or {}
-    thread = _field(info, "thread_id") or (config.get("configurable") or {}).get("thread_id")
-    checkpoint = _field(info, "checkpoint_id")
-    if not (thread and checkpoint and call_id):
-        return None
-    return idempotency_key(str(thread), str(checkpoint), str(call_id))
-
-
-def tool_idempotency_key(runtime: Any) -> str | None:
-    """A tool's idempotency key, from its ``ToolRuntime``: the one :class:`TurnResume` put in
-    ``runtime.config["configurable"]["idempotency_key"]``, else computed from
-    ``runtime.execution_info`` and ``runtime.tool_call_id``; ``None`` outside a
-    checkpointed run. Pass it to the service the tool calls (an ``Idempotency-Key`` header,
-    a unique column) so a re-run does not act twice."""
-    config = getattr(runtime, "config", None) or {}
-    given = (config.get("configurable") or {}).get(IDEMPOTENCY_KEY)
-    return str(given) if given else _key_of(runtime)
-
-
-# -- the history: dangling calls and their answers -----------------------------------------------
-
-
-def dangling_tool_calls(messages: Sequence[AnyMessage]) -> Dangling:
-    """The tool calls no ``ToolMessage`` answers, as (index of their ``AIMessage``, call),
-    oldest first."""
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-    return [(i, call) for i, m in enumerate(messages) if isinstance(m, AIMessage)
-            for call in m.tool_calls if call.get("id") not in answered]
-
-
-def _replayed(call: dict[str, Any], row: TurnRow, chars: int) -> ToolMessage:
-    text = row.result_preview + (TRUNCATED_TEMPLATE.format(chars=chars) if row.truncated
-                                 else "")
-    return ToolMessage(text, tool_call_id=call["id"], name=row.name,
-                       artifact={"resumed": True, RESOURCES_FIELD: list(row.open_resources)})
-
-
-def _not_completed(call: dict[str, Any]) -> ToolMessage:
-    return ToolMessage(NOT_COMPLETED_TEMPLATE.format(name=call.get("name", "")),
-                       tool_call_id=call["id"], name=call.get("name"), status="error",
-                       artifact={"resumed": True, "completed": False})
-
-
-def _answers(dangling: Dangling, turn: TurnRecord | None,
-             chars: int) -> dict[int, list[ToolMessage]]:
-    """The answers to the dangling calls, by the index of their ``AIMessage``; the last one
-    says what the turn left open."""
-    rows = {r.call_id: r for r in turn.rows} if turn else {}
-    by_ai: dict[int, list[ToolMessage]] = {}
-    for index, call in dangling:
-        row = rows.get(call["id"])
-        by_ai.setdefault(index, []).append(
-            _replayed(call, row, chars) if row else _not_completed(call))
-    resources = turn.open_resources if turn else ()
-    if resources and by_ai:
-        last = by_ai[max(by_ai)][-1]
-        last.content = last.text + OPEN_RESOURCES_TEMPLATE.format(
-            resources=", ".join(resources))
-    return by_ai
-
-
-def _with_answers(messages: Sequence[AnyMessage], by_ai: Mapping[int, list[ToolMessage]]
-                  ) -> list[AnyMessage]:
-    """The history with each answer right after its ``AIMessage`` and the tool messages that
-    already follow it, so no tool call is left unanswered in front of a later message."""
-    out: list[AnyMessage] = []
-    pending: list[ToolMessage] = []
-    for i, m in enumerate(messages):
-        if pending and not isinstance(m, ToolMessage):
-            out += pending
-            pending = []
-        out.append(m)
-        if i in by_ai:
-            pending = list(by_ai[i])
-    return out + pending
 
 
 # -- the behaviour, once --------------------------------------------------------------------------
@@ -298,6 +176,7 @@ class TurnResume:
         self.max_wait_seconds = max_wait_seconds
         self.messages_key = messages_key
         self._memories: dict[int, AgentMemory] = {}
+        self._record_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"TurnResume(memory={self.memory!r}, wait={self.wait!r})"
@@ -379,14 +258,14 @@ class TurnResume:
         dangling, turn = found
         memory = self._memory(runtime.store)
         assert memory is not None
-        by_ai = _answers(dangling, turn, memory.config.working.preview_chars)
+        by_ai = answers(dangling, turn, memory.config.working.preview_chars)
         if turn is not None:
             yield Call(working.finish_turn, working.afinish_turn, (who.thread,))
         if not by_ai:
             return None
         logger.info("thread %s: resumed an interrupted turn, %d dangling tool calls answered",
                     who.thread, len(dangling))
-        rebuilt = _with_answers(list(state.get(self.messages_key) or []), by_ai)
+        rebuilt = with_answers(list(state.get(self.messages_key) or []), by_ai)
         return {self.messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rebuilt],
                 ROUND_KEY: None}
 
@@ -438,24 +317,31 @@ class TurnResume:
         if who is None:
             return result
         call = request.tool_call
-        preview, resources = _preview(_tool_message(result, call.get("id")))
-        row = (who.thread, call["id"], call["name"], call.get("args"), preview, resources)
+        text, resources = result_preview(tool_message(result, call.get("id")))
+        row = (who.thread, call["id"], call["name"], call.get("args"), text, resources)
         try:
             working = self._working(getattr(runtime, "store", None), who)
             if working is None:
                 return result
+            record = functools.partial(self._record, working)
             try:
-                yield Call(working.record_tool_call, working.arecord_tool_call, row)
+                yield Call(record, working.arecord_tool_call, row)
             except InvalidInputError as e:  # arguments too large or not JSON: keep the rest
                 logger.warning("thread %s: tool call %s is recorded without its arguments "
                                "(%s)", who.thread, call["id"], e)
-                yield Call(working.record_tool_call, working.arecord_tool_call,
-                           (*row[:3], None, *row[4:]))
-        except LangmemEdgeError:  # the tool did run: its answer goes on, the miss is logged
+                yield Call(record, working.arecord_tool_call, (*row[:3], None, *row[4:]))
+        except Exception:  # the tool did run: its answer goes on, the miss is logged
             logger.exception("thread %s: tool call %s finished but is not in the turn "
                              "record; a resume after a crash will report it as not completed",
                              who.thread, call["id"])
         return result
+
+    def _record(self, working: ProfileWorking, *row: Any) -> Any:
+        """Record a row, one tool thread at a time: a sync agent runs the calls of a round
+        in threads, and not every store takes concurrent writes and reads (langgraph's
+        ``InMemoryStore`` raises "dictionary changed size during iteration")."""
+        with self._record_lock:
+            return working.record_tool_call(*row)
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
@@ -471,31 +357,92 @@ class TurnResume:
 
     # -- after_model: stamp the tool round, or finish the turn -----------------------------------
 
-    def _plan_after(self, state: Mapping[str, Any], runtime: Any
-                    ) -> Plan[dict[str, Any] | None]:
+    def _plan_turn_end(self, last: Any, state: Mapping[str, Any], runtime: Any
+                       ) -> Plan[dict[str, Any] | None]:
+        """After a model call whose reply is ``last``: a tool round's stamp, or (the final
+        answer) the record deleted; the state update, if any."""
         who = run_identity(runtime.context, _current_config(),
                            getattr(runtime, "execution_info", None))
         working = self._working(runtime.store, who) if who else None
-        messages = state.get(self.messages_key) or []
-        if who is None or working is None or not messages:
-            return None
-        last = messages[-1]
-        if not isinstance(last, AIMessage):
+        if who is None or working is None or not isinstance(last, AIMessage):
             return None
         if last.tool_calls:
             return {ROUND_KEY: float(self.clock())}
-        yield Call(working.finish_turn, working.afinish_turn, (who.thread,))
+        try:
+            yield Call(working.finish_turn, working.afinish_turn, (who.thread,))
+        except Exception:  # the answer stands; the record goes at the next resume or expires
+            logger.exception("thread %s: the turn's final answer is saved but its turn record "
+                             "was not deleted", who.thread)
         return {ROUND_KEY: None} if state.get(ROUND_KEY) is not None else None
 
+    def _plan_after(self, state: Mapping[str, Any], runtime: Any
+                    ) -> Plan[dict[str, Any] | None]:
+        messages = state.get(self.messages_key) or []
+        last = messages[-1] if messages else None
+        return (yield from self._plan_turn_end(last, state, runtime))
+
     def after_model(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
-        """After each model call: a tool round stamps :data:`ROUND_KEY`; the final assistant
-        message (no tool calls) deletes the turn record."""
+        """After each model call, as a hook node of its own: a tool round stamps
+        :data:`ROUND_KEY`; the final assistant message (no tool calls) deletes the turn
+        record. :meth:`wrap_model_call` does the same inside the model node (one checkpoint
+        fewer per model call); use one of the two."""
         return run_sync(self._plan_after(state, runtime))
 
     async def aafter_model(self, state: Mapping[str, Any], runtime: Any
                            ) -> dict[str, Any] | None:
         """Async :meth:`after_model`."""
         return await run_async(self._plan_after(state, runtime))
+
+    def _plan_model(self, request: ModelRequest, handler: Callable[..., Any]
+                    ) -> Plan[ModelCallResult]:
+        response: ModelCallResult = yield Call(handler, handler, (request,))
+        update = yield from self._plan_turn_end(_reply(response), request.state,
+                                                request.runtime)
+        return _with_update(response, update)
+
+    def wrap_model_call(self, request: ModelRequest,
+                        handler: Callable[[ModelRequest], ModelCallResult]
+                        ) -> ModelCallResult:
+        """Call the model, then do what :meth:`after_model` does, inside the model node: the
+        stamp goes out as the response's ``Command``; the record is deleted once the reply
+        has no tool calls (safe before the reply is checkpointed: every ToolMessage of the
+        turn already is, so nothing is left for the record to answer)."""
+        return run_sync(self._plan_model(request, handler))
+
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelCallResult]]
+                               ) -> ModelCallResult:
+        """Async :meth:`wrap_model_call`."""
+        return await run_async(self._plan_model(request, handler))
+
+
+def _reply(response: Any) -> AIMessage | None:
+    """The last ``AIMessage`` of a model call's result, in any of its three shapes."""
+    if isinstance(response, ExtendedModelResponse):
+        response = response.model_response
+    messages = response.result if isinstance(response, ModelResponse) else [response]
+    return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+
+
+def _with_update(response: ModelCallResult, update: dict[str, Any] | None
+                 ) -> ModelCallResult:
+    """The model call's result carrying ``update`` as its state ``Command`` (merged into an
+    inner middleware's command when there is one)."""
+    if not update:
+        return response
+    if isinstance(response, ExtendedModelResponse):
+        inner = response.command
+        if inner is None:
+            return dataclasses.replace(response, command=Command(update=update))
+        if isinstance(inner.update, Mapping):
+            merged = dataclasses.replace(inner, update={**inner.update, **update})
+            return dataclasses.replace(response, command=merged)
+        logger.warning("the tool round's stamp is dropped: an inner middleware's command "
+                       "updates the state with %s, not a mapping", type(inner.update).__name__)
+        return response
+    model_response = (response if isinstance(response, ModelResponse)
+                      else ModelResponse(result=[response]))
+    return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
 
 
 def _touched(turn: TurnRecord | None, round_at: Any) -> float | None:
@@ -510,7 +457,7 @@ def _touched(turn: TurnRecord | None, round_at: Any) -> float | None:
 def _with_key(request: ToolCallRequest) -> ToolCallRequest:
     """The request with the call's idempotency key in its runtime's ``configurable``."""
     runtime = request.runtime
-    key = _key_of(runtime) if runtime is not None else None
+    key = key_of(runtime) if runtime is not None else None
     if key is None or not dataclasses.is_dataclass(runtime):
         return request
     config = dict(runtime.config or {})
@@ -518,24 +465,6 @@ def _with_key(request: ToolCallRequest) -> ToolCallRequest:
     return dataclasses.replace(request, runtime=dataclasses.replace(runtime, config=config))
 
 
-def _tool_message(result: Any, call_id: Any) -> ToolMessage | None:
-    if isinstance(result, ToolMessage):
-        return result
-    if isinstance(result, Command) and isinstance(result.update, Mapping):
-        for m in result.update.get("messages") or ():
-            if isinstance(m, ToolMessage) and m.tool_call_id == call_id:
-                return m
-    return None
-
-
-def _preview(message: ToolMessage | None) -> tuple[str, list[str]]:
-    """What to record of a tool's answer: its text and the resource ids it reports."""
-    if message is None:
-        return "(the tool answered with a Command and no message)", []
-    artifact = message.artifact
-    found = artifact.get(RESOURCES_FIELD) if isinstance(artifact, Mapping) else None
-    resources = [str(r) for r in found] if isinstance(found, list | tuple) else []
-    return message.text, resources
 
 
 class TurnResumeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
@@ -567,13 +496,17 @@ class TurnResumeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         """:meth:`TurnResume.abefore_agent`."""
         return await self.resume.abefore_agent(state, runtime)
 
-    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """:meth:`TurnResume.after_model`."""
-        return self.resume.after_model(state, runtime)
+    def wrap_model_call(self, request: ModelRequest,
+                        handler: Callable[[ModelRequest], ModelCallResult]
+                        ) -> ModelCallResult:
+        """:meth:`TurnResume.wrap_model_call` (in the model node: no extra checkpoint)."""
+        return self.resume.wrap_model_call(request, handler)
 
-    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """:meth:`TurnResume.aafter_model`."""
-        return await self.resume.aafter_model(state, runtime)
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelCallResult]]
+                               ) -> ModelCallResult:
+        """:meth:`TurnResume.awrap_model_call`."""
+        return await self.resume.awrap_model_call(request, handler)
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
