@@ -283,15 +283,21 @@ def test_within_45_s_the_turn_is_in_progress(backend: tuple[AgentMemory, Any],
                                              tmp_path: Path) -> None:
     store, saver = unpack(backend)
     crash_first_turn(store, saver, tmp_path)
-    clock = Clock()
-    clock.offset = 30.0
+    turn = working(store).unfinished_turn(THREAD)
+    assert turn is not None
+    touched = turn.touched_at.timestamp()
+
+    def clock() -> float:  # 30 s after the last call finished, frozen
+        return touched + 30.0
+
     model = ScriptedChatModel(responses=["All set"])
     agent = build_agent(store, saver, model, tmp_path, clock=clock, block=False)
     resume = TurnResume(AgentMemory(store), clock=clock)
     with pytest.raises(TurnInProgressError) as refused:
         resume.check_turn(agent, CONFIG, context=CONTEXT)  # before the run: writes nothing
     assert refused.value.code == "turn_in_progress" and refused.value.thread == THREAD
-    assert 14.0 <= refused.value.retry_after <= 15.5
+    assert refused.value.retry_after == pytest.approx(15.0)
+    assert refused.value.touched_at == pytest.approx(touched)
     assert "45 s" in str(refused.value)
     with pytest.raises(TurnInProgressError):
         agent.invoke({"messages": [("user", "Anything else?")]}, CONFIG, context=CONTEXT)
@@ -554,18 +560,24 @@ def crash_and_resume(spec: str, counters: Path) -> None:
         assert "tools" in state.next  # the kill left the tool round unfinished
         assert "call_report" in [  # (get_state shows the finished calls' saved writes)
             c["id"] for _, c in dangling_tool_calls(state.values["messages"])]
-        # within 45 s: still running
+        turn = working(store).unfinished_turn(THREAD)
+        assert turn is not None and len(turn.rows) == 2
+        touched = turn.touched_at.timestamp()  # when the child's second call finished
+        # within 45 s of it: still running
         model = ScriptedChatModel(responses=["All set"])
-        agent = build_agent(store, saver, model, counters, block=False)
+        agent = build_agent(store, saver, model, counters, clock=lambda: touched + 44.0,
+                            block=False)
         with pytest.raises(TurnInProgressError):
-            TurnResume(AgentMemory(store)).check_turn(agent, CONFIG, context=CONTEXT)
+            TurnResume(AgentMemory(store), clock=lambda: touched + 44.0).check_turn(
+                agent, CONFIG, context=CONTEXT)
         with pytest.raises(TurnInProgressError):
             agent.invoke({"messages": [("user", "Anything else?")]}, CONFIG,
                          context=CONTEXT)
         assert model.calls == []
-        # 46 s later: resumed from the record
-        clock = Clock()
-        clock.offset = LATER
+        # 46 s after it: resumed from the record
+        def clock() -> float:
+            return touched + LATER
+
         agent = build_agent(store, saver, model, counters, clock=clock, block=False)
         out = agent.invoke({"messages": [("user", "Anything else?")]}, CONFIG,
                            context=CONTEXT)

@@ -21,6 +21,8 @@ after 24 h. A run with ``durability="exit"`` is refused (:class:`UnsupportedDura
 Written once in :class:`TurnResume`, whose methods have the shape of ``AgentMiddleware`` hooks
 (sync and async twins over one plan each); :class:`TurnResumeMiddleware` delegates to it for
 ``langchain.agents.create_agent``, and another middleware can delegate to it the same way.
+The pure parts (whose run, idempotency keys, the answered history) are in
+:mod:`langmem_edge.graphs.resume_history`; ``docs/resume.md`` has the whole story.
 
 **What a tool reports.** A tool reports what it left open (a browser session, a file, a job)
 as ids in its ``ToolMessage``'s artifact, ``{"resources": ["browser:7"]}`` (a tool with
