@@ -129,8 +129,6 @@ class TurnResumeState(AgentState):
     final answer."""
 
 
-
-
 def _current_config() -> Mapping[str, Any]:
     try:
         return get_config()
