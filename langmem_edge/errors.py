@@ -6,6 +6,7 @@ Error tree::
 
     LangmemEdgeError                      code
     ├── ConfigurationError (ValueError)   "configuration"   bad constructor/config options
+    │   └── UnsupportedDurabilityError    "unsupported_durability"  a run that cannot be resumed
     ├── InvalidInputError (ValueError)    "invalid_input"   bad argument to a call
     │   ├── InvalidNamespaceError         "invalid_namespace"  a bad namespace label (also
     │   │                                                   langgraph's InvalidNamespaceError)
@@ -15,6 +16,7 @@ Error tree::
     │   └── BackendUnavailableError       "backend_unavailable"  transient failures outlived retries
     ├── EmbeddingError                    "embedding"       the embedding model failed
     ├── ExtractionError                   "extraction"      a chat model's extraction failed
+    ├── TurnInProgressError               "turn_in_progress"  the thread's last turn still runs
     └── DecryptionError                   "decryption"      wrong or missing encryption key
 
 Chroma's own exceptions never leave the package raw: they are wrapped in
@@ -38,6 +40,8 @@ __all__ = [
     "LangmemEdgeError",
     "LimitExceededError",
     "NotFoundError",
+    "TurnInProgressError",
+    "UnsupportedDurabilityError",
 ]
 
 
@@ -60,6 +64,18 @@ class ConfigurationError(LangmemEdgeError, ValueError):
     """A constructor or config option is invalid."""
 
     code = "configuration"
+
+
+class UnsupportedDurabilityError(ConfigurationError):
+    """A run asked for a durability mode turn resume cannot work with: ``durability="exit"``
+    saves nothing until the run ends, so a crash leaves no checkpoint to resume from and no
+    saved tool results. ``durability`` is the mode asked for."""
+
+    code = "unsupported_durability"
+
+    def __init__(self, message: str, *, durability: str) -> None:
+        super().__init__(message)
+        self.durability = durability
 
 
 class InvalidInputError(LangmemEdgeError, ValueError):
@@ -114,6 +130,26 @@ class ExtractionError(LangmemEdgeError):
     """A chat model's extraction or judgement failed after retries."""
 
     code = "extraction"
+
+
+class TurnInProgressError(LangmemEdgeError):
+    """A request arrived on a thread whose last turn is still running: its turn record (or
+    its last tool round) was touched within ``resume_after_seconds`` (45 s). Send the
+    message again after ``retry_after`` seconds, or let the resume wait
+    (``TurnResume(wait=True)``).
+
+    Attributes: ``thread``; ``touched_at`` (epoch seconds of the last touch);
+    ``retry_after`` (seconds until the turn counts as interrupted and is resumed).
+    """
+
+    code = "turn_in_progress"
+
+    def __init__(self, message: str, *, thread: str, touched_at: float,
+                 retry_after: float) -> None:
+        super().__init__(message)
+        self.thread = thread
+        self.touched_at = touched_at
+        self.retry_after = retry_after
 
 
 class DecryptionError(LangmemEdgeError):

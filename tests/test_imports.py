@@ -63,6 +63,8 @@ def test_error_codes_are_stable() -> None:
         "LangmemEdgeError": "error",
         "LimitExceededError": "limit_exceeded",
         "NotFoundError": "not_found",
+        "TurnInProgressError": "turn_in_progress",
+        "UnsupportedDurabilityError": "unsupported_durability",
     }
     assert issubclass(errors.InvalidInputError, ValueError)
     assert issubclass(errors.BackendUnavailableError, errors.BackendError)
