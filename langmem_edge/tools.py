@@ -120,7 +120,7 @@ class _Run:
         return self.thread
 
 
-def _lookup(runtime: ToolRuntime, name: str) -> Any:
+def _run_value(runtime: ToolRuntime, name: str) -> Any:
     context = runtime.context
     value = (context.get(name) if isinstance(context, Mapping)
              else getattr(context, name, None))
@@ -130,13 +130,13 @@ def _lookup(runtime: ToolRuntime, name: str) -> Any:
 
 
 def _run(memory: AgentMemory, runtime: ToolRuntime) -> _Run:
-    name = _lookup(runtime, "profile")
+    name = _run_value(runtime, "profile")
     if name is None:
         raise _RunError("no memory profile in this run: memory tools need 'profile' in the "
                         "run's context or config['configurable']; nothing was read or "
                         "written")
-    return _Run(memory.profile(name), _lookup(runtime, "contact"),
-                _lookup(runtime, "thread_id"))
+    return _Run(memory.profile(name), _run_value(runtime, "contact"),
+                _run_value(runtime, "thread_id"))
 
 
 Reply = str | Command

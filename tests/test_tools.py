@@ -160,6 +160,22 @@ def test_tools_through_a_tool_node_in_one_parallel_round(
     assert alice.working.get_ongoing_task("t9").status == "blocked"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_appends_of_one_round_keep_every_line(backend: tuple[AgentMemory, Any],
+                                              mode: str) -> None:
+    memory, saver = backend
+    graph = tool_graph(memory, saver)
+    message = calls(*(call("set_context", {"notes": f"line {i}", "mode": "append"}, i)
+                      for i in range(6)))
+    run = {"configurable": {"thread_id": "t5"}}
+    context = {"profile": "alice"}
+    out = (graph.invoke({"messages": [message]}, run, context=context) if mode == "sync" else
+           asyncio.run(graph.ainvoke({"messages": [message]}, run, context=context)))
+    assert len([m for m in out["messages"] if isinstance(m, ToolMessage)]) == 6
+    lines = memory.profile("alice").working.get_context("t5").split("\n")
+    assert sorted(lines) == [f"line {i}" for i in range(6)]
+
+
 def test_a_contact_fact_is_found_from_another_thread_of_that_contact_only(
         backend: tuple[AgentMemory, Any]) -> None:
     memory, saver = backend
@@ -201,9 +217,11 @@ def test_recall_counts_accesses_in_their_own_rows(
         assert stored_record(memory.store, "alice", r.id)["access_count"] == 0  # untouched
 
 
-def test_recall_by_key_finds_the_key_among_hundreds_of_memories(
-        backend: tuple[AgentMemory, Any]) -> None:
-    memory, saver = backend
+def test_recall_by_key_finds_the_key_among_hundreds_of_memories() -> None:
+    # InMemoryStore only: the lookup is the profile index's, the same on every store, and
+    # 222 writes on ChromaStore take minutes here (Chroma's upsert, ~90 ms each)
+    index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
+    memory, saver = AgentMemory(InMemoryStore(index=index)), InMemorySaver()
     alice = memory.profile("alice")
     # 220 memories of bob's that share every word of the key: a fused top-20 of bob's
     # memories first would never reach the agent-wide one under the key
@@ -392,10 +410,11 @@ def snapshot(store: InMemoryStore, prefix: tuple[str, ...]) -> list[tuple[Any, .
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(profile=NAMES.filter(lambda n: n != "victim"), contact=st.one_of(st.none(), NAMES),
-       thread=st.one_of(st.none(), NAMES), picks=st.lists(TOOL_CALLS, min_size=1, max_size=4))
+       thread=st.one_of(st.none(), NAMES), picks=st.lists(TOOL_CALLS, min_size=1, max_size=4),
+       asynchronous=st.booleans())
 def test_no_tool_reads_or_writes_another_profiles_data(
         profile: str, contact: str | None, thread: str | None,
-        picks: list[tuple[str, dict[str, Any]]]) -> None:
+        picks: list[tuple[str, dict[str, Any]]], asynchronous: bool) -> None:
     store = InMemoryStore()
     memory = AgentMemory(store)
     victim = memory.profile("victim")
@@ -415,7 +434,9 @@ def test_no_tool_reads_or_writes_another_profiles_data(
     if thread is not None:
         context["thread_id"] = thread
     message = calls(*(call(name, args, i) for i, (name, args) in enumerate(picks)))
-    out = tool_graph(memory).invoke({"messages": [message]}, context=context)
+    graph = tool_graph(memory)
+    out = (asyncio.run(graph.ainvoke({"messages": [message]}, context=context)) if asynchronous
+           else graph.invoke({"messages": [message]}, context=context))
     for m in out["messages"]:
         if isinstance(m, ToolMessage):
             assert "diamond" not in str(m.content)
