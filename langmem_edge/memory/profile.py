@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Profile"]
 
+
 class Profile:
     """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
 

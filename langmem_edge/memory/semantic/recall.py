@@ -352,9 +352,10 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     candidates = matched + filled
     answer = yield from _plan_answer(ctx, req, candidates, reference)
     if as_of is None and cfg.bump_access:
-        bumped = [c for c in matched if c.memory is not None and c.source_type == "memory"]
-        counted = yield from plan_count_access(ctx, [c.memory for c in bumped], now_dt)
-        for c, record in zip(bumped, counted, strict=True):
+        bumped = [(c, c.memory) for c in matched
+                  if c.memory is not None and c.source_type == "memory"]
+        counted = yield from plan_count_access(ctx, [m for _, m in bumped], now_dt)
+        for (c, _), record in zip(bumped, counted, strict=True):
             c.memory = record
     return RecallResult(count=len(candidates), answer=answer, candidates=candidates)
 
