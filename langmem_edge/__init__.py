@@ -1,7 +1,8 @@
 """langmem_edge: four-tier agent memory for LangGraph, stored in Chroma.
 
-Public names are imported lazily, so ``import langmem_edge`` loads neither chromadb nor an
-embedding model until one of them is used.
+Public names are imported lazily, so ``import langmem_edge`` loads neither chromadb, langchain
+nor an embedding model until one of them is used. The memory tools
+(``create_memory_tools``, ``MemoryContext``, ``MemoryState``) are ``langmem_edge.tools``'s.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         generate_encryption_key,
     )
     from langmem_edge.store import ChromaStore
+    from langmem_edge.tools import MemoryContext, MemoryState, create_memory_tools
 
 __version__ = "0.1.0"
 
@@ -64,6 +66,9 @@ _EXPORTS: dict[str, str] = {
     "LangmemEdgeError": "langmem_edge.errors",
     "LimitExceededError": "langmem_edge.errors",
     "NotFoundError": "langmem_edge.errors",
+    "MemoryContext": "langmem_edge.tools",
+    "MemoryState": "langmem_edge.tools",
+    "create_memory_tools": "langmem_edge.tools",
 }
 
 __all__ = [
@@ -91,6 +96,9 @@ __all__ = [
     "default_embeddings",
     "MemoryMiddleware",
     "create_memory_agent",
+    "MemoryContext",
+    "MemoryState",
+    "create_memory_tools",
 ]
 
 

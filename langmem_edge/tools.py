@@ -22,12 +22,15 @@ gets a ToolMessage that says so; bad arguments get a ToolMessage naming what was
 ``ongoing_task``: declare them with ``state_schema=MemoryState``; without it langgraph drops
 the keys) and adds the ToolMessage, as langchain's ``TodoListMiddleware`` does.
 
-Each tool is also built on its own (``create_remember_tool(memory)``, ...). The tools are
-sync; in an async run langchain runs them in a worker thread.
+Each tool is also built on its own (``create_remember_tool(memory)``, ...). Every tool has a
+sync and an async half (``tool.func`` / ``tool.coroutine``), both driving one plan of the
+tool (``memory/core/plans.py``) over the ``Profile`` / ``ProfileWorking`` methods and their
+``a*`` twins: in ``agent.ainvoke`` no tool blocks the event loop or takes a worker thread.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
@@ -35,11 +38,12 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 from langchain.agents import AgentState
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.types import Command
 
-from langmem_edge.errors import LangmemEdgeError
+from langmem_edge.errors import ConfigurationError, LangmemEdgeError
 from langmem_edge.memory import AgentMemory, Profile
+from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 
 __all__ = [
     "MemoryContext",
@@ -63,7 +67,8 @@ SEARCH_LIMIT = 10
 CONVERSATION_LIMIT = 10
 """Messages ``recall_conversation`` returns by default."""
 RECALL_ALL_LIMIT = 100
-"""Memories ``recall()`` without a key lists at most, per scope."""
+"""Memories ``recall()`` without a key lists at most (the contact's first, then agent-wide
+ones, newest first)."""
 
 
 class MemoryContext(TypedDict, total=False):
@@ -115,7 +120,7 @@ class _Run:
         return self.thread
 
 
-def _lookup(runtime: ToolRuntime, name: str) -> Any:
+def _run_value(runtime: ToolRuntime, name: str) -> Any:
     context = runtime.context
     value = (context.get(name) if isinstance(context, Mapping)
              else getattr(context, name, None))
@@ -125,26 +130,45 @@ def _lookup(runtime: ToolRuntime, name: str) -> Any:
 
 
 def _run(memory: AgentMemory, runtime: ToolRuntime) -> _Run:
-    name = _lookup(runtime, "profile")
+    name = _run_value(runtime, "profile")
     if name is None:
         raise _RunError("no memory profile in this run: memory tools need 'profile' in the "
                         "run's context or config['configurable']; nothing was read or "
                         "written")
-    return _Run(memory.profile(name), _lookup(runtime, "contact"),
-                _lookup(runtime, "thread_id"))
+    return _Run(memory.profile(name), _run_value(runtime, "contact"),
+                _run_value(runtime, "thread_id"))
 
 
-Reply = str | ToolMessage | Command
+Reply = str | Command
+"""What a tool answers: the ToolMessage's text, or a ``Command`` that also updates the state."""
 
 
-def _answer(memory: AgentMemory, runtime: ToolRuntime, name: str,
-            work: Callable[[_Run], Reply]) -> Reply:
-    """``work`` on the run's profile; what stops it becomes an error ToolMessage."""
+def _guarded(name: str, plan: Plan[Reply]) -> Plan[Reply]:
+    """``plan``, with what stops it (no profile, bad arguments) raised as a ``ToolException``:
+    the tool answers it as an error ToolMessage naming what was wrong, and the run goes on."""
     try:
-        return work(_run(memory, runtime))
+        return (yield from plan)
     except (_RunError, LangmemEdgeError) as e:
-        return ToolMessage(f"{name} failed: {e}", tool_call_id=runtime.tool_call_id or "",
-                           name=name, status="error")
+        raise ToolException(f"{name} failed: {e}") from e
+
+
+def _memory_tool(plan: Callable[..., Plan[Reply]]) -> BaseTool:
+    """The tool of ``plan``, a generator function whose signature and docstring are the
+    tool's (its ``runtime: ToolRuntime`` is injected) and whose effects are ``Call`` steps
+    with a sync and an async half. The tool's sync half drives it with ``run_sync``, its
+    async half with ``run_async``: one body, the same checks and replies."""
+    name = plan.__name__
+
+    @functools.wraps(plan)
+    def run(*args: Any, **kwargs: Any) -> Reply:
+        return run_sync(_guarded(name, plan(*args, **kwargs)))
+
+    @functools.wraps(plan)
+    async def arun(*args: Any, **kwargs: Any) -> Reply:
+        return await run_async(_guarded(name, plan(*args, **kwargs)))
+
+    return StructuredTool.from_function(run, coroutine=arun, parse_docstring=True,
+                                        handle_tool_error=True)
 
 
 def _update(runtime: ToolRuntime, name: str, text: str, **state: Any) -> Command:
@@ -164,9 +188,8 @@ def _lines(records: Sequence[Any]) -> str:
 def create_remember_tool(memory: AgentMemory) -> BaseTool:
     """The ``remember`` tool."""
 
-    @tool(parse_docstring=True)
     def remember(key: str, value: str, runtime: ToolRuntime,
-                 category: str | None = None) -> Reply:
+                 category: str | None = None) -> Plan[Reply]:
         """Remember a lasting fact, preference or instruction for later conversations.
 
         Use a stable dotted key, e.g. "preference.ui_theme": remembering under a key that
@@ -179,22 +202,21 @@ def create_remember_tool(memory: AgentMemory) -> BaseTool:
             category: Optional type: preference, identity, relationship, decision, event,
                 instruction, skill, task, workflow-outcome or workflow-failure.
         """
-        def work(run: _Run) -> Reply:
-            record = run.profile.remember(value, key=key, fact_type=category,
-                                          confidence=REMEMBER_CONFIDENCE, source="explicit",
-                                          contact=run.contact, session_id=run.thread)
-            scope = f"for {run.contact}" if run.contact else "agent-wide"
-            return f"Remembered {record.key or key!r} ({scope}): {record.text}"
-        return _answer(memory, runtime, "remember", work)
+        run = _run(memory, runtime)
+        p = run.profile
+        record = yield Call(p.remember, p.aremember, (value,), {
+            "key": key, "fact_type": category, "confidence": REMEMBER_CONFIDENCE,
+            "source": "explicit", "contact": run.contact, "session_id": run.thread})
+        scope = f"for {run.contact}" if run.contact else "agent-wide"
+        return f"Remembered {record.key or key!r} ({scope}): {record.text}"
 
-    return remember
+    return _memory_tool(remember)
 
 
 def create_recall_tool(memory: AgentMemory) -> BaseTool:
     """The ``recall`` tool."""
 
-    @tool(parse_docstring=True)
-    def recall(runtime: ToolRuntime, key: str | None = None) -> Reply:
+    def recall(runtime: ToolRuntime, key: str | None = None) -> Plan[Reply]:
         """Look up what you remembered under a key, or list everything you remember.
 
         Facts about the person you are talking to come first, then general ones.
@@ -203,26 +225,22 @@ def create_recall_tool(memory: AgentMemory) -> BaseTool:
             key: The topic key to look up, e.g. "preference.ui_theme". Leave it out to list
                 everything remembered.
         """
-        def work(run: _Run) -> Reply:
-            if key is not None:
-                found = run.profile.recall(key, contact=run.contact, session_id=run.thread)
-                hits = [c.memory for c in found.candidates
-                        if c.memory is not None and c.memory.key == key]
-                return _lines(hits[:1]) if hits else f"Nothing remembered under {key!r}."
-            scopes = [run.contact, None] if run.contact else [None]
-            records = [r for c in scopes
-                       for r in run.profile.list(contact=c, limit=RECALL_ALL_LIMIT)]
-            return _lines(records) if records else "Nothing remembered yet."
-        return _answer(memory, runtime, "recall", work)
+        run = _run(memory, runtime)
+        p = run.profile
+        found = yield Call(p.lookup, p.alookup, (key,),
+                           {"contact": run.contact, "limit": RECALL_ALL_LIMIT})
+        if found:
+            return _lines(found)
+        return "Nothing remembered yet." if key is None else f"Nothing remembered under {key!r}."
 
-    return recall
+    return _memory_tool(recall)
 
 
 def create_search_memory_tool(memory: AgentMemory) -> BaseTool:
     """The ``search_memory`` tool."""
 
-    @tool(parse_docstring=True)
-    def search_memory(query: str, runtime: ToolRuntime, limit: int = SEARCH_LIMIT) -> Reply:
+    def search_memory(query: str, runtime: ToolRuntime, limit: int = SEARCH_LIMIT
+                      ) -> Plan[Reply]:
         """Search your long-term memory by meaning, words and dates.
 
         Use it before answering anything that may depend on what you learned earlier
@@ -232,20 +250,19 @@ def create_search_memory_tool(memory: AgentMemory) -> BaseTool:
             query: What you want to know, in plain words.
             limit: How many memories to return at most.
         """
-        def work(run: _Run) -> Reply:
-            found = run.profile.recall(query, limit=limit, contact=run.contact,
-                                       session_id=run.thread)
-            records = [c.memory for c in found.candidates if c.memory is not None]
-            return _lines(records) if records else f"No memories match {query!r}."
-        return _answer(memory, runtime, "search_memory", work)
+        run = _run(memory, runtime)
+        p = run.profile
+        found = yield Call(p.recall, p.arecall, (query,), {
+            "limit": limit, "contact": run.contact, "session_id": run.thread})
+        records = [c.memory for c in found.candidates if c.memory is not None]
+        return _lines(records) if records else f"No memories match {query!r}."
 
-    return search_memory
+    return _memory_tool(search_memory)
 
 
 def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
     """The ``recall_conversation`` tool."""
 
-    @tool(parse_docstring=True)
     def recall_conversation(
         query: str,
         runtime: ToolRuntime,
@@ -253,7 +270,7 @@ def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
         limit: int = CONVERSATION_LIMIT,
         role: Literal["user", "assistant", "system", "tool"] | None = None,
         scope: Literal["contact", "conversation", "all"] = "contact",
-    ) -> Reply:
+    ) -> Plan[Reply]:
         """Find what was actually said in past messages (word for word).
 
         Args:
@@ -264,18 +281,17 @@ def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
             scope: "contact": conversations with the person you are talking to;
                 "conversation": this conversation only; "all": every conversation.
         """
-        def work(run: _Run) -> Reply:
-            thread = run.need_thread() if scope == "conversation" else run.thread
-            found = run.profile.recall_conversation(query, mode=mode, limit=limit, role=role,
-                                                    scope=scope, session_id=thread,
-                                                    contact=run.contact)
-            if not found:
-                return f"No messages match {query!r}."
-            return "\n".join(f"- [{m.session_id} #{m.seq}] {m.role}: {m.content}"
-                             for m in found)
-        return _answer(memory, runtime, "recall_conversation", work)
+        run = _run(memory, runtime)
+        p = run.profile
+        thread = run.need_thread() if scope == "conversation" else run.thread
+        found = yield Call(p.recall_conversation, p.arecall_conversation, (query,), {
+            "mode": mode, "limit": limit, "role": role, "scope": scope, "session_id": thread,
+            "contact": run.contact})
+        if not found:
+            return f"No messages match {query!r}."
+        return "\n".join(f"- [{m.session_id} #{m.seq}] {m.role}: {m.content}" for m in found)
 
-    return recall_conversation
+    return _memory_tool(recall_conversation)
 
 
 # -- working memory -----------------------------------------------------------------------------
@@ -284,9 +300,8 @@ def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
 def create_set_context_tool(memory: AgentMemory) -> BaseTool:
     """The ``set_context`` tool."""
 
-    @tool(parse_docstring=True)
     def set_context(notes: str, runtime: ToolRuntime,
-                    mode: Literal["replace", "append", "clear"] = "replace") -> Reply:
+                    mode: Literal["replace", "append", "clear"] = "replace") -> Plan[Reply]:
         """Keep working notes for this conversation: what you must not lose track of while
         the task goes on (constraints, intermediate results, what is left to check).
 
@@ -294,13 +309,14 @@ def create_set_context_tool(memory: AgentMemory) -> BaseTool:
             notes: The notes (ignored when clearing).
             mode: "replace" the notes, "append" a line to them, or "clear" them.
         """
-        def work(run: _Run) -> Reply:
-            now = run.profile.working.set_context(run.need_thread(), notes, mode=mode)
-            text = f"Working notes now:\n{now}" if now else "Working notes cleared."
-            return _update(runtime, "set_context", text, working_notes=now)
-        return _answer(memory, runtime, "set_context", work)
+        run = _run(memory, runtime)
+        w = run.profile.working
+        now = yield Call(w.set_context, w.aset_context, (run.need_thread(), notes),
+                         {"mode": mode})
+        text = f"Working notes now:\n{now}" if now else "Working notes cleared."
+        return _update(runtime, "set_context", text, working_notes=now)
 
-    return set_context
+    return _memory_tool(set_context)
 
 
 def _task_state(task: Any) -> dict[str, Any]:
@@ -311,13 +327,12 @@ def _task_state(task: Any) -> dict[str, Any]:
 def create_set_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
     """The ``set_ongoing_task`` tool."""
 
-    @tool(parse_docstring=True)
     def set_ongoing_task(
         description: str,
         runtime: ToolRuntime,
         steps: list[str] | None = None,
         status: Literal["pending", "in_progress", "blocked", "done"] = "in_progress",
-    ) -> Reply:
+    ) -> Plan[Reply]:
         """Set the task this conversation is working on, so it survives interruptions.
 
         Call it again to update the steps or the status; it replaces the previous one.
@@ -327,47 +342,46 @@ def create_set_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
             steps: The steps, in order.
             status: pending, in_progress, blocked or done.
         """
-        def work(run: _Run) -> Reply:
-            task = run.profile.working.set_ongoing_task(run.need_thread(), description,
-                                                        steps=steps or (), status=status)
-            return _update(runtime, "set_ongoing_task",
-                           f"Ongoing task ({task.status}): {task.description}",
-                           ongoing_task=_task_state(task))
-        return _answer(memory, runtime, "set_ongoing_task", work)
+        run = _run(memory, runtime)
+        w = run.profile.working
+        task = yield Call(w.set_ongoing_task, w.aset_ongoing_task,
+                          (run.need_thread(), description),
+                          {"steps": steps or (), "status": status})
+        return _update(runtime, "set_ongoing_task",
+                       f"Ongoing task ({task.status}): {task.description}",
+                       ongoing_task=_task_state(task))
 
-    return set_ongoing_task
+    return _memory_tool(set_ongoing_task)
 
 
 def create_get_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
     """The ``get_ongoing_task`` tool."""
 
-    @tool
-    def get_ongoing_task(runtime: ToolRuntime) -> Reply:
+    def get_ongoing_task(runtime: ToolRuntime) -> Plan[Reply]:
         """Show the task this conversation is working on: description, steps and status."""
-        def work(run: _Run) -> Reply:
-            task = run.profile.working.get_ongoing_task(run.need_thread())
-            if task is None:
-                return "No ongoing task."
-            steps = "".join(f"\n{i}. {s}" for i, s in enumerate(task.steps, 1))
-            return f"Ongoing task ({task.status}): {task.description}{steps}"
-        return _answer(memory, runtime, "get_ongoing_task", work)
+        run = _run(memory, runtime)
+        w = run.profile.working
+        task = yield Call(w.get_ongoing_task, w.aget_ongoing_task, (run.need_thread(),))
+        if task is None:
+            return "No ongoing task."
+        steps = "".join(f"\n{i}. {s}" for i, s in enumerate(task.steps, 1))
+        return f"Ongoing task ({task.status}): {task.description}{steps}"
 
-    return get_ongoing_task
+    return _memory_tool(get_ongoing_task)
 
 
 def create_clear_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
     """The ``clear_ongoing_task`` tool."""
 
-    @tool
-    def clear_ongoing_task(runtime: ToolRuntime) -> Reply:
+    def clear_ongoing_task(runtime: ToolRuntime) -> Plan[Reply]:
         """Clear this conversation's ongoing task (it is finished or abandoned)."""
-        def work(run: _Run) -> Reply:
-            had = run.profile.working.clear_ongoing_task(run.need_thread())
-            text = "Ongoing task cleared." if had else "There was no ongoing task."
-            return _update(runtime, "clear_ongoing_task", text, ongoing_task=None)
-        return _answer(memory, runtime, "clear_ongoing_task", work)
+        run = _run(memory, runtime)
+        w = run.profile.working
+        had = yield Call(w.clear_ongoing_task, w.aclear_ongoing_task, (run.need_thread(),))
+        text = "Ongoing task cleared." if had else "There was no ongoing task."
+        return _update(runtime, "clear_ongoing_task", text, ongoing_task=None)
 
-    return clear_ongoing_task
+    return _memory_tool(clear_ongoing_task)
 
 
 _BUILDERS: dict[str, Callable[[AgentMemory], BaseTool]] = {
@@ -389,8 +403,6 @@ def create_memory_tools(memory: AgentMemory, *, include: Sequence[str] | None = 
                         ) -> list[BaseTool]:
     """The memory tools over ``memory`` (all of :data:`TOOL_NAMES`, or those in
     ``include``), for ``create_agent(model, tools)`` or a ``ToolNode``."""
-    from langmem_edge.errors import ConfigurationError
-
     if not isinstance(memory, AgentMemory):
         raise ConfigurationError(f"memory must be an AgentMemory, got {type(memory).__name__}")
     names = TOOL_NAMES if include is None else tuple(include)

@@ -4,6 +4,8 @@ Profile API."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +21,13 @@ from langgraph.prebuilt import ToolNode
 from langgraph.store.memory import InMemoryStore
 
 import langmem_edge.tools as memory_tools
-from langmem_edge import AgentMemory, ChromaSaver, ChromaStore, ConfigurationError
+from langmem_edge import (
+    AgentMemory,
+    ChromaSaver,
+    ChromaStore,
+    ConfigurationError,
+    InvalidInputError,
+)
 from langmem_edge.testing import FakeEmbeddings, ScriptedChatModel
 from langmem_edge.tools import TOOL_NAMES, MemoryContext, MemoryState, create_memory_tools
 
@@ -152,6 +160,22 @@ def test_tools_through_a_tool_node_in_one_parallel_round(
     assert alice.working.get_ongoing_task("t9").status == "blocked"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_appends_of_one_round_keep_every_line(backend: tuple[AgentMemory, Any],
+                                              mode: str) -> None:
+    memory, saver = backend
+    graph = tool_graph(memory, saver)
+    message = calls(*(call("set_context", {"notes": f"line {i}", "mode": "append"}, i)
+                      for i in range(6)))
+    run = {"configurable": {"thread_id": "t5"}}
+    context = {"profile": "alice"}
+    out = (graph.invoke({"messages": [message]}, run, context=context) if mode == "sync" else
+           asyncio.run(graph.ainvoke({"messages": [message]}, run, context=context)))
+    assert len([m for m in out["messages"] if isinstance(m, ToolMessage)]) == 6
+    lines = memory.profile("alice").working.get_context("t5").split("\n")
+    assert sorted(lines) == [f"line {i}" for i in range(6)]
+
+
 def test_a_contact_fact_is_found_from_another_thread_of_that_contact_only(
         backend: tuple[AgentMemory, Any]) -> None:
     memory, saver = backend
@@ -168,18 +192,150 @@ def test_a_contact_fact_is_found_from_another_thread_of_that_contact_only(
     assert not any("Drinks green tea" in m.content for m in tool_messages(out).values())
 
 
-async def test_the_tools_in_an_async_agent_run(backend: tuple[AgentMemory, Any]) -> None:
+def stored_record(store: Any, profile: str, memory_id: str) -> dict[str, Any]:
+    [item] = [it for it in store.search(("langmem_edge", "profiles", profile), limit=10_000)
+              if it.key == memory_id and it.namespace[-1] == "memories"]
+    return item.value
+
+
+@pytest.mark.parametrize("args", [{}, {"key": "preference.drink"}], ids=["all", "by-key"])
+def test_recall_counts_accesses_in_their_own_rows(
+        backend: tuple[AgentMemory, Any], args: dict[str, Any]) -> None:
     memory, saver = backend
+    alice = memory.profile("alice")
+    tea = alice.remember("Drinks green tea", key="preference.drink", contact="bob")
+    theme = alice.remember("Likes dark mode", key="preference.ui_theme")
+    agent_run(memory, saver, [calls(call("recall", args))],
+              context={"profile": "alice", "contact": "bob"})
+    counted = [tea, theme] if not args else [tea]
+    for r in (tea, theme):
+        assert alice.get(r.id).access_count == (r in counted)  # type: ignore[union-attr]
+    memory.flush()  # the pending bumps, written to each memory's own count row
+    elsewhere = AgentMemory(memory.store).profile("alice")  # another process's view
+    for r in (tea, theme):
+        assert elsewhere.get(r.id).access_count == (r in counted)  # type: ignore[union-attr]
+        assert stored_record(memory.store, "alice", r.id)["access_count"] == 0  # untouched
+
+
+def test_recall_by_key_finds_the_key_among_hundreds_of_memories() -> None:
+    # InMemoryStore only: the lookup is the profile index's, the same on every store, and
+    # 222 writes on ChromaStore take minutes here (Chroma's upsert, ~90 ms each)
+    index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
+    memory, saver = AgentMemory(InMemoryStore(index=index)), InMemorySaver()
+    alice = memory.profile("alice")
+    # 220 memories of bob's that share every word of the key: a fused top-20 of bob's
+    # memories first would never reach the agent-wide one under the key
+    for i in range(220):
+        alice.remember(f"preference drink note {i}", key=f"note.{i}", contact="bob",
+                       verify=False)
+    alice.remember("Drinks green tea", key="preference.drink", verify=False)
+    alice.remember("Carol drinks coffee", key="preference.drink", contact="carol",
+                   verify=False)
+    for contact, expected in [("bob", "Drinks green tea"), (None, "Drinks green tea"),
+                              ("carol", "Carol drinks coffee")]:
+        out, _ = agent_run(memory, saver, [calls(call("recall", {"key": "preference.drink"}))],
+                           thread=f"t-{contact}", context={"profile": "alice",
+                                                            "contact": contact})
+        assert tool_messages(out)["recall"].content == f"- preference.drink: {expected}" + (
+            " (about carol)" if contact == "carol" else "")
+    out, _ = agent_run(memory, saver, [calls(call("recall", {"key": "preference.none"}))],
+                       context={"profile": "alice", "contact": "bob"})
+    assert tool_messages(out)["recall"].content == "Nothing remembered under 'preference.none'."
+
+
+def test_profile_lookup_by_key_and_everything() -> None:
+    alice = AgentMemory(InMemoryStore()).profile("alice")
+    assert alice.lookup("k") == [] and alice.lookup() == []
+    old = alice.remember("Old value", key="k")
+    new = alice.remember("New value", key="k")  # supersedes the old one
+    bob = alice.remember("Bob's value", key="k", contact="bob")
+    other = alice.remember("Another fact", key="other")
+    gone = alice.remember("Forgotten", key="gone")
+    alice.forget(gone.id)
+    assert [r.id for r in alice.lookup("k")] == [new.id]
+    assert [r.id for r in alice.lookup("k", contact="bob")] == [bob.id]
+    assert [r.id for r in alice.lookup("k", contact="carol")] == [new.id]
+    assert alice.lookup("gone") == [] and old.id not in {r.id for r in alice.lookup()}
+    assert [r.id for r in alice.lookup(contact="bob")] == [bob.id, other.id, new.id]
+    assert [r.id for r in alice.lookup(contact="bob", limit=2)] == [bob.id, other.id]
+    assert [r.id for r in alice.lookup()] == [other.id, new.id]
+    assert alice.get(new.id).access_count == 5  # type: ignore[union-attr]
+    assert alice.lookup("k")[0].access_count == 6  # the returned copy counts its own access
+    with pytest.raises(InvalidInputError, match="limit"):
+        alice.lookup(limit=0)
+    with pytest.raises(InvalidInputError, match="contact"):
+        alice.lookup("k", contact="")
+
+
+def forbid_sync_halves(tools: list[Any]) -> list[Any]:
+    """The tools, their sync halves replaced by one that fails: a run that still works took
+    the async halves only (no worker thread, the event loop never blocked by a tool)."""
+    for t in tools:
+        original = t.func
+
+        @functools.wraps(original)
+        def sync_half(*args: Any, _name: str = t.name, **kwargs: Any) -> Any:
+            raise AssertionError(f"the sync half of {_name} ran in an async run")
+
+        t.func = sync_half
+    return tools
+
+
+async def test_every_tool_runs_its_async_half_in_an_async_agent_run(
+        backend: tuple[AgentMemory, Any]) -> None:
+    memory, saver = backend
+    alice = memory.profile("alice")
+    await alice.aingest([{"role": "user", "content": "My booking code is XK42."}],
+                        session_id="ta")
     model = ScriptedChatModel(responses=[
         calls(call("remember", {"key": "k", "value": "Async value"}),
-              call("set_context", {"notes": "async notes"})), "done"])
-    agent = create_agent(model, create_memory_tools(memory), state_schema=MemoryState,
-                         context_schema=MemoryContext, checkpointer=saver)
+              call("set_context", {"notes": "async notes"}),
+              call("set_ongoing_task", {"description": "async task", "steps": ["a"]})),
+        calls(call("recall", {"key": "k"}), call("recall", {}, 2),
+              call("search_memory", {"query": "Async value"}),
+              call("recall_conversation", {"query": "XK42", "mode": "keyword",
+                                           "scope": "conversation"}),
+              call("get_ongoing_task", {})),
+        calls(call("clear_ongoing_task", {}), call("remember", {"key": "k", "value": "x"}, 2)),
+        "done"])
+    tools = forbid_sync_halves(create_memory_tools(memory))
+    agent = create_agent(model, tools, state_schema=MemoryState, context_schema=MemoryContext,
+                         checkpointer=saver)
     out = await agent.ainvoke({"messages": [("user", "hi")]},
-                              {"configurable": {"thread_id": "ta"}}, context={"profile": "al"})
-    assert out["working_notes"] == "async notes" and out["messages"][-1].content == "done"
-    assert [r.text for r in await memory.profile("al").alist()] == ["Async value"]
-    assert await memory.profile("al").working.aget_context("ta") == "async notes"
+                              {"configurable": {"thread_id": "ta"}},
+                              context={"profile": "alice"})
+    assert out["messages"][-1].content == "done"
+    replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert len(replies) == 10 and all(m.status == "success" for m in replies), replies
+    seen = {m.tool_call_id: m.content for m in replies}
+    assert "Async value" in seen["call_recall_1"] and "Async value" in seen["call_recall_2"]
+    assert "Async value" in seen["call_search_memory_1"]
+    assert "XK42" in seen["call_recall_conversation_1"]
+    assert "1. a" in seen["call_get_ongoing_task_1"]
+    assert out["working_notes"] == "async notes" and out["ongoing_task"] is None
+    assert [r.text for r in await alice.alist()] == ["x"]  # the second remember replaced it
+    assert await alice.working.aget_context("ta") == "async notes"
+    assert await alice.working.aget_ongoing_task("ta") is None
+
+
+def test_the_same_plan_answers_sync_and_async_alike() -> None:
+    memory = AgentMemory(InMemoryStore())
+    memory.profile("alice").remember("Likes tea", key="preference.drink")
+    [tool] = create_memory_tools(memory, include=["recall"])
+    message = call("recall", {"key": "preference.drink"})
+    runtime_config = {"configurable": {"profile": "alice"}}
+    graph = tool_graph(memory)
+    sync = graph.invoke({"messages": [calls(message)]}, runtime_config)
+    asynced = asyncio.run(graph.ainvoke({"messages": [calls(message)]}, runtime_config))
+    [a], [b] = tool_messages(sync).values(), tool_messages(asynced).values()
+    assert a.content == b.content == "- preference.drink: Likes tea"
+    bad = calls(call("remember", {"key": "k", "value": "v", "category": "gossip"}))
+    errors = [tool_messages(graph.invoke({"messages": [bad]}, runtime_config))["remember"],
+              tool_messages(asyncio.run(graph.ainvoke({"messages": [bad]}, runtime_config)))[
+                  "remember"]]
+    assert errors[0].content == errors[1].content and "gossip" in errors[0].content
+    assert {m.status for m in errors} == {"error"}
+    assert tool.coroutine is not None and tool.func is not None
 
 
 def test_a_run_without_a_profile_gets_a_tool_message_and_goes_on() -> None:
@@ -254,10 +410,11 @@ def snapshot(store: InMemoryStore, prefix: tuple[str, ...]) -> list[tuple[Any, .
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(profile=NAMES.filter(lambda n: n != "victim"), contact=st.one_of(st.none(), NAMES),
-       thread=st.one_of(st.none(), NAMES), picks=st.lists(TOOL_CALLS, min_size=1, max_size=4))
+       thread=st.one_of(st.none(), NAMES), picks=st.lists(TOOL_CALLS, min_size=1, max_size=4),
+       asynchronous=st.booleans())
 def test_no_tool_reads_or_writes_another_profiles_data(
         profile: str, contact: str | None, thread: str | None,
-        picks: list[tuple[str, dict[str, Any]]]) -> None:
+        picks: list[tuple[str, dict[str, Any]]], asynchronous: bool) -> None:
     store = InMemoryStore()
     memory = AgentMemory(store)
     victim = memory.profile("victim")
@@ -277,7 +434,9 @@ def test_no_tool_reads_or_writes_another_profiles_data(
     if thread is not None:
         context["thread_id"] = thread
     message = calls(*(call(name, args, i) for i, (name, args) in enumerate(picks)))
-    out = tool_graph(memory).invoke({"messages": [message]}, context=context)
+    graph = tool_graph(memory)
+    out = (asyncio.run(graph.ainvoke({"messages": [message]}, context=context)) if asynchronous
+           else graph.invoke({"messages": [message]}, context=context))
     for m in out["messages"]:
         if isinstance(m, ToolMessage):
             assert "diamond" not in str(m.content)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -130,6 +131,19 @@ def test_concurrent_tool_calls_keep_every_row(memory: AgentMemory) -> None:
     turn = w.unfinished_turn("t1")
     assert turn is not None
     assert sorted(r.call_id for r in turn.rows) == [f"call_{i}" for i in range(8)]
+
+
+async def test_concurrent_async_tool_calls_keep_every_row(memory: AgentMemory) -> None:
+    w = memory.profile("alice").working
+    await asyncio.gather(*(w.arecord_tool_call("t1", f"call_{i}", "fetch", {"i": i},
+                                               f"result {i}", [f"job:{i % 3}"])
+                           for i in range(8)),
+                         *(w.aset_context("t1", f"line {i}", mode="append") for i in range(4)))
+    turn = await w.aunfinished_turn("t1")
+    assert turn is not None
+    assert sorted(r.call_id for r in turn.rows) == [f"call_{i}" for i in range(8)]
+    assert sorted(turn.open_resources) == ["job:0", "job:1", "job:2"]
+    assert sorted((await w.aget_context("t1")).split("\n")) == [f"line {i}" for i in range(4)]
 
 
 def test_turn_rows_expire_after_24_hours(memory: AgentMemory) -> None:

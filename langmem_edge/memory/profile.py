@@ -7,6 +7,10 @@ so no call on one profile can return another's data, whatever the query, filter 
 Every method has an async twin (``aremember``, ``arecall``, ...). Both are thin shells over
 one plan (``core/plans.py``): the sync one runs it with ``run_sync``, the async one awaits
 ``run_async``.
+
+``profile.at(ts)`` (:class:`~langmem_edge.memory.view.ProfileView`) and the Markdown of
+``summary()`` live in :mod:`~langmem_edge.memory.view`, one floor below: they read the
+semantic tier only, while this module is the one that composes tiers.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langmem_edge.memory.config import EpisodicConfig
-from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
 from langmem_edge.memory.index.changes import plan_sync
@@ -29,11 +32,10 @@ from langmem_edge.memory.records import (
     MemoryRecord,
     RecallResult,
     SessionDeletion,
-    utcnow,
 )
 from langmem_edge.memory.semantic.bulk import BulkItem, plan_remember_many
 from langmem_edge.memory.semantic.context import ProfileContext
-from langmem_edge.memory.semantic.recall import RecallRequest, plan_recall
+from langmem_edge.memory.semantic.recall import RecallRequest, plan_lookup, plan_recall
 from langmem_edge.memory.semantic.write import (
     MAX_NAME_CHARS,
     WriteSpec,
@@ -45,8 +47,8 @@ from langmem_edge.memory.semantic.write import (
     plan_list,
     plan_update,
     plan_write,
-    valid_at,
 )
+from langmem_edge.memory.view import ProfileView, plan_summary
 from langmem_edge.memory.working.api import ProfileWorking
 
 if TYPE_CHECKING:
@@ -54,10 +56,7 @@ if TYPE_CHECKING:
     from langmem_edge.memory.episodic.extraction import StoredMessage
     from langmem_edge.memory.episodic.tier import EpisodicTier, Mode, Scope
 
-__all__ = ["Profile", "ProfileView"]
-
-_KIND_TITLES = {"fact": "Facts", "instruction": "Instructions", "event": "Events",
-                "task": "Tasks"}
+__all__ = ["Profile"]
 
 
 class Profile:
@@ -314,54 +313,34 @@ class Profile:
         """Async :meth:`history`."""
         return await run_async(plan_history(self._ctx, key, contact))
 
+    def lookup(self, key: str | None = None, *, contact: str | None = None,
+               limit: int | None = None) -> builtins.list[MemoryRecord]:
+        """Memories found without ranking, each counted as an access (like a recall's).
+
+        With ``key``: ``[the memory under exactly that key]`` (``contact``'s if it has one,
+        else the agent-wide one), or ``[]``. Without: every memory a recall could return,
+        ``contact``'s first, then agent-wide ones, newest first, at most ``limit`` (50).
+        """
+        return run_sync(plan_lookup(self._ctx, key, contact, limit))
+
+    async def alookup(self, key: str | None = None, *, contact: str | None = None,
+                      limit: int | None = None) -> builtins.list[MemoryRecord]:
+        """Async :meth:`lookup`."""
+        return await run_async(plan_lookup(self._ctx, key, contact, limit))
+
     def at(self, timestamp: datetime | str | float) -> ProfileView:
         """A read-only view of the profile as of ``timestamp``."""
         ts = to_utc(timestamp, "timestamp")
         assert ts is not None
-        return ProfileView(self, ts)
+        return ProfileView(self._ctx, ts)
 
     def summary(self) -> str:
         """Markdown of what is remembered (active memories, by scope and kind)."""
-        return run_sync(self._summary_plan())
+        return run_sync(plan_summary(self._ctx))
 
     async def asummary(self) -> str:
         """Async :meth:`summary`."""
-        return await run_async(self._summary_plan())
-
-    def _summary_plan(self) -> Plan[str]:
-        ctx = self._ctx
-        yield from plan_sync(ctx.store, ctx.index)
-        now = utcnow().timestamp()
-        groups: dict[str | None, dict[str, builtins.list[dict[str, Any]]]] = defaultdict(
-            lambda: defaultdict(builtins.list))
-        for mid in ctx.index.sorted_ids():
-            v = ctx.index.values[mid]
-            if v.get("status") == "active" and iso_to_epoch(v.get("valid_until")) > now:
-                groups[v.get("contact")][v.get("kind", "fact")].append(v)
-        if not groups:
-            return f"# Memory of {ctx.profile}\n\nNothing remembered yet.\n"
-        cap = ctx.config.limits.summary_max_per_kind
-        lines = [f"# Memory of {ctx.profile}", ""]
-        order = sorted(groups, key=lambda c: (c is not None, c or ""))
-        for contact in order:
-            level = "##"
-            if contact is not None:
-                lines += [f"## Contact: {contact}", ""]
-                level = "###"
-            for kind, title in _KIND_TITLES.items():
-                items = groups[contact].get(kind)
-                if not items:
-                    continue
-                lines += [f"{level} {title}", ""]
-                for v in items[-cap:][::-1]:
-                    record = ctx.record(v)
-                    extra = [f"`{record.key}`"] if record.key else []
-                    extra.append(f"confidence {record.confidence:.2f}")
-                    lines.append(f"- {record.text} ({', '.join(extra)})")
-                if len(items) > cap:
-                    lines.append(f"- ... and {len(items) - cap} older")
-                lines.append("")
-        return "\n".join(lines)
+        return await run_async(plan_summary(self._ctx))
 
     # -- editing -----------------------------------------------------------------------------
 
@@ -544,97 +523,3 @@ class Profile:
         """Async :meth:`delete_session`."""
         return await run_async(self._delete_session_plan(session_id))
 
-
-class ProfileView:
-    """A profile as of a past moment: only memories valid then (``valid_from <= ts <
-    valid_until``, not yet superseded or forgotten at ``ts``). Read-only; recalls made
-    through it do not count as accesses."""
-
-    def __init__(self, profile: Profile, timestamp: datetime) -> None:
-        self._profile = profile
-        self.timestamp = timestamp
-
-    def recall(
-        self,
-        query: str,
-        *,
-        limit: int | None = None,
-        contact: str | None = None,
-        kind: str | Sequence[str] | None = None,
-        writer: str | None = None,
-        tags: Sequence[str] = (),
-        scorer: str = "rrf",
-        reference_date: datetime | str | float | None = None,
-        thinking_level: str | None = None,
-        session_id: str | None = None,
-        fill: bool | None = None,
-    ) -> RecallResult:
-        """:meth:`Profile.recall` as of the view's moment."""
-        req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
-                            tags=tags, scorer=scorer, thinking_level=thinking_level,
-                            reference_date=to_utc(reference_date, "reference_date"),
-                            session_id=session_id, fill=fill, as_of=self.timestamp)
-        return run_sync(plan_recall(self._profile._ctx, req))
-
-    async def arecall(
-        self,
-        query: str,
-        *,
-        limit: int | None = None,
-        contact: str | None = None,
-        kind: str | Sequence[str] | None = None,
-        writer: str | None = None,
-        tags: Sequence[str] = (),
-        scorer: str = "rrf",
-        reference_date: datetime | str | float | None = None,
-        thinking_level: str | None = None,
-        session_id: str | None = None,
-        fill: bool | None = None,
-    ) -> RecallResult:
-        """Async :meth:`recall`."""
-        req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
-                            tags=tags, scorer=scorer, thinking_level=thinking_level,
-                            reference_date=to_utc(reference_date, "reference_date"),
-                            session_id=session_id, fill=fill, as_of=self.timestamp)
-        return await run_async(plan_recall(self._profile._ctx, req))
-
-    def list(
-        self,
-        kind: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-        *,
-        status: str = "active",
-        contact: Any = NOT_PROVIDED,
-        writer: str | None = None,
-        session_id: str | None = None,
-        newest_first: bool = False,
-    ) -> MemoryPage:
-        """The memories valid at the view's moment, paged like :meth:`Profile.list`
-        (``status`` is ignored: validity at the moment decides)."""
-        return run_sync(plan_list(self._profile._ctx, kind=kind, limit=limit, cursor=cursor,
-                                  status=status, contact=contact, writer=writer,
-                                  session_id=session_id, newest_first=newest_first,
-                                  as_of=self.timestamp.timestamp()))
-
-    async def alist(
-        self,
-        kind: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-        *,
-        status: str = "active",
-        contact: Any = NOT_PROVIDED,
-        writer: str | None = None,
-        session_id: str | None = None,
-        newest_first: bool = False,
-    ) -> MemoryPage:
-        """Async :meth:`list`."""
-        return await run_async(plan_list(
-            self._profile._ctx, kind=kind, limit=limit, cursor=cursor, status=status,
-            contact=contact, writer=writer, session_id=session_id, newest_first=newest_first,
-            as_of=self.timestamp.timestamp()))
-
-    def is_valid(self, record: MemoryRecord) -> bool:
-        """Whether ``record`` was valid at the view's moment."""
-        return valid_at(record.to_value(), self.timestamp.timestamp())

@@ -46,6 +46,7 @@ from langmem_edge.memory.records import (
     KINDS,
     Candidate,
     ChannelScore,
+    MemoryRecord,
     RecallResult,
     ScoreBreakdown,
     scope_of,
@@ -56,7 +57,7 @@ from langmem_edge.memory.semantic.scoring import composite, recency, tag_overlap
 from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, plan_flush_access
 from langmem_edge.retrieval.fusion import rrf_fuse
 
-__all__ = ["RecallRequest", "keyword_channel", "plan_recall"]
+__all__ = ["RecallRequest", "keyword_channel", "plan_count_access", "plan_lookup", "plan_recall"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,14 +116,19 @@ class _Scope:
         return not self.as_of or iso_to_epoch(v.get("valid_from"), 0.0) <= t
 
 
+def _check_limit(limit: int | None, default: int, most: int) -> int:
+    limit = default if limit is None else limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
+    if limit > most:
+        raise LimitExceededError(f"limit is {limit}; at most {most}")
+    return limit
+
+
 def _check(ctx: ProfileContext, req: RecallRequest) -> RecallRequest:
     cfg = ctx.config
     check_text(req.query, "query", cfg.limits.max_text_chars)
-    limit = cfg.recall.limit if req.limit is None else req.limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
-    if limit > cfg.limits.max_list_page:
-        raise LimitExceededError(f"limit is {limit}; at most {cfg.limits.max_list_page}")
+    limit = _check_limit(req.limit, cfg.recall.limit, cfg.limits.max_list_page)
     level = req.thinking_level or cfg.recall.default_thinking_level
     if level not in THINKING_LEVELS:
         raise InvalidInputError(f"thinking_level must be one of {THINKING_LEVELS}, got {level!r}")
@@ -346,18 +352,11 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     candidates = matched + filled
     answer = yield from _plan_answer(ctx, req, candidates, reference)
     if as_of is None and cfg.bump_access:
-        bumped = [c for c in matched if c.source_type == "memory"]
-        ctx.index.bump([c.id for c in bumped], now, now_dt.isoformat())
-        for c in bumped:
-            assert c.memory is not None
-            c.memory = c.memory.model_copy(update={"access_count": c.memory.access_count + 1,
-                                                   "last_accessed_at": now_dt})
-        index = ctx.index
-        if index.pending_since is not None and (
-            now - index.pending_since >= cfg.access_flush_seconds
-            or len(index.pending_access) >= cfg.access_flush_max
-        ):
-            yield from plan_flush_access(ctx)
+        bumped = [(c, c.memory) for c in matched
+                  if c.memory is not None and c.source_type == "memory"]
+        counted = yield from plan_count_access(ctx, [m for _, m in bumped], now_dt)
+        for (c, _), record in zip(bumped, counted, strict=True):
+            c.memory = record
     return RecallResult(count=len(candidates), answer=answer, candidates=candidates)
 
 
@@ -482,3 +481,59 @@ def _plan_answer(ctx: ProfileContext, req: RecallRequest, candidates: list[Candi
         except Exception as e:
             logger.warning("answer generation failed (%s); using the top memories", e)
     return "\n".join(matched[: ctx.config.recall.answer_max_candidates])
+
+
+def plan_count_access(ctx: ProfileContext, records: Sequence[MemoryRecord], now: datetime
+                      ) -> Plan[list[MemoryRecord]]:
+    """Count ``records`` as accessed at ``now``; returns them with the access counted.
+
+    The bumps are the profile index's pending ones, written to each memory's own count item
+    (:func:`~langmem_edge.memory.semantic.write.plan_flush_access`) once the oldest is
+    ``access_flush_seconds`` old or ``access_flush_max`` are pending: no record is read or
+    written to count."""
+    cfg = ctx.config.recall
+    index = ctx.index
+    at = now.timestamp()
+    index.bump([r.id for r in records], at, now.isoformat())
+    if index.pending_since is not None and (
+        at - index.pending_since >= cfg.access_flush_seconds
+        or len(index.pending_access) >= cfg.access_flush_max
+    ):
+        yield from plan_flush_access(ctx)
+    return [r.model_copy(update={"access_count": r.access_count + 1, "last_accessed_at": now})
+            for r in records]
+
+
+def plan_lookup(ctx: ProfileContext, key: str | None, contact: str | None, limit: int | None
+                ) -> Plan[list[MemoryRecord]]:
+    """Memories found without ranking (``Profile.lookup``), each counted as an access.
+
+    Admits what a recall would (active, unexpired, at or above the confidence floor, in
+    ``contact``'s scope or agent-wide), looked up in the profile index after a sync. With
+    ``key``: the memory under exactly that key, the contact's if there is one, else the
+    agent-wide one (at most one: the newest). Without: every admissible memory, the
+    contact's first, then agent-wide ones, newest first, at most ``limit`` (default
+    ``limits.default_list_page``, at most ``limits.max_list_page``).
+    """
+    cfg = ctx.config
+    if key is not None:
+        check_text(key, "key", cfg.limits.max_key_chars)
+    check_optional_name(contact, "contact", MAX_NAME_CHARS)
+    most = 1 if key is not None else _check_limit(limit, cfg.limits.default_list_page,
+                                                  cfg.limits.max_list_page)
+    yield from plan_sync(ctx.store, ctx.index)
+    now = utcnow()
+    index = ctx.index
+    found: list[str] = []
+    for scope in ((scope_of(contact), "agent") if contact is not None else ("agent",)):
+        accept = index.admissible(t=now.timestamp(), as_of=False, scopes=(scope,), kinds=None,
+                                  writer=None, min_confidence=cfg.recall.min_confidence)
+        ids = index.key_ids(key, scope) if key is not None else index.sorted_ids()
+        found += [mid for mid in reversed(ids) if accept(mid)][: most - len(found)]
+        if len(found) >= most:
+            break
+    values = [index.values.get(mid) for mid in found]  # None: deleted by a sync meanwhile
+    records = [ctx.record(v) for v in values if v is not None]
+    if records and cfg.recall.bump_access:
+        records = yield from plan_count_access(ctx, records, now)
+    return records
