@@ -35,7 +35,9 @@ that is no longer active. A profile lease (``reflective`` tier, ``lease_seconds`
 second pass from starting while one runs; if two passes still overlap, each checks after its
 merge for another active canonical memory superseding one of its members, and the one with
 the larger id is superseded by the smaller: both passes apply the same rule, so one
-canonical memory stays active (no double merge).
+canonical memory stays active (no double merge). The one window no ``BaseStore`` lets us
+close is the round trip between a fresh read and the write after it, as in every rewrite of
+the semantic tier; the model call comes before the fresh read to keep it that short.
 
 **Idempotent.** After a pass, a cluster's members are superseded and leave the sample; the
 canonical memory has no active near-duplicate left; decay waits for its next period. So a

@@ -382,7 +382,7 @@ def plan_reflect(ctx: ProfileContext, episodic: EpisodicConfig, model: BaseChatM
         id=rid, profile=ctx.profile, since=since, until=until, summary=draft.summary,
         worked=draft.worked, failed=draft.failed, sessions=activity.sessions,
         events=[v["id"] for v in activity.events], messages_reviewed=len(activity.messages),
-        learnings=refs, goal_updates=updates, by=by,  # type: ignore[arg-type]
+        learnings=refs, goal_updates=updates, by="model" if by == "model" else "rules",
         created_at=utcnow())
     result.reflection = yield from plan_put_reflection(scope, reflection)
     return result

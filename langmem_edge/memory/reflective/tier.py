@@ -227,11 +227,11 @@ def plan_update_goal(scope: ReflectiveScope, goal_id: str, *, status: str | None
         return goal
     now = scope.now()
     steps = [s.model_copy(update={"done": s.done or s.text in newly}) for s in goal.steps]
-    event = GoalEvent(at=now, status=target, note=note, steps_done=newly,  # type: ignore[arg-type]
-                      by=by)
+    event = GoalEvent.model_validate({"at": now, "status": target, "note": note,
+                                      "steps_done": newly, "by": by})
     history = [*goal.history, event][-scope.config.max_goal_history:]
-    goal = goal.model_copy(update={"steps": steps, "status": target, "history": history,
-                                   "updated_at": now})
+    goal = goal.model_copy(update={"steps": steps, "status": event.status,
+                                   "history": history, "updated_at": now})
     yield batch(scope.store, [PutOp(scope.layout.reflective("goals"), goal.id,
                                     goal.to_value(), index=False)])
     return goal
@@ -254,7 +254,8 @@ def plan_acquire(scope: ReflectiveScope, job: str, seconds: float) -> Plan[str |
     ns = scope.layout.reflective("jobs")
     (held,) = yield batch(scope.store, [GetOp(ns, job)])
     now = float(scope.clock())
-    if scope.mine(held, "lease") and float(held.value.get("until", 0.0)) > now:  # type: ignore[union-attr]
+    if held is not None and scope.mine(held, "lease") and float(
+            held.value.get("until", 0.0)) > now:
         return None
     token = uuid.uuid4().hex
     value: dict[str, Any] = {"record": "lease", "profile": scope.profile, "owner": token,
