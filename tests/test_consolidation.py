@@ -292,3 +292,13 @@ def test_without_a_vector_index_only_decay_runs() -> None:
     alice.remember("alice drinks green tea")
     report = memory.consolidate("alice", now=utcnow() + timedelta(days=31)).profiles[0]
     assert not report.clustering and report.merged == [] and len(report.decayed) == 2
+
+
+def test_the_canonical_memory_keeps_the_latest_expiry(memory: AgentMemory) -> None:
+    alice = memory.profile("alice")
+    soon, late = utcnow() + timedelta(days=3), utcnow() + timedelta(days=9)
+    alice.remember("alice is in Rome this week", valid_until=soon, verify=False)
+    alice.remember("alice is in Rome this week", valid_until=late, verify=False)
+    (merge,) = memory.consolidate("alice").profiles[0].merged
+    got = alice.get(merge.memory_id)
+    assert got is not None and got.valid_until == late

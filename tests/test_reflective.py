@@ -327,3 +327,40 @@ def test_the_graphs_alone_and_their_checks(memory: AgentMemory) -> None:
         create_reflection_graph("memory")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="BaseChatModel"):
         create_consolidation_graph(memory, model="gpt")  # type: ignore[arg-type]
+
+
+def test_a_reflection_started_while_one_runs_writes_nothing(memory: AgentMemory) -> None:
+    fail(memory, "deploy failed")
+    fail(memory, "deploy failed again")
+    other = AgentMemory(memory.store)
+    inner: list[Any] = []
+
+    def overlapping(messages: Any) -> dict[str, Any]:
+        if not inner:
+            inner.append(other.profile("alice").reflect())
+        return draft("x")
+
+    result = memory.profile("alice").reflect(model=ScriptedChatModel(respond=overlapping))
+    assert inner[0].busy and not inner[0].written
+    assert result.written and len(memory.profile("alice").reflective.reflections()) == 1
+
+
+def test_export_holds_goals_and_reflections(memory: AgentMemory) -> None:
+    alice = memory.profile("alice")
+    goal = alice.reflective.add_goal("ship", steps=["build"])
+    alice.reflective.update_goal(goal.id, steps_done=["build"])
+    rec = alice.reflect().reflection
+    assert rec is not None
+    out = alice.reflective.export()
+    assert [g["id"] for g in out["goals"]] == [goal.id]
+    assert out["goals"][0]["status"] == "done" and len(out["goals"][0]["history"]) == 3
+    assert [r["id"] for r in out["reflections"]] == [rec.id]
+    assert memory.profile("bob").reflective.export() == {"goals": [], "reflections": []}
+
+
+def test_the_graph_takes_the_profile_from_the_config(memory: AgentMemory) -> None:
+    fail(memory, "deploy failed")
+    fail(memory, "deploy failed again")
+    memory.profile("bob").remember("bob likes tea")
+    out = create_reflection_graph(memory).invoke({}, {"configurable": {"profile": "alice"}})
+    assert [r["profile"] for r in out["reflections"]] == ["alice"]

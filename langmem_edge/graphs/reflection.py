@@ -11,7 +11,8 @@
 Each is one node that runs ``AgentMemory.reflect`` / ``AgentMemory.consolidate`` (sync for
 ``invoke``, async for ``ainvoke``: the same plan either way) and returns what it wrote as
 JSON-friendly dicts, so a checkpointer can save the state. Input keys (all optional):
-``profile`` (one profile; absent or ``None``: every profile) and ``now`` (ISO time or epoch
+``profile`` (one profile; absent or ``None``: ``config["configurable"]["profile"]``, and
+without that every profile) and ``now`` (ISO time or epoch
 seconds: the clock a reflection's window ends at and consolidation's 30 days are counted on).
 
 ``model=None`` uses the memory's own model (``AgentMemory(model=...)``); a memory without one
@@ -24,7 +25,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -70,6 +71,14 @@ def _report(report: Any) -> dict[str, Any]:
     return report.model_dump(mode="json") | {"changed": report.changed}
 
 
+def _profile(state: Any, config: RunnableConfig) -> str | None:
+    """The state's ``profile``, else ``config["configurable"]["profile"]``, else ``None``."""
+    profile = state.get("profile")
+    if profile is None:
+        profile = (config.get("configurable") or {}).get("profile")
+    return profile if profile is None else str(profile)
+
+
 def _check(memory: Any, model: Any) -> None:
     if not isinstance(memory, AgentMemory):
         raise ConfigurationError(f"memory must be an AgentMemory, got {type(memory).__name__}")
@@ -85,13 +94,13 @@ def create_reflection_graph(memory: AgentMemory, model: BaseChatModel | None = N
     reflective.md``). Usable alone or as a node of a parent graph."""
     _check(memory, model)
 
-    def reflect(state: ReflectionState) -> ReflectionState:
-        return {"reflections": _dump(memory.reflect(state.get("profile"), model=model,
+    def reflect(state: ReflectionState, config: RunnableConfig) -> ReflectionState:
+        return {"reflections": _dump(memory.reflect(_profile(state, config), model=model,
                                                     now=state.get("now")))}
 
-    async def areflect(state: ReflectionState) -> ReflectionState:
-        return {"reflections": _dump(await memory.areflect(state.get("profile"), model=model,
-                                                           now=state.get("now")))}
+    async def areflect(state: ReflectionState, config: RunnableConfig) -> ReflectionState:
+        return {"reflections": _dump(await memory.areflect(
+            _profile(state, config), model=model, now=state.get("now")))}
 
     builder = StateGraph(ReflectionState)
     builder.add_node("reflect", RunnableLambda(reflect, afunc=areflect, name="reflect"))
@@ -107,13 +116,14 @@ def create_consolidation_graph(memory: AgentMemory, model: BaseChatModel | None 
     of a parent graph."""
     _check(memory, model)
 
-    def consolidate(state: ConsolidationState) -> ConsolidationState:
+    def consolidate(state: ConsolidationState, config: RunnableConfig) -> ConsolidationState:
         return {"consolidation": _report(memory.consolidate(
-            state.get("profile"), model=model, now=state.get("now")))}
+            _profile(state, config), model=model, now=state.get("now")))}
 
-    async def aconsolidate(state: ConsolidationState) -> ConsolidationState:
+    async def aconsolidate(state: ConsolidationState, config: RunnableConfig
+                           ) -> ConsolidationState:
         return {"consolidation": _report(await memory.aconsolidate(
-            state.get("profile"), model=model, now=state.get("now")))}
+            _profile(state, config), model=model, now=state.get("now")))}
 
     builder = StateGraph(ConsolidationState)
     builder.add_node("consolidate", RunnableLambda(consolidate, afunc=aconsolidate,

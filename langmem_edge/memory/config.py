@@ -535,6 +535,9 @@ class ReflectionConfig(_Section):
     """Steps a goal holds at most (50)."""
     max_goal_history: int = Field(default=200, ge=1)
     """History entries a goal keeps, the newest (200)."""
+    lease_seconds: float = Field(default=600.0, gt=0.0)
+    """A reflection holds the profile's reflection lease this long (10 min): one started
+    meanwhile writes nothing."""
 
 
 class ConsolidationConfig(_Section):

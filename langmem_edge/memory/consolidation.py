@@ -20,7 +20,7 @@ number a default of :class:`~langmem_edge.memory.config.ConsolidationConfig`:
    (or when it fails) the most complete member (most words, then most characters) and,
    among equals, the most recent. The new memory has source ``consolidation``, the highest
    confidence of its members, their key (the newest member's that has one), tags and
-   cited messages.
+   cited messages, and the latest ``valid_until`` when every member has one.
 5. **Supersede** the members by it (one write of the change protocol: the new record and
    the members, ``status="superseded"``, ``superseded_by`` = the new one); they stay in the
    store and in ``history``, and leave recall.
@@ -283,6 +283,7 @@ def _spec(members: list[dict[str, Any]], text: str) -> WriteSpec:
     key = next((v["key"] for v in newest if v.get("key")), None)
     tags = list(dict.fromkeys(t for v in newest for t in v.get("tags") or ()))
     sessions = {v.get("session_id") for v in members}
+    ends = [v.get("valid_until") for v in members]
     cited = list(dict.fromkeys(m for v in newest for m in v.get("source_message_ids") or ()))
     return WriteSpec(text=text, key=key, kind=best.get("kind"), fact_type=best.get("fact_type"),
                      confidence=max(float(v.get("confidence", 0.0)) for v in members),
@@ -290,6 +291,7 @@ def _spec(members: list[dict[str, Any]], text: str) -> WriteSpec:
                      contact=best.get("contact"),
                      session_id=sessions.pop() if len(sessions) == 1 else None,
                      tags=tags[:MAX_CANONICAL_TAGS],
+                     valid_until=max(ends, key=iso_to_epoch) if all(ends) else None,
                      extra={"source_message_ids": cited})
 
 

@@ -29,13 +29,16 @@ says the same; the **goal updates** (in each goal's history, by ``reflection`` o
 ``model``); and last the **reflection record**, whose ``until`` moves the window.
 
 **Idempotent over the same window**: a second run at the same moment has an empty window,
-and a run over a window with no events, no messages and no goal to close writes nothing.
+and a run over a window with no events, no messages and no goal to close writes nothing. A
+profile lease (``lease_seconds``, 10 min) keeps two reflections of one profile from running
+at once (the second returns ``busy`` and writes nothing).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -64,10 +67,12 @@ from langmem_edge.memory.reflective.records import (
 from langmem_edge.memory.reflective.tier import (
     ReflectiveScope,
     new_reflection_id,
+    plan_acquire,
     plan_delete_session,
     plan_goals,
     plan_put_reflection,
     plan_reflections,
+    plan_release,
     plan_update_goal,
 )
 from langmem_edge.memory.semantic.context import ProfileContext
@@ -84,6 +89,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+REFLECTION_JOB = "reflection"
+"""The lease name a reflection holds on its profile."""
 
 LEARNING_KEY_PREFIX = "reflection:"
 """Keys of learnings: ``reflection:{date}:{topic}``."""
@@ -145,6 +153,8 @@ class ReflectionResult(BaseModel):
     """The learning memories written."""
     goals: list[Goal] = Field(default_factory=list)
     """The goals changed, as they are now."""
+    busy: bool = False
+    """Another reflection of the profile was running: nothing was done."""
 
     @property
     def written(self) -> bool:
@@ -366,14 +376,30 @@ def plan_reflect(ctx: ProfileContext, episodic: EpisodicConfig, model: BaseChatM
     tier = EpisodicTier(ctx.store, ctx.layout.root, config=episodic, model=None,
                         profile=ctx.profile)
     result = ReflectionResult(profile=ctx.profile)
+    leases = ReflectiveScope(store=ctx.store, layout=ctx.layout, config=ctx.config.reflection,
+                             clock=time.time)
+    token = yield from plan_acquire(leases, REFLECTION_JOB, ctx.config.reflection.lease_seconds)
+    if token is None:
+        result.busy = True
+        return result
+    try:
+        yield from _plan_window(ctx, tier, scope, model, until, result)
+    finally:
+        yield from plan_release(leases, REFLECTION_JOB, token)
+    return result
+
+
+def _plan_window(ctx: ProfileContext, tier: EpisodicTier, scope: ReflectiveScope,
+                 model: BaseChatModel | None, until: datetime, result: ReflectionResult
+                 ) -> Plan[None]:
     past = yield from plan_reflections(scope)
     since = past[-1].until if past else None
     if since is not None and since >= until:
-        return result  # this window is reflected already
+        return  # this window is reflected already
     activity = yield from _plan_activity(ctx, tier, scope, since, until)
     closable = any(g.all_steps_done for g in activity.goals)
     if not activity.events and not activity.messages and not closable:
-        return result
+        return
     draft, sessions, by = yield from _plan_draft(ctx, model, activity)
     rid = new_reflection_id()
     result.learnings, refs = yield from _plan_learnings(ctx, draft, sessions, activity, rid)
@@ -385,7 +411,6 @@ def plan_reflect(ctx: ProfileContext, episodic: EpisodicConfig, model: BaseChatM
         learnings=refs, goal_updates=updates, by="model" if by == "model" else "rules",
         created_at=utcnow())
     result.reflection = yield from plan_put_reflection(scope, reflection)
-    return result
 
 
 def plan_forget_session(ctx: ProfileContext, session_id: str) -> Plan[int]:

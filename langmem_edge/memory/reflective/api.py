@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from langgraph.store.base import BaseStore
 
@@ -30,6 +31,7 @@ from langmem_edge.memory.reflective.tier import (
     ReflectiveScope,
     plan_add_goal,
     plan_delete_goal,
+    plan_export,
     plan_get_goal,
     plan_goals,
     plan_reflections,
@@ -112,3 +114,13 @@ class ProfileReflective:
     async def areflections(self) -> list[Reflection]:
         """Async :meth:`reflections`."""
         return await run_async(plan_reflections(self.scope))
+
+    def export(self) -> dict[str, list[dict[str, Any]]]:
+        """Everything the tier holds for the profile as JSON-friendly dicts:
+        ``{"goals": [...], "reflections": [...]}`` (learnings are memories: export those
+        with the semantic tier)."""
+        return run_sync(plan_export(self.scope))
+
+    async def aexport(self) -> dict[str, list[dict[str, Any]]]:
+        """Async :meth:`export`."""
+        return await run_async(plan_export(self.scope))

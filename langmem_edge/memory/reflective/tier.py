@@ -53,6 +53,7 @@ __all__ = [
     "plan_add_goal",
     "plan_delete_goal",
     "plan_delete_session",
+    "plan_export",
     "plan_get_goal",
     "plan_goals",
     "plan_put_reflection",
@@ -271,6 +272,15 @@ def plan_release(scope: ReflectiveScope, job: str, token: str) -> Plan[None]:
     (held,) = yield batch(scope.store, [GetOp(ns, job)])
     if held is not None and held.value.get("owner") == token:
         yield batch(scope.store, [PutOp(ns, job, None)])
+
+
+def plan_export(scope: ReflectiveScope) -> Plan[dict[str, list[dict[str, Any]]]]:
+    """Plan: everything the tier holds for the profile, JSON-friendly: ``{"goals": [...],
+    "reflections": [...]}`` (leases are transient and left out)."""
+    goals = yield from plan_goals(scope)
+    reflections = yield from plan_reflections(scope)
+    return {"goals": [g.to_value() for g in goals],
+            "reflections": [r.to_value() for r in reflections]}
 
 
 def new_reflection_id() -> str:
