@@ -156,7 +156,10 @@ def test_clusters_keep_to_one_kind_and_one_scope(memory: AgentMemory) -> None:
     alice.remember("reply in French", kind="instruction", verify=False)
     alice.remember("reply in French", contact="bob", verify=False)
     alice.remember("reply in French", kind="task", verify=False)
-    assert not memory.consolidate("alice").changed
+    alice.remember("reply in French", kind="task", verify=False)
+    alice.remember("deploy failed", fact_type="workflow-failure", verify=False)
+    alice.remember("deploy failed", fact_type="workflow-failure", verify=False)
+    assert not memory.consolidate("alice").changed  # events are occurrences: never merged
 
 
 def test_decay_multiplies_by_0_8_after_30_days_unaccessed_with_a_floor(

@@ -364,3 +364,12 @@ def test_the_graph_takes_the_profile_from_the_config(memory: AgentMemory) -> Non
     memory.profile("bob").remember("bob likes tea")
     out = create_reflection_graph(memory).invoke({}, {"configurable": {"profile": "alice"}})
     assert [r["profile"] for r in out["reflections"]] == ["alice"]
+
+
+def test_a_repeated_failure_counts_even_when_verification_folded_it(memory: AgentMemory) -> None:
+    alice = memory.profile("alice")
+    first = alice.remember("nightly export failed", fact_type="workflow-failure")
+    second = alice.remember("nightly export failed", fact_type="workflow-failure")
+    assert alice.get(first.id).superseded_by == second.id  # type: ignore[union-attr]
+    (learning,) = alice.reflect().learnings
+    assert "2 times" in learning.text

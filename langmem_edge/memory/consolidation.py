@@ -9,8 +9,8 @@ number a default of :class:`~langmem_edge.memory.config.ConsolidationConfig`:
    ``decay_factor`` (0.8), never below ``decay_floor`` (0.1). The decay is stamped
    (``decayed_at``) so the next one comes ``decay_after_days`` later: a second pass at once
    decays nothing.
-2. **Sample** the ``sample_size`` (30) newest active memories (not tasks, not encrypted,
-   embedded).
+2. **Sample** the ``sample_size`` (30) newest active facts and instructions (embedded, not
+   encrypted). Events are occurrences and tasks belong to their session: never merged.
 3. **Near-duplicates.** For each sampled memory not yet in a cluster, its neighbours at
    cosine >= ``cluster_cosine`` (0.85) of the same kind and scope, and theirs in turn (single
    link, at most ``max_cluster_size`` members), so one pass gathers a whole group of
@@ -82,6 +82,11 @@ SECONDS_PER_DAY = 86_400.0
 
 CONSOLIDATION_JOB = "consolidation"
 """The lease name a pass holds on its profile."""
+
+MERGEABLE_KINDS = frozenset({"fact", "instruction"})
+"""Kinds a pass merges: facts and instructions say what is true; events are occurrences
+(two failures of a deploy are two events, which reflection counts) and tasks belong to their
+session, so neither is ever folded."""
 
 MAX_CANONICAL_TAGS = 32
 """Tags a canonical memory carries at most (the members' union, newest first)."""
@@ -209,7 +214,7 @@ def _plan_decay(ctx: ProfileContext, now: datetime) -> Plan[list[Decay]]:
 
 
 def _mergeable(ctx: ProfileContext, v: dict[str, Any] | None, t: float) -> bool:
-    return (v is not None and v.get("status") == "active" and v.get("kind") != "task"
+    return (v is not None and v.get("status") == "active" and v.get("kind") in MERGEABLE_KINDS
             and not v.get("encrypted") and v.get("embedding_status") == "complete"
             and iso_to_epoch(v.get("valid_until")) > t
             and float(v.get("confidence", 0.0)) >= ctx.config.recall.min_confidence)

@@ -15,7 +15,9 @@ With a model it asks for a :class:`ReflectionDraft` (structured output through
 one, the **rules**:
 
 - a workflow that has failed ``repeated_failures`` (2) times or more, one of them in the
-  window, becomes a learning ("the workflow X has failed N times; last: ..."); a workflow is
+  window, becomes a learning (every failure event counts, superseded ones too: the
+  model-free verification folds a repeated "deploy failed" into its newest copy, and each
+  is still an occurrence) ("the workflow X has failed N times; last: ..."); a workflow is
   named by its event's ``metadata["workflow"]``, else its key (less a ``workflow.``
   prefix), else its text;
 - a goal whose steps are all done is closed (``done``);
