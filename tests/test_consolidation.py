@@ -305,3 +305,23 @@ def test_the_canonical_memory_keeps_the_latest_expiry(memory: AgentMemory) -> No
     (merge,) = memory.consolidate("alice").profiles[0].merged
     got = alice.get(merge.memory_id)
     assert got is not None and got.valid_until == late
+
+
+async def test_passes_run_at_once_merge_each_cluster_once(memory: AgentMemory) -> None:
+    import asyncio
+
+    alice = memory.profile("alice")
+    for topic in ("piano", "chess", "sailing"):
+        for _ in range(3):
+            await alice.aremember(f"alice enjoys {topic} lessons", verify=False)
+    others = [AgentMemory(memory.store) for _ in range(3)]  # three processes
+    reports = await asyncio.gather(*(m.aconsolidate("alice") for m in [memory, *others]))
+
+    # the lease may let several start together (no compare-and-set): the settle step leaves
+    # one canonical memory per cluster, every member superseded
+    assert sum(r.merged for r in reports) >= 3
+    canon = [m for m in alice.list(limit=500) if m.source == "consolidation"]
+    assert len(canon) == 3
+    assert sorted(active(memory)) == [f"alice enjoys {t} lessons"
+                                      for t in ("chess", "piano", "sailing")]
+    assert not (await memory.aconsolidate("alice")).changed
