@@ -261,7 +261,8 @@ def _rules(activity: _Activity, cfg: Any) -> tuple[ReflectionDraft, dict[str, li
     learnings: list[LearningDraft] = []
     sessions: dict[str, list[str]] = {}
     for name, fails in sorted(activity.failures.items()):
-        if len(fails) < cfg.repeated_failures or not window_ids & {v["id"] for v in fails}:
+        if (not name or len(fails) < cfg.repeated_failures
+                or not window_ids & {v["id"] for v in fails}):
             continue
         last = str(fails[-1].get("text", ""))
         text = (f"The workflow '{name}' has failed {len(fails)} times"
