@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
+from datetime import datetime
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -31,6 +32,7 @@ from langgraph.store.base import BaseStore, GetOp, SearchOp
 
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.config import MemoryConfig, load_config
+from langmem_edge.memory.consolidation import ConsolidationReport, plan_consolidate
 from langmem_edge.memory.core.crypto import MemoryCipher
 from langmem_edge.memory.core.labels import (
     check_namespace,
@@ -40,11 +42,12 @@ from langmem_edge.memory.core.labels import (
 )
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
-from langmem_edge.memory.core.validate import check_profile_name
+from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
+from langmem_edge.memory.reflection import ReflectionResult, plan_reflect
 from langmem_edge.memory.semantic.context import NearestKeys, ProfileContext
 from langmem_edge.memory.semantic.write import plan_flush_access
 
@@ -297,3 +300,58 @@ class AgentMemory:
     async def astats(self) -> MemoryStats:
         """Async :meth:`stats`."""
         return await run_async(self._stats_plan())
+
+    # -- consolidation and reflection --------------------------------------------------------
+
+    def _consolidate_plan(self, profile: str | None, model: BaseChatModel | None,
+                          now: datetime | str | float | None) -> Plan[ConsolidationReport]:
+        at = to_utc(now, "now")
+        names = [profile] if profile is not None else (yield from self._profiles_plan())
+        report = ConsolidationReport()
+        for name in names:
+            ctx = self._context(name)
+            report.profiles.append((yield from plan_consolidate(
+                ctx, model or self.model, now=at)))
+        return report
+
+    def consolidate(self, profile: str | None = None, *, model: BaseChatModel | None = None,
+                    now: datetime | str | float | None = None) -> ConsolidationReport:
+        """One consolidation pass (``memory/consolidation.py``) over ``profile``, or every
+        profile: decay unused memories, merge near-duplicates, supersede the members.
+
+        Args:
+            profile: One profile; ``None``: every profile.
+            model: Writes canonical statements; default this memory's model (without any,
+                the most complete, most recent member is kept).
+            now: The clock the 30-day decay period is counted on (default now).
+
+        Returns a :class:`ConsolidationReport`; a second pass at once changes nothing.
+        """
+        return run_sync(self._consolidate_plan(profile, model, now))
+
+    async def aconsolidate(self, profile: str | None = None, *,
+                           model: BaseChatModel | None = None,
+                           now: datetime | str | float | None = None) -> ConsolidationReport:
+        """Async :meth:`consolidate`."""
+        return await run_async(self._consolidate_plan(profile, model, now))
+
+    def _reflect_plan(self, profile: str | None, model: BaseChatModel | None,
+                      now: datetime | str | float | None) -> Plan[list[ReflectionResult]]:
+        at = to_utc(now, "now")
+        names = [profile] if profile is not None else (yield from self._profiles_plan())
+        out = []
+        for name in names:
+            out.append((yield from plan_reflect(self._context(name), self.config.episodic,
+                                                model or self.model, now=at)))
+        return out
+
+    def reflect(self, profile: str | None = None, *, model: BaseChatModel | None = None,
+                now: datetime | str | float | None = None) -> list[ReflectionResult]:
+        """Reflect on ``profile`` (or every profile) since its last reflection
+        (:meth:`Profile.reflect`); one :class:`ReflectionResult` per profile."""
+        return run_sync(self._reflect_plan(profile, model, now))
+
+    async def areflect(self, profile: str | None = None, *, model: BaseChatModel | None = None,
+                       now: datetime | str | float | None = None) -> list[ReflectionResult]:
+        """Async :meth:`reflect`."""
+        return await run_async(self._reflect_plan(profile, model, now))

@@ -545,6 +545,56 @@ class WorkingConfig(_Section):
     """Longest thread id, call id, tool name or resource id (200)."""
 
 
+class ReflectionConfig(_Section):
+    """Every number of the reflection job (L4 self-review), with its default."""
+
+    max_messages: int = Field(default=200, ge=0)
+    """Episodic messages of the window a reflection reviews at most, the newest (200)."""
+    max_events: int = Field(default=200, ge=0)
+    """Workflow-outcome and workflow-failure events of the window reviewed at most (200)."""
+    repeated_failures: int = Field(default=2, ge=1)
+    """Model-free rule: a workflow failing this many times becomes a learning (2)."""
+    max_learnings: int = Field(default=10, ge=0)
+    """Learnings one reflection writes at most (10)."""
+    max_topic_chars: int = Field(default=60, ge=1)
+    """Longest topic slug in a learning's key ``reflection:{date}:{topic}`` (60)."""
+    max_goals: int = Field(default=500, ge=1)
+    """Goals a profile keeps at most (500)."""
+    max_goal_steps: int = Field(default=50, ge=0)
+    """Steps a goal holds at most (50)."""
+    max_goal_history: int = Field(default=200, ge=1)
+    """History entries a goal keeps, the newest (200)."""
+    lease_seconds: float = Field(default=600.0, gt=0.0)
+    """A reflection holds the profile's reflection lease this long (10 min): one started
+    meanwhile writes nothing."""
+
+
+class ConsolidationConfig(_Section):
+    """Every number of the consolidation pass (DESIGN.md: consolidation), with its default."""
+
+    decay_after_days: float = Field(default=30.0, gt=0.0)
+    """Memories not accessed for this long decay (30 days); again after as long again."""
+    decay_factor: float = Field(default=0.8, gt=0.0, le=1.0)
+    """Confidence multiplier of a decay (x0.8)."""
+    decay_floor: float = Field(default=MIN_CONFIDENCE, ge=0.0, le=1.0)
+    """Decay never takes confidence below this (0.1)."""
+    sample_size: int = Field(default=30, ge=0)
+    """Newest active memories a pass looks for near-duplicates of (30)."""
+    cluster_cosine: float = Field(default=0.85, ge=-1.0, le=1.0)
+    """Cosine at or above which two memories are near-duplicates (0.85)."""
+    min_cluster_size: int = Field(default=2, ge=2)
+    """Members a cluster needs to be merged (2)."""
+    max_clusters: int = Field(default=5, ge=0)
+    """Clusters merged in one pass at most (5)."""
+    max_cluster_size: int = Field(default=50, ge=2)
+    """Members one cluster gathers at most (50)."""
+    neighbours: int = Field(default=20, ge=1)
+    """Nearest neighbours fetched per member when gathering a cluster (20)."""
+    lease_seconds: float = Field(default=600.0, gt=0.0)
+    """A pass holds the profile's consolidation lease this long (10 min): a second pass
+    started meanwhile merges nothing."""
+
+
 class MemoryConfig(_Section):
     """Everything ``AgentMemory`` can tune; every number is a documented default."""
 
@@ -562,6 +612,10 @@ class MemoryConfig(_Section):
     """The episodic tier's config (:class:`EpisodicConfig`, or a dict of overrides)."""
     working: WorkingConfig = WorkingConfig()
     """The working tier's config (:class:`WorkingConfig`, or a dict of overrides)."""
+    reflection: ReflectionConfig = ReflectionConfig()
+    """The reflection job's config (:class:`ReflectionConfig`, or a dict of overrides)."""
+    consolidation: ConsolidationConfig = ConsolidationConfig()
+    """The consolidation pass's config (:class:`ConsolidationConfig`, or a dict)."""
 
     @field_validator("confidence_by_source", mode="before")
     @classmethod

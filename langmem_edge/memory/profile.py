@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.language_models import BaseChatModel
+
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
@@ -33,6 +35,8 @@ from langmem_edge.memory.records import (
     RecallResult,
     SessionDeletion,
 )
+from langmem_edge.memory.reflection import ReflectionResult, plan_forget_session, plan_reflect
+from langmem_edge.memory.reflective.api import ProfileReflective
 from langmem_edge.memory.semantic.bulk import BulkItem, plan_remember_many
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.memory.semantic.recall import RecallRequest, plan_lookup, plan_recall
@@ -79,6 +83,11 @@ class Profile:
     def working(self) -> ProfileWorking:
         """The working tier (L1): notes, ongoing task and turn records of each thread."""
         return ProfileWorking(self._ctx.store, self._ctx.layout, self._ctx.config.working)
+
+    @property
+    def reflective(self) -> ProfileReflective:
+        """The reflective tier (L4): goals with their history, and reflections."""
+        return ProfileReflective(self._ctx.store, self._ctx.layout, self._ctx.config.reflection)
 
     # -- remember ----------------------------------------------------------------------------
 
@@ -513,6 +522,7 @@ class Profile:
                if v.get("session_id") == session_id]
         memories = yield from self._delete_plan(ids, cascade=False)
         yield Call(self.working.delete_thread, self.working.adelete_thread, (session_id,))
+        yield from plan_forget_session(self._ctx, session_id)
         return SessionDeletion(messages_deleted=int(messages), memories_deleted=memories)
 
     def delete_session(self, session_id: str) -> SessionDeletion:
@@ -523,3 +533,16 @@ class Profile:
         """Async :meth:`delete_session`."""
         return await run_async(self._delete_session_plan(session_id))
 
+    def reflect(self, *, model: BaseChatModel | None = None,
+                now: datetime | str | float | None = None) -> ReflectionResult:
+        """Review the activity since the last reflection (``memory/reflection.py``): writes
+        a reflection, goal updates and learnings (confidence 0.85); with ``model`` (default
+        the memory's) by structured output, without one by the documented rules."""
+        return run_sync(plan_reflect(self._ctx, self._episodic_config, model or self._ctx.model,
+                                     now=to_utc(now, "now")))
+
+    async def areflect(self, *, model: BaseChatModel | None = None,
+                       now: datetime | str | float | None = None) -> ReflectionResult:
+        """Async :meth:`reflect`."""
+        return await run_async(plan_reflect(self._ctx, self._episodic_config,
+                                            model or self._ctx.model, now=to_utc(now, "now")))

@@ -11,6 +11,7 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "overlays", session)     the episodic tier's compaction overlays
     (*R, "sessions")              the episodic tier's session records, key = session id
     (*R, "working", thread)       the working tier: notes, task, turn rows of one thread
+    (*R, "reflective", part)      the reflective tier: reflections, goals, job leases
 
 Tiers and the index take their namespaces from a :class:`ProfileLayout`, never spell them.
 """
@@ -57,6 +58,10 @@ class ProfileLayout:
         """``(*R, "working")`` or, with a thread, ``(*R, "working", thread)``."""
         return (*self.root, "working", thread) if thread else (*self.root, "working")
 
+    def reflective(self, part: str | None = None) -> tuple[str, ...]:
+        """``(*R, "reflective")`` or one part of it (``reflections``, ``goals``, ``jobs``)."""
+        return (*self.root, "reflective", part) if part else (*self.root, "reflective")
+
     def entries(self, writer: str) -> tuple[str, ...]:
         """The change entries of one writer."""
         return (*self.changes, writer)
@@ -68,7 +73,7 @@ class ProfileLayout:
     def parts_before_meta(self) -> list[tuple[str, ...]]:
         """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
         the generation marker, and anything unknown): the records, the episodic tier's
-        messages, overlays and sessions, the working tier, the access counts, the change log
-        and its markers."""
+        messages, overlays and sessions, the working and reflective tiers, the access counts,
+        the change log and its markers."""
         return [self.memories, self.messages, (*self.root, "overlays"), self.sessions,
-                self.working(), self.access, self.changes, self.writers]
+                self.working(), self.reflective(), self.access, self.changes, self.writers]

@@ -1,8 +1,36 @@
-"""The reflective tier (L4), not built yet: this package is where it goes.
+"""The reflective tier (L4): reflections, goals with their history, and job leases.
 
-It will hold reflections, goals and learnings written by self-review at high confidence,
-over the ``BaseStore`` API like the other tiers, with its config in ``memory/config.py``.
-It must not import another tier (an import-linter contract in ``pyproject.toml`` checks it):
-reflection, which reads the episodic and semantic tiers and writes this one, lives where
-tiers are composed (``memory/profile.py`` and above), not here.
+Records (:mod:`.records`), plans (:mod:`.tier`) and the ``profile.reflective`` accessor
+(:mod:`.api`), over the ``BaseStore`` API like the other tiers, with its config
+(:class:`~langmem_edge.memory.config.ReflectionConfig`) in ``memory/config.py``. Learnings
+are semantic memories at confidence 0.85; the reflection job that reads the episodic and
+semantic tiers and writes this one lives where tiers are composed
+(``memory/reflection.py``), since a tier never imports another (an import-linter contract
+in ``pyproject.toml`` checks it). See ``docs/reflective.md``.
 """
+
+from __future__ import annotations
+
+from langmem_edge.memory.reflective.api import ProfileReflective
+from langmem_edge.memory.reflective.records import (
+    GOAL_STATUSES,
+    Goal,
+    GoalEvent,
+    GoalStatus,
+    GoalStep,
+    GoalUpdate,
+    LearningRef,
+    Reflection,
+)
+
+__all__ = [
+    "GOAL_STATUSES",
+    "Goal",
+    "GoalEvent",
+    "GoalStatus",
+    "GoalStep",
+    "GoalUpdate",
+    "LearningRef",
+    "ProfileReflective",
+    "Reflection",
+]

@@ -154,7 +154,14 @@ def _check(ctx: ProfileContext, req: RecallRequest) -> RecallRequest:
 def keyword_channel(index: ProfileIndex, query: str, depth: int, accept: Admissible
                     ) -> list[tuple[str, float]]:
     """BM25 hits of the profile index (the seam a store-side keyword search replaces)."""
-    return index.keyword(query, limit=depth, admissible=accept)
+    hits = index.keyword(query, limit=depth, admissible=accept)
+    return sorted(hits, key=lambda h: (-h[1], -_confidence(index, h[0])))  # stable
+
+
+def _confidence(index: ProfileIndex, mid: str) -> float:
+    """Equal channel scores rank the more confident memory first (a reflection's learning,
+    0.85, before a per-turn fact saying the same, 0.5), then the older."""
+    return float(index.values.get(mid, {}).get("confidence", 0.0))
 
 
 def key_channel(index: ProfileIndex, query: str, depth: int, accept: Callable[[str], bool]
@@ -227,7 +234,7 @@ def _vector_hits(ctx: ProfileContext, results: Sequence[Any], scope: _Scope, dep
             v = ctx.index.values.get(item.key)
             if v is not None and scope.admits(v):
                 best[item.key] = max(best.get(item.key, -1.0), float(item.score))
-    return sorted(best.items(), key=lambda h: (-h[1], h[0]))[:depth]
+    return sorted(best.items(), key=lambda h: (-h[1], -_confidence(ctx.index, h[0]), h[0]))[:depth]
 
 
 def _plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
@@ -246,7 +253,7 @@ def _plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
                 if h.score >= floor and h.namespace == ctx.layout.memories and accept(h.key)]
         if (len(hits) >= depth or len(found) < ask or found[-1].score < floor
                 or ask >= len(ctx.index.values)):
-            hits.sort(key=lambda h: (-h[1], h[0]))
+            hits.sort(key=lambda h: (-h[1], -_confidence(ctx.index, h[0]), h[0]))
             return hits[:depth]
         ask *= 4
 
@@ -340,7 +347,8 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
         cosines = {}
     scored = sorted((_score(ctx, req, doc_id, fused_score, messages, cosines, t)
                      for doc_id, (fused_score, _) in fused.items()),
-                    key=lambda x: (not x.in_contact, -x.score, x.doc_id))[: req.limit]
+                    key=lambda x: (not x.in_contact, -x.score,
+                                   -_confidence(ctx.index, x.doc_id), x.doc_id))[: req.limit]
     matched = [_candidate(ctx, req, x, fused[x.doc_id][1], messages) for x in scored]
     fill = cfg.relevance_fill if req.fill is None else req.fill
     filled: list[Candidate] = []
