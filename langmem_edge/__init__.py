@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from langmem_edge.errors import (
         BackendError,
         BackendUnavailableError,
+        BackgroundClosedError,
         ConfigurationError,
         DecryptionError,
         EmbeddingError,
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
         LangmemEdgeError,
         LimitExceededError,
         NotFoundError,
+        TurnInProgressError,
+        UnsupportedDurabilityError,
     )
     from langmem_edge.graphs import MemoryMiddleware, create_memory_agent
     from langmem_edge.memory import (
@@ -57,6 +60,9 @@ _EXPORTS: dict[str, str] = {
     "create_memory_agent": "langmem_edge.graphs",
     "BackendError": "langmem_edge.errors",
     "BackendUnavailableError": "langmem_edge.errors",
+    "BackgroundClosedError": "langmem_edge.errors",
+    "TurnInProgressError": "langmem_edge.errors",
+    "UnsupportedDurabilityError": "langmem_edge.errors",
     "ConfigurationError": "langmem_edge.errors",
     "DecryptionError": "langmem_edge.errors",
     "EmbeddingError": "langmem_edge.errors",
@@ -93,6 +99,9 @@ __all__ = [
     "LangmemEdgeError",
     "LimitExceededError",
     "NotFoundError",
+    "TurnInProgressError",
+    "UnsupportedDurabilityError",
+    "BackgroundClosedError",
     "default_embeddings",
     "MemoryMiddleware",
     "create_memory_agent",

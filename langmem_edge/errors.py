@@ -17,6 +17,7 @@ Error tree::
     ├── EmbeddingError                    "embedding"       the embedding model failed
     ├── ExtractionError                   "extraction"      a chat model's extraction failed
     ├── TurnInProgressError               "turn_in_progress"  the thread's last turn still runs
+    ├── BackgroundClosedError (RuntimeError) "closed"       a job submitted after close()
     └── DecryptionError                   "decryption"      wrong or missing encryption key
 
 Chroma's own exceptions never leave the package raw: they are wrapped in
@@ -30,6 +31,7 @@ from langgraph.store.base import InvalidNamespaceError as _LanggraphInvalidNames
 
 __all__ = [
     "BackendError",
+    "BackgroundClosedError",
     "BackendUnavailableError",
     "ConfigurationError",
     "DecryptionError",
@@ -150,6 +152,13 @@ class TurnInProgressError(LangmemEdgeError):
         self.thread = thread
         self.touched_at = touched_at
         self.retry_after = retry_after
+
+
+class BackgroundClosedError(LangmemEdgeError, RuntimeError):
+    """A job was submitted to a ``BackgroundExecutor`` (``langmem_edge.graphs``) after its
+    ``close()``."""
+
+    code = "closed"
 
 
 class DecryptionError(LangmemEdgeError):

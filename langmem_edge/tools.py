@@ -58,6 +58,7 @@ __all__ = [
     "create_search_memory_tool",
     "create_set_context_tool",
     "create_set_ongoing_task_tool",
+    "run_value",
 ]
 
 REMEMBER_CONFIDENCE = 0.9
@@ -120,13 +121,20 @@ class _Run:
         return self.thread
 
 
-def _run_value(runtime: ToolRuntime, name: str) -> Any:
-    context = runtime.context
+def run_value(context: Any, config: Mapping[str, Any] | None, name: str) -> Any:
+    """One field of a run (``profile``, ``contact``, ``thread_id``): the run's ``context``
+    first (a :class:`MemoryContext` mapping or any object with that attribute), then
+    ``config["configurable"]``; ``None`` when neither has it. The one lookup the tools, the
+    graphs' hooks and turn resume share."""
     value = (context.get(name) if isinstance(context, Mapping)
              else getattr(context, name, None))
     if value is None:
-        value = ((runtime.config or {}).get("configurable") or {}).get(name)
+        value = ((config or {}).get("configurable") or {}).get(name)
     return value
+
+
+def _run_value(runtime: ToolRuntime, name: str) -> Any:
+    return run_value(runtime.context, runtime.config, name)
 
 
 def _run(memory: AgentMemory, runtime: ToolRuntime) -> _Run:

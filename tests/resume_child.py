@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 
 from langmem_edge import AgentMemory, ChromaSaver, ChromaStore
@@ -40,6 +40,8 @@ CONFIG = {"configurable": {"thread_id": THREAD}}
 BLOCKED = "blocked"
 """The file ``write_report`` writes once the two other calls are recorded."""
 RECORD_POLL_SECONDS = 0.05
+OTHERS_TIMEOUT_SECONDS = 60.0
+"""How long the first ``write_report`` waits for the round's other calls to finish."""
 BLOCK_SECONDS = 600.0
 """How long ``write_report`` sleeps (the test kills the process long before)."""
 
@@ -93,19 +95,35 @@ def _count(counters: Path, name: str, runtime: ToolRuntime) -> None:
         f.write(f"{key}\n")
 
 
-def _wait_for_the_others(runtime: ToolRuntime) -> None:
+def _saved_answers(saver: Any) -> set[str]:
+    """The tool call ids whose ToolMessages the checkpointer already holds as pending writes
+    of the thread's latest checkpoint (a finished task's writes, saved by ``put_writes``)."""
+    saved = saver.get_tuple({"configurable": {"thread_id": THREAD}})
+    found: set[str] = set()
+    for _task, _channel, value in (saved.pending_writes or []) if saved else []:
+        for m in value if isinstance(value, list) else [value]:
+            if isinstance(m, ToolMessage):
+                found.add(m.tool_call_id)
+    return found
+
+
+def _wait_for_the_others(runtime: ToolRuntime, saver: Any | None) -> None:
     """Until the round's other tool calls are in the turn record (when the run has a
-    profile: without one nothing is recorded)."""
-    if not (runtime.context or {}).get("profile"):
-        return
+    profile: without one nothing is recorded) and, with ``saver``, their results are saved
+    by the checkpointer: a crash then comes strictly after two finished calls, whatever the
+    machine's load (LangGraph commits a finished task's writes just after it returns)."""
     ai = runtime.state["messages"][-1]
     others = {c["id"] for c in ai.tool_calls} - {runtime.tool_call_id}
+    recorded = bool((runtime.context or {}).get("profile"))
     working = AgentMemory(runtime.store).profile(PROFILE).working
-    while True:
-        turn = working.unfinished_turn(THREAD)
-        if others <= {r.call_id for r in (turn.rows if turn else ())}:
+    deadline = time.monotonic() + OTHERS_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        turn = working.unfinished_turn(THREAD) if recorded else None
+        if ((not recorded or others <= {r.call_id for r in (turn.rows if turn else ())})
+                and (saver is None or others <= _saved_answers(saver))):
             return
         time.sleep(RECORD_POLL_SECONDS)
+    raise AssertionError(f"the round's other calls {sorted(others)} did not finish in time")
 
 
 class Crash(BaseException):
@@ -114,9 +132,11 @@ class Crash(BaseException):
     it)."""
 
 
-def make_tools(counters: Path, *, block: bool = True) -> list[BaseTool]:
+def make_tools(counters: Path, *, block: bool = True, saver: Any | None = None
+               ) -> list[BaseTool]:
     """The three counting tools over the ``counters`` folder. ``block=False``: the first
-    ``write_report`` call raises :class:`Crash` instead of blocking."""
+    ``write_report`` call raises :class:`Crash` instead of blocking. With ``saver``, the first
+    ``write_report`` waits for the other two results to be checkpointed first."""
 
     @tool
     def lookup_weather(city: str, runtime: ToolRuntime) -> str:
@@ -136,7 +156,7 @@ def make_tools(counters: Path, *, block: bool = True) -> list[BaseTool]:
         _count(counters, "write_report", runtime)
         if calls_of(counters, "write_report") > 1:
             return f"Report {title!r} written"  # a later call: the crash is over
-        _wait_for_the_others(runtime)
+        _wait_for_the_others(runtime, saver)
         if not block:
             raise Crash("killed inside the tool round")
         (counters / BLOCKED).write_text("ok")
@@ -152,7 +172,8 @@ def build_agent(store: Any, saver: Any, model: Any, counters: Path, *,
     """``create_agent`` with the three tools and ``TurnResumeMiddleware`` over ``store``
     (``options`` go to the middleware)."""
     middleware = TurnResumeMiddleware(AgentMemory(store), clock=clock, **options)
-    return create_agent(model, make_tools(counters, block=block), middleware=[middleware],
+    return create_agent(model, make_tools(counters, block=block, saver=saver),
+                        middleware=[middleware],
                         context_schema=MemoryContext, checkpointer=saver, store=store)
 
 

@@ -346,12 +346,17 @@ def test_a_memory_failure_leaves_the_model_call_without_memory(
 
 def test_only_the_hooks_in_use_become_graph_nodes() -> None:
     store = InMemoryStore(index=INDEX)
-    plain = create_memory_agent(ScriptedChatModel(responses=["ok"]), store=store)
-    trimming = create_memory_agent(ScriptedChatModel(responses=["ok"]), store=store,
-                                   trim_state=True)
-    assert {n for n in plain.get_graph().nodes if n.startswith("MemoryMiddleware")} == {
-        "MemoryMiddleware.after_agent"}
-    assert "MemoryMiddleware.before_model" in trimming.get_graph().nodes
-    assert isinstance(trimming.memory_middleware, MemoryMiddleware)
-    plain.memory_middleware.close()
-    trimming.memory_middleware.close()
+
+    def nodes(**options: Any) -> set[str]:
+        agent = create_memory_agent(ScriptedChatModel(responses=["ok"]), store=store,
+                                    **options)
+        assert isinstance(agent.memory_middleware, MemoryMiddleware)
+        agent.memory_middleware.close()
+        return {n for n in agent.get_graph().nodes if n.startswith("MemoryMiddleware")}
+
+    extraction, resume, trim = ("MemoryMiddleware.after_agent", "MemoryMiddleware.before_agent",
+                                "MemoryMiddleware.before_model")
+    assert nodes(resume=False) == {extraction}
+    assert nodes() == {extraction, resume}  # turn resume is on by default
+    assert nodes(resume=False, trim_state=True) == {extraction, trim}
+    assert nodes(trim_state=True) == {extraction, resume, trim}

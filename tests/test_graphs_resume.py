@@ -271,7 +271,7 @@ def test_a_stale_record_with_nothing_dangling_is_dropped(tmp_path: Path) -> None
 def test_the_memory_defaults_to_the_graphs_store(tmp_path: Path) -> None:
     store, saver = InMemoryStore(), InMemorySaver()
     model = ScriptedChatModel(responses=[first_round(), "never reached"])
-    agent = create_agent(model, make_tools(tmp_path, block=False),
+    agent = create_agent(model, make_tools(tmp_path, block=False, saver=saver),
                          middleware=[TurnResumeMiddleware()], checkpointer=saver, store=store)
     with pytest.raises(Crash):
         agent.invoke({"messages": [("user", "Plan my trip")]}, CONFIG, context=CONTEXT)
@@ -482,7 +482,7 @@ def test_a_middleware_of_its_own_can_delegate_hook_by_hook(tmp_path: Path) -> No
 
     store, saver = InMemoryStore(), InMemorySaver()
     model = ScriptedChatModel(responses=[first_round(), "never reached"])
-    agent = create_agent(model, make_tools(tmp_path, block=False),
+    agent = create_agent(model, make_tools(tmp_path, block=False, saver=saver),
                          middleware=[Delegating(TurnResume(AgentMemory(store)))],
                          checkpointer=saver, store=store)
     with pytest.raises(Crash):
@@ -491,7 +491,7 @@ def test_a_middleware_of_its_own_can_delegate_hook_by_hook(tmp_path: Path) -> No
     clock = Clock()
     clock.offset = LATER
     model = ScriptedChatModel(responses=["All set"])
-    agent = create_agent(model, make_tools(tmp_path, block=False),
+    agent = create_agent(model, make_tools(tmp_path, block=False, saver=saver),
                          middleware=[Delegating(TurnResume(AgentMemory(store), clock=clock))],
                          checkpointer=saver, store=store)
     out = agent.invoke({"messages": [("user", "Anything else?")]}, CONFIG, context=CONTEXT)
@@ -600,3 +600,38 @@ def test_crash_in_a_tool_round_on_a_server(tmp_path: Path, chroma_server_url: st
     counters = tmp_path / "counters"
     counters.mkdir()
     crash_and_resume(f"url:{chroma_server_url} r{uuid.uuid4().hex[:10]}", counters)
+
+
+def test_memory_middleware_resumes_a_crashed_turn_by_default(tmp_path: Path) -> None:
+    """The one-line face: ``MemoryMiddleware`` (turn resume on by default) records the round
+    and answers the dangling calls of the crashed turn, alongside recall and extraction."""
+    from langmem_edge.graphs import MemoryMiddleware
+    from langmem_edge.tools import MemoryContext
+
+    store, saver = InMemoryStore(), InMemorySaver()
+    memory = AgentMemory(store)
+    clock = Clock()
+
+    def agent(model: ScriptedChatModel) -> Any:
+        middleware = MemoryMiddleware(memory, resume=TurnResume(memory, clock=clock))
+        return create_agent(model, make_tools(tmp_path, block=False, saver=saver),
+                            middleware=[middleware], context_schema=MemoryContext,
+                            checkpointer=saver, store=store), middleware
+
+    first, mw1 = agent(ScriptedChatModel(responses=[first_round(), "never reached"]))
+    with pytest.raises(Crash):
+        first.invoke({"messages": [("user", "Plan my trip")]}, CONFIG, context=CONTEXT)
+    mw1.close()
+    assert working(store).unfinished_turn(THREAD) is not None
+    with pytest.raises(TurnInProgressError):  # within 45 s the turn may still be running
+        agent(ScriptedChatModel(responses=["x"]))[0].invoke(
+            {"messages": [("user", "Anything else?")]}, CONFIG, context=CONTEXT)
+    clock.offset = LATER
+    model = ScriptedChatModel(responses=["All set"])
+    second, mw2 = agent(model)
+    out = second.invoke({"messages": [("user", "Anything else?")]}, CONFIG, context=CONTEXT)
+    mw2.close()
+    assert counts(tmp_path) == {name: 1 for name in TOOLS}
+    assert out["messages"][-1].content == "All set"
+    assert_answered(out["messages"])
+    assert working(store).with_clock(clock).unfinished_turn(THREAD) is None

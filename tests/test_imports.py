@@ -28,6 +28,9 @@ EXPECTED_ALL = [
     "LangmemEdgeError",
     "LimitExceededError",
     "NotFoundError",
+    "TurnInProgressError",
+    "UnsupportedDurabilityError",
+    "BackgroundClosedError",
     "default_embeddings",
     "MemoryMiddleware",
     "create_memory_agent",
@@ -94,6 +97,7 @@ def test_error_codes_are_stable() -> None:
     assert codes == {
         "BackendError": "backend",
         "BackendUnavailableError": "backend_unavailable",
+        "BackgroundClosedError": "closed",
         "ConfigurationError": "configuration",
         "DecryptionError": "decryption",
         "EmbeddingError": "embedding",

@@ -1,5 +1,6 @@
 """Memory inside a LangGraph agent: prebuilt nodes, ``MemoryMiddleware`` for
-``langchain.agents.create_agent``, background extraction, ``create_memory_agent``.
+``langchain.agents.create_agent``, turn resume, background extraction, the reflection and
+consolidation graphs, ``create_memory_agent``.
 
 ::
 
@@ -17,45 +18,89 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from langmem_edge.graphs.agent import create_memory_agent
+    from langmem_edge.errors import (
+        BackgroundClosedError,
+    )
+    from langmem_edge.graphs.agent import (
+        create_memory_agent,
+    )
     from langmem_edge.graphs.background import (
         BackgroundConfig,
         BackgroundExecutor,
         BackgroundStats,
     )
-    from langmem_edge.graphs.hooks import MemoryHooks
-    from langmem_edge.graphs.middleware import MemoryMiddleware
+    from langmem_edge.graphs.hooks import (
+        MemoryHooks,
+    )
+    from langmem_edge.graphs.middleware import (
+        MemoryMiddleware,
+        MemoryResumeState,
+    )
     from langmem_edge.graphs.nodes import (
         MemoryExtractionNode,
         MemoryModelNode,
         MemoryRecallNode,
     )
-    from langmem_edge.graphs.recall import inject_block
+    from langmem_edge.graphs.recall import (
+        inject_block,
+    )
+    from langmem_edge.graphs.reflection import (
+        ConsolidationState,
+        ReflectionState,
+        create_consolidation_graph,
+        create_reflection_graph,
+    )
+    from langmem_edge.graphs.resume import (
+        TurnResume,
+        TurnResumeMiddleware,
+        TurnResumeState,
+        tool_idempotency_key,
+    )
 
 _EXPORTS: dict[str, str] = {
+    "BackgroundClosedError": "langmem_edge.errors",
     "BackgroundConfig": "langmem_edge.graphs.background",
     "BackgroundExecutor": "langmem_edge.graphs.background",
     "BackgroundStats": "langmem_edge.graphs.background",
+    "ConsolidationState": "langmem_edge.graphs.reflection",
+    "create_consolidation_graph": "langmem_edge.graphs.reflection",
+    "create_memory_agent": "langmem_edge.graphs.agent",
+    "create_reflection_graph": "langmem_edge.graphs.reflection",
+    "inject_block": "langmem_edge.graphs.recall",
     "MemoryExtractionNode": "langmem_edge.graphs.nodes",
     "MemoryHooks": "langmem_edge.graphs.hooks",
     "MemoryMiddleware": "langmem_edge.graphs.middleware",
     "MemoryModelNode": "langmem_edge.graphs.nodes",
     "MemoryRecallNode": "langmem_edge.graphs.nodes",
-    "create_memory_agent": "langmem_edge.graphs.agent",
-    "inject_block": "langmem_edge.graphs.recall",
+    "MemoryResumeState": "langmem_edge.graphs.middleware",
+    "ReflectionState": "langmem_edge.graphs.reflection",
+    "tool_idempotency_key": "langmem_edge.graphs.resume",
+    "TurnResume": "langmem_edge.graphs.resume",
+    "TurnResumeMiddleware": "langmem_edge.graphs.resume",
+    "TurnResumeState": "langmem_edge.graphs.resume",
 }
 
 __all__ = [
+    "BackgroundClosedError",
     "BackgroundConfig",
     "BackgroundExecutor",
     "BackgroundStats",
+    "ConsolidationState",
+    "create_consolidation_graph",
+    "create_memory_agent",
+    "create_reflection_graph",
+    "inject_block",
     "MemoryExtractionNode",
     "MemoryHooks",
     "MemoryMiddleware",
     "MemoryModelNode",
     "MemoryRecallNode",
-    "create_memory_agent",
-    "inject_block",
+    "MemoryResumeState",
+    "ReflectionState",
+    "tool_idempotency_key",
+    "TurnResume",
+    "TurnResumeMiddleware",
+    "TurnResumeState",
 ]
 
 

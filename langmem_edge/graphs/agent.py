@@ -31,7 +31,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langgraph.store.base import BaseStore
 
+from langmem_edge.graphs.background import BackgroundExecutor
+from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS
 from langmem_edge.graphs.middleware import MemoryMiddleware
+from langmem_edge.graphs.recall import DEFAULT_RECALL_BUDGET_TOKENS, DEFAULT_RECALL_LIMIT
+from langmem_edge.graphs.resume import TurnResume
 from langmem_edge.memory import AgentMemory
 from langmem_edge.tools import MemoryContext, create_memory_tools
 
@@ -50,7 +54,12 @@ def create_memory_agent(
     middleware: Sequence[AgentMiddleware[Any, Any]] = (),
     memory_tools: bool | Sequence[str] = True,
     memory_model: BaseChatModel | None = None,
-    **options: Any,
+    resume: bool | TurnResume = True,
+    recall_budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS,
+    recall_limit: int = DEFAULT_RECALL_LIMIT,
+    compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
+    trim_state: bool = False,
+    background: BackgroundExecutor | None = None,
 ) -> Any:
     """A ``create_agent`` agent with memory (see the module docstring).
 
@@ -69,9 +78,9 @@ def create_memory_agent(
             (:data:`langmem_edge.tools.TOOL_NAMES`); ``False``: none.
         memory_model: Chat model of a memory made over ``store`` or the run's store
             (extraction, summaries); ``None``: model-free.
-        **options: :class:`~langmem_edge.graphs.MemoryMiddleware` options
-            (``recall_budget_tokens``, ``compaction_budget_tokens``, ``trim_state``,
-            ``background``, ``resume``, ...).
+        resume, recall_budget_tokens, recall_limit, compaction_budget_tokens, trim_state,
+            background: The :class:`~langmem_edge.graphs.MemoryMiddleware` options, with its
+            defaults (turn resume on).
 
     Returns:
         The compiled agent; its ``memory_middleware`` attribute is the middleware (``close()``
@@ -79,7 +88,10 @@ def create_memory_agent(
     """
     if memory is None and store is not None:
         memory = AgentMemory(store, model=memory_model)
-    mw = MemoryMiddleware(memory, model=memory_model, **options)
+    mw = MemoryMiddleware(memory, resume=resume, model=memory_model,
+                          recall_budget_tokens=recall_budget_tokens, recall_limit=recall_limit,
+                          compaction_budget_tokens=compaction_budget_tokens,
+                          trim_state=trim_state, background=background)
     extra: list[Any] = []
     if memory is not None and memory_tools:
         include = None if memory_tools is True else list(memory_tools)  # type: ignore[arg-type]

@@ -52,9 +52,9 @@ from tenacity import (
 )
 
 from langmem_edge.errors import (
+    BackgroundClosedError,
     ConfigurationError,
     InvalidInputError,
-    LangmemEdgeError,
     LimitExceededError,
 )
 
@@ -159,12 +159,6 @@ def _resolve_config(config: BackgroundConfig | None) -> BackgroundConfig:
                 f"BackgroundConfig {key!r} must be {kind} >= {_MINIMUMS[key]}, got {value!r}"
             )
     return {**DEFAULT_BACKGROUND_CONFIG, **given}  # type: ignore[typeddict-item]
-
-
-class BackgroundClosedError(LangmemEdgeError, RuntimeError):
-    """A job was submitted to a :class:`BackgroundExecutor` after ``close()``."""
-
-    code = "closed"
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,15 @@ the nodes):
   thread and the memory block (recall, working notes, ongoing task) through
   ``request.override(messages=...)``; the checkpointed state never holds the block;
 - ``before_model`` / ``abefore_model``: only with ``trim_state``, cuts the state itself;
-  like the resume hooks below, it is defined only on the instances that use it (each hook
-  of that kind is a graph node, one more checkpoint write a step);
+  like turn resume's ``before_agent`` below, it is defined only on the instances that use
+  it (each hook of that kind is a graph node, one more checkpoint write a step);
 - ``after_agent`` / ``aafter_agent``: hands the turn's messages to the background ingest
   (extraction, then compaction's summaries and pre-compaction flush), off the reply's path;
-- ``before_agent``, ``after_model``, ``wrap_tool_call`` (and their twins): delegate to the
-  ``resume`` collaborator when one is given (turn resume); without one they change nothing.
+- turn resume (on by default, ``resume=False`` turns it off; ``docs/resume.md``):
+  ``before_agent`` answers an interrupted turn's dangling tool calls from its turn record (or
+  raises ``TurnInProgressError`` while it may still run), ``wrap_tool_call`` records each
+  finished call, and ``wrap_model_call`` stamps the tool round and deletes the record with
+  the final answer (all delegated to one :class:`~langmem_edge.graphs.resume.TurnResume`).
 
 A run with no profile (in its context or ``configurable``) is left alone by every hook.
 ``close()`` / ``aclose()`` run the waiting background jobs (and stop the executor when the
@@ -39,69 +42,104 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult, ToolCallRequest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+from langmem_edge.errors import ConfigurationError
+from langmem_edge.graphs.background import BackgroundExecutor
+from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS
 from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
 from langmem_edge.graphs.hooks import MemoryHooks
+from langmem_edge.graphs.recall import DEFAULT_RECALL_BUDGET_TOKENS, DEFAULT_RECALL_LIMIT
+from langmem_edge.graphs.resume import TurnResume, TurnResumeState
 from langmem_edge.memory import AgentMemory
 from langmem_edge.tools import MemoryState
 
-__all__ = ["MemoryMiddleware"]
+__all__ = ["MemoryMiddleware", "MemoryResumeState"]
 
 ToolResult = ToolMessage | Command
 
 
 class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
     """Recall before each model call, extraction after each turn, compaction of long threads
-    (see the module docstring).
+    and turn resume (see the module docstring).
 
     Args:
         memory: The memory; ``None``: an ``AgentMemory`` over the graph's store
             (``create_agent(store=...)`` or a deployment's store).
-        resume: Turn resume (``langmem_edge.graphs.resume.TurnResume``): receives
-            ``before_agent``, ``wrap_tool_call`` and ``after_model`` (and their async twins).
-            ``None``: no turn resume.
-        **options: :class:`~langmem_edge.graphs.hooks.MemoryHooks` options: ``model`` (of
-            a memory made over the graph's store), ``recall_budget_tokens`` (800),
-            ``recall_limit`` (10), ``compaction_budget_tokens`` (8,000; ``None``: off),
-            ``trim_state`` (``False``), ``background`` (an executor; default the
-            middleware's own).
+        resume: Turn resume (``docs/resume.md``): ``True`` (default) a
+            :class:`~langmem_edge.graphs.resume.TurnResume` over the same memory; a
+            ``TurnResume`` of your own (a clock, ``wait=True``); ``False``: off (no turn
+            record, and runs with ``durability="exit"`` are accepted).
+        model: Chat model of a memory made over the graph's store (extraction, summaries);
+            ignored when ``memory`` is given.
+        recall_budget_tokens: Token budget of the memory block (800).
+        recall_limit: Memories recalled at most per model call (10).
+        compaction_budget_tokens: Token budget of the model's view of a long thread (8,000);
+            ``None``: no compaction.
+        trim_state: Also cut the checkpointed messages of an over-budget thread (as
+            langchain's ``SummarizationMiddleware`` does); default ``False``: the state
+            keeps every message, only the model's input is compacted.
+        background: The executor of the post-turn jobs; default one of the middleware's own
+            (stopped by :meth:`close`).
     """
 
     state_schema = MemoryState
 
-    def __new__(cls, memory: AgentMemory | None = None, *, resume: Any | None = None,
-                **options: Any) -> MemoryMiddleware:
-        # the hooks that add graph nodes only when they are used (see _NodeHooksMiddleware)
-        wanted = resume is not None or bool(options.get("trim_state"))
-        return super().__new__(_NodeHooksMiddleware if wanted and cls is MemoryMiddleware
-                               else cls)
+    def __new__(cls, memory: AgentMemory | None = None, *, resume: bool | TurnResume = True,
+                trim_state: bool = False, **_: Any) -> MemoryMiddleware:
+        # the hooks that add graph nodes only when they are used (see _variant)
+        if cls is MemoryMiddleware:
+            cls = _variant(resume is not False, bool(trim_state))
+        return super().__new__(cls)
 
-    def __init__(self, memory: AgentMemory | None = None, *, resume: Any | None = None,
-                 **options: Any) -> None:
+    def __init__(
+        self,
+        memory: AgentMemory | None = None,
+        *,
+        resume: bool | TurnResume = True,
+        model: BaseChatModel | None = None,
+        recall_budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS,
+        recall_limit: int = DEFAULT_RECALL_LIMIT,
+        compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
+        trim_state: bool = False,
+        background: BackgroundExecutor | None = None,
+    ) -> None:
         super().__init__()
-        self.hooks = MemoryHooks(memory, **options)
-        # TURN RESUME: the one place it plugs in. ``resume`` is a TurnResume (graphs/resume.py)
-        # or None; the three hook pairs of _NodeHooksMiddleware (below) hand it their calls.
-        self.resume = resume
+        self.hooks = MemoryHooks(memory, model=model, recall_budget_tokens=recall_budget_tokens,
+                                 recall_limit=recall_limit,
+                                 compaction_budget_tokens=compaction_budget_tokens,
+                                 trim_state=trim_state, background=background)
+        if resume is True:
+            resume = TurnResume(memory)
+        elif resume is not False and not isinstance(resume, TurnResume):
+            raise ConfigurationError(
+                f"resume must be True, False or a TurnResume, got {type(resume).__name__}")
+        self.resume: TurnResume | None = resume or None
         self.tools = []
 
-    # -- recall injection and compaction -----------------------------------------------------
+    # -- recall injection, compaction, and turn resume's end of turn ------------------------
 
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelCallResult:
-        """Call the model on the compacted view with the memory block (state untouched)."""
+        """Call the model on the compacted view with the memory block (state untouched);
+        with turn resume, stamp the tool round / end the turn inside the model node."""
         messages = self.hooks.model_input(request.messages, request.runtime)
-        return handler(request if messages is None else request.override(messages=messages))
+        request = request if messages is None else request.override(messages=messages)
+        if self.resume is None:
+            return handler(request)
+        return self.resume.wrap_model_call(request, handler)
 
     async def awrap_model_call(
         self, request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelCallResult:
         """Async :meth:`wrap_model_call`."""
         messages = await self.hooks.amodel_input(request.messages, request.runtime)
-        return await handler(request if messages is None
-                             else request.override(messages=messages))
+        request = request if messages is None else request.override(messages=messages)
+        if self.resume is None:
+            return await handler(request)
+        return await self.resume.awrap_model_call(request, handler)
 
     # -- post-turn extraction ----------------------------------------------------------------
 
@@ -121,16 +159,22 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
         return self.hooks.extractor
 
 
-class _NodeHooksMiddleware(MemoryMiddleware):
-    """:class:`MemoryMiddleware` with the hooks that add graph nodes: ``before_model``
-    (``trim_state``) and turn resume's ``before_agent`` / ``after_model`` /
-    ``wrap_tool_call``. ``MemoryMiddleware(...)`` gives an instance of this class only when
-    one of them is used, since every node of an agent is one more checkpoint write a step."""
+class MemoryResumeState(MemoryState, TurnResumeState):
+    """:class:`~langmem_edge.tools.MemoryState` plus turn resume's round stamp: the state of a
+    :class:`MemoryMiddleware` with turn resume on."""
+
+
+class _Named(MemoryMiddleware):
+    """The subclasses below keep the middleware's name in the graph (its nodes' prefix)."""
 
     @property
     def name(self) -> str:
         """The middleware's name in the graph (its nodes' prefix): ``MemoryMiddleware``."""
         return "MemoryMiddleware"
+
+
+class _Trimming(_Named):
+    """``before_model`` (``trim_state``): a graph node, so only on the instances that trim."""
 
     # -- trimming the state ------------------------------------------------------------------
 
@@ -142,6 +186,13 @@ class _NodeHooksMiddleware(MemoryMiddleware):
         """Async :meth:`before_model`."""
         return await self.hooks.atrim_update(state["messages"], runtime)
 
+
+class _Resuming(_Named):
+    """Turn resume's ``before_agent`` (a graph node) and ``wrap_tool_call``: only on the
+    instances with turn resume on."""
+
+    state_schema = MemoryResumeState
+
     # -- turn resume (delegated) -------------------------------------------------------------
 
     def before_agent(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
@@ -151,14 +202,6 @@ class _NodeHooksMiddleware(MemoryMiddleware):
     async def abefore_agent(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
         """Async :meth:`before_agent`."""
         return None if self.resume is None else await self.resume.abefore_agent(state, runtime)
-
-    def after_model(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
-        """Turn resume's ``after_model`` (nothing without ``resume``)."""
-        return None if self.resume is None else self.resume.after_model(state, runtime)
-
-    async def aafter_model(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
-        """Async :meth:`after_model`."""
-        return None if self.resume is None else await self.resume.aafter_model(state, runtime)
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
@@ -174,3 +217,14 @@ class _NodeHooksMiddleware(MemoryMiddleware):
         if self.resume is None:
             return await handler(request)
         return await self.resume.awrap_tool_call(request, handler)
+
+
+class _ResumingAndTrimming(_Resuming, _Trimming):
+    """Both of the above."""
+
+
+def _variant(resume: bool, trim: bool) -> type[MemoryMiddleware]:
+    """The class of a ``MemoryMiddleware(...)``: the node-adding hooks it uses, no others
+    (every node of an agent is one more checkpoint write a step)."""
+    return {(False, False): MemoryMiddleware, (True, False): _Resuming,
+            (False, True): _Trimming, (True, True): _ResumingAndTrimming}[(resume, trim)]

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.types import Command
 
 from langmem_edge.memory.working import TurnRecord, TurnRow
+from langmem_edge.tools import run_value
 
 __all__ = [
     "Dangling",
@@ -85,11 +86,8 @@ def run_identity(context: Any, config: Mapping[str, Any] | None,
     with ``profile``, ``contact``, ``thread_id``, like ``MemoryContext``), then
     ``config["configurable"]``, the thread last from ``execution_info.thread_id``. ``None``
     when the run has no profile or no thread (turn resume leaves such a run alone)."""
-    configurable = (config or {}).get("configurable") or {}
-
     def pick(name: str) -> Any:
-        value = _field(context, name)
-        return configurable.get(name) if value is None else value
+        return run_value(context, config, name)
 
     profile = pick("profile")
     thread = pick("thread_id") or _field(execution_info, "thread_id")

@@ -23,7 +23,6 @@ import logging
 import threading
 import weakref
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -32,7 +31,7 @@ from langgraph.store.base import BaseStore
 
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory import AgentMemory, Profile
-from langmem_edge.tools import _lookup
+from langmem_edge.tools import run_value
 
 __all__ = ["MemoryRun", "RunResolver"]
 
@@ -94,18 +93,18 @@ class RunResolver:
         or no memory (the hooks then do nothing)."""
         memory = self.memory_for(getattr(runtime, "store", None))
         config = _config()
-        view = SimpleNamespace(context=getattr(runtime, "context", None), config=config)
-        name = _lookup(view, "profile")  # type: ignore[arg-type]
+        context = getattr(runtime, "context", None)
+        name = run_value(context, config, "profile")
         if memory is None or name is None:
             if not self._warned:
                 self._warned = True
                 logger.debug("memory hooks skipped: the run has %s",
                              "no profile" if memory is not None else "no memory and no store")
             return None
-        thread = _lookup(view, "thread_id")  # type: ignore[arg-type]
+        thread = run_value(context, config, "thread_id")
         if thread is None:
             info = getattr(runtime, "execution_info", None)
             thread = getattr(info, "thread_id", None)
         return MemoryRun(memory=memory, profile=memory.profile(str(name)),
-                         contact=_lookup(view, "contact"),  # type: ignore[arg-type]
+                         contact=run_value(context, config, "contact"),
                          thread=None if thread is None else str(thread))

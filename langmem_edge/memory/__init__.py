@@ -9,7 +9,9 @@ See ``docs/memory.md``, ``docs/episodic.md`` and ``docs/working.md``.
 Everything a call hands back is importable from here: the records and results, the
 configs (``MemoryConfig`` and its sections), the episodic tier's ``StoredMessage``,
 ``ContextWindow``, ``WindowMessage``, ``Overlay`` and ``ExtractedMemory``, and the working
-tier's ``ProfileWorking``, ``TurnRecord``, ``TurnRow`` and ``OngoingTask``.
+tier's ``ProfileWorking``, ``TurnRecord``, ``TurnRow`` and ``OngoingTask``, the reflective
+tier's ``ProfileReflective``, ``Goal``, ``Reflection`` and their parts, and the reports of
+``reflect`` and ``consolidate`` (``docs/reflective.md``).
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from __future__ import annotations
 from langmem_edge.memory.agent import AgentMemory
 from langmem_edge.memory.config import (
     CompositeConfig,
+    ConsolidationConfig,
     EpisodicConfig,
     IndexCacheConfig,
     LimitsConfig,
     MemoryConfig,
     RecallConfig,
+    ReflectionConfig,
     VerificationConfig,
     WorkingConfig,
 )
+from langmem_edge.memory.consolidation import ConsolidationReport, Decay, Merge
 from langmem_edge.memory.core.crypto import generate_encryption_key
 from langmem_edge.memory.episodic import ContextWindow, ExtractedMemory, Overlay, StoredMessage
 from langmem_edge.memory.episodic.compaction import WindowMessage
@@ -42,6 +47,16 @@ from langmem_edge.memory.records import (
     ScoreBreakdown,
     SessionDeletion,
 )
+from langmem_edge.memory.reflection import ReflectionResult
+from langmem_edge.memory.reflective import (
+    Goal,
+    GoalEvent,
+    GoalStep,
+    GoalUpdate,
+    LearningRef,
+    ProfileReflective,
+    Reflection,
+)
 from langmem_edge.memory.view import ProfileView
 from langmem_edge.memory.working import OngoingTask, ProfileWorking, TurnRecord, TurnRow
 
@@ -51,24 +66,38 @@ __all__ = [
     "Candidate",
     "ChannelScore",
     "CompositeConfig",
+    "ConsolidationConfig",
+    "ConsolidationReport",
     "ContextWindow",
+    "Decay",
     "EpisodicConfig",
     "ExtractedMemory",
+    "generate_encryption_key",
+    "Goal",
+    "GoalEvent",
+    "GoalStep",
+    "GoalUpdate",
     "IndexCacheConfig",
     "IngestResult",
+    "LearningRef",
     "LimitsConfig",
     "MemoryConfig",
     "MemoryPage",
     "MemoryRecord",
     "MemoryStats",
+    "Merge",
     "OngoingTask",
     "Overlay",
     "Profile",
+    "ProfileReflective",
     "ProfileStats",
     "ProfileView",
     "ProfileWorking",
     "RecallConfig",
     "RecallResult",
+    "Reflection",
+    "ReflectionConfig",
+    "ReflectionResult",
     "ScoreBreakdown",
     "SessionDeletion",
     "StoredMessage",
@@ -77,5 +106,4 @@ __all__ = [
     "VerificationConfig",
     "WindowMessage",
     "WorkingConfig",
-    "generate_encryption_key",
 ]
