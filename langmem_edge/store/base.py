@@ -175,8 +175,6 @@ class ChromaStore(
             config=self.hybrid_config["keyword"],
         )
         self._clock: Callable[[], float] = time.time  # epoch seconds; tests may replace it
-        self._sweeper: threading.Thread | None = None
-        self._sweeper_stop = threading.Event()
 
     def _flag_incomplete_mirrors(self, items: Any, found: int) -> None:
         """Upgrade from schema < 3: set ``fx`` on item rows whose filter mirror is incomplete
