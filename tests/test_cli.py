@@ -250,6 +250,71 @@ def test_export_import_round_trip(cli: Run, tmp_path: Path) -> None:
     assert "not a langmem-edge export header" in bad.stderr
 
 
+def memories_export(path: Path, profile: str, texts: list[str]) -> list[str]:
+    """An export file of one memory per text (written as they are: `remember` would fold
+    near-duplicates itself); returns their ids."""
+    now = datetime.now(UTC)
+    records = [MemoryRecord(id=new_memory_id(), profile=profile, text=t, created_at=now,
+                            updated_at=now, valid_from=now, embedding_status="complete")
+               for t in texts]
+    lines = [json.dumps({"type": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
+                         "namespace": ["langmem_edge"], "profiles": [profile]})]
+    lines += [json.dumps({"type": "memory", "profile": profile, "key": r.id,
+                          "value": r.to_value()}) for r in records]
+    lines.append(json.dumps({"type": "end", "lines": len(records),
+                             "counts": {"memory": len(records)}}))
+    path.write_text("\n".join(lines) + "\n")
+    return [r.id for r in records]
+
+
+def test_consolidate(cli: Run, tmp_path: Path) -> None:
+    texts = ["alice drinks green tea every morning", "alice drinks hot green tea every morning",
+             "alice drinks hot green tea every morning", "the office is in Lisbon"]
+    ids = memories_export(tmp_path / "a.jsonl", "alice", texts)
+    cli("import", str(tmp_path / "a.jsonl"))
+    cli("remember", "Zed likes chess", "-p", "zed")
+    report = js(cli("consolidate", "-p", "alice", "--json"))
+    assert [p["profile"] for p in report["profiles"]] == ["alice"]
+    (merge,) = report["profiles"][0]["merged"]
+    assert set(merge["members"]) == set(ids[:3]) and merge["by"] == "rules"
+    assert report["changed"] and report["merged"] == 1
+    active = js(cli("list", "-p", "alice", "--json"))["memories"]
+    assert sorted(m["text"] for m in active) == sorted(texts[2:])
+    # a second pass at once changes nothing; --all covers every profile; the table
+    again = js(cli("consolidate", "--all", "--json"))
+    assert [p["profile"] for p in again["profiles"]] == ["alice", "zed"]
+    assert not again["changed"] and again["merged"] == 0
+    table = cli("consolidate", "-p", "alice").stdout
+    assert "0 decayed, 0 merged" in table and "alice" in table
+    missing = cli("consolidate", "-p", "nobody", code=EXIT_NOT_FOUND)
+    assert "no profile 'nobody'" in missing.stderr
+
+
+def test_reflect(cli: Run, tmp_path: Path) -> None:
+    cli("ingest", str(write(tmp_path / "s1.json", json.dumps(CONVERSATION))), "-p", "alice",
+        "--session", "s1")
+    got = js(cli("reflect", "-p", "alice", "--json"))
+    assert got["written"] and got["profile"] == "alice"
+    reflection = got["reflection"]
+    assert reflection["by"] == "rules" and reflection["sessions"] == ["s1"]
+    assert reflection["messages_reviewed"] == len(CONVERSATION)
+    # nothing new since: nothing written, said in words
+    assert not js(cli("reflect", "-p", "alice", "--json"))["written"]
+    assert "Nothing new to reflect on" in cli("reflect", "-p", "alice").stdout
+    # the reflection travels with an export
+    dump = tmp_path / "a.jsonl"
+    assert js(cli("export", str(dump), "-p", "alice", "--json"))["counts"]["reflection"] == 1
+    cli("reflect", "-p", "nobody", code=EXIT_NOT_FOUND)
+
+
+def test_reflect_prints_the_reflection(tmp_path: Path) -> None:
+    cli = runner_for(["--path", str(tmp_path / "memory")])
+    cli("ingest", str(write(tmp_path / "s1.json", json.dumps(CONVERSATION))), "-p", "alice",
+        "--session", "s1")
+    shown = cli("reflect", "-p", "alice").stdout
+    assert "Reflection" in shown and "summary" in shown and "by rules" in shown
+
+
 def bulk_export(path: Path, n: int) -> set[str]:
     """An export file of ``n`` memories of profile ``bulk`` (faster than n remembers)."""
     now = datetime.now(UTC)
@@ -294,7 +359,7 @@ def test_help_lists_every_command() -> None:
     assert result.exit_code == 0
     for command in ("remember", "recall", "ingest", "list", "show", "forget", "history",
                     "summary", "export", "import", "stats", "sessions", "delete-session",
-                    "delete-profile"):
+                    "delete-profile", "consolidate", "reflect"):
         assert command in result.stdout
 
 

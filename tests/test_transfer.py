@@ -216,12 +216,12 @@ def test_bad_files_are_refused_before_writing(edit: Any, message: str) -> None:
 
 def test_unknown_record_types_are_skipped_and_counted() -> None:
     header, memory_line, end = small_export()
-    future = json.dumps({"type": "reflection", "profile": "zed", "key": "r1", "value": {}})
+    future = json.dumps({"type": "hologram", "profile": "zed", "key": "r1", "value": {}})
     counts = json.loads(end)
-    counts["counts"]["reflection"] = 1
+    counts["counts"]["hologram"] = 1
     target = AgentMemory(InMemoryStore(index=index()))
     result = import_jsonl(target, [header, memory_line, future, json.dumps(counts)])
-    assert result.unknown == {"reflection": 1} and result.written == {"memory": 1}
+    assert result.unknown == {"hologram": 1} and result.written == {"memory": 1}
 
 
 def test_list_sessions(source: AgentMemory) -> None:
@@ -229,3 +229,55 @@ def test_list_sessions(source: AgentMemory) -> None:
     assert [(s.session_id, s.messages) for s in sessions] == [("s1", 40), ("s2", 4)]
     assert sessions[1].contact == "bob" and sessions[0].first_at is not None
     assert list_sessions(source, "zed") == []
+
+
+def reflective_source() -> AgentMemory:
+    """A profile with goals (one moved twice: a history of three) and a reflection."""
+    memory = AgentMemory(InMemoryStore(index=index()))
+    bob = memory.profile("bob")
+    bob.remember("Bob ships on fridays", key="habit.ship")
+    bob.ingest(conversation(6, "plan"), session_id="s1")
+    r = bob.reflective
+    goal = r.add_goal("ship the beta", steps=["write docs", "tag release"])
+    r.update_goal(goal.id, steps_done=["write docs"])
+    r.update_goal(goal.id, status="done", note="released")
+    r.add_goal("learn rust")
+    assert bob.reflect().written
+    return memory
+
+
+def test_reflective_records_round_trip(tmp_path: Path) -> None:
+    source = reflective_source()
+    dump = tmp_path / "bob.jsonl"
+    result = export_jsonl(source, dump)
+    assert result.counts["goal"] == 2 and result.counts["reflection"] == 1
+    target = AgentMemory(InMemoryStore(index=index()))
+    first = import_jsonl(target, dump)
+    assert first.written == result.counts and first.unknown == {}
+    before, after = source.profile("bob").reflective, target.profile("bob").reflective
+    assert after.export() == before.export()
+    goals = after.goals()
+    assert [g.title for g in goals] == ["ship the beta", "learn rust"]
+    assert [e.status for e in goals[0].history] == ["open", "progressed", "done"]
+    assert [r.id for r in after.reflections()] == [r.id for r in before.reflections()]
+    # a learning the reflection cites is a memory that came along with its id
+    cited = {ref.memory_id for r in after.reflections() for ref in r.learnings}
+    assert cited <= {m.id for m in target.profile("bob").list(status="all", limit=500)}
+    # idempotent: a second import writes nothing and changes nothing
+    again = import_jsonl(target, dump)
+    assert sum(again.written.values()) == 0 and again.existing == first.written
+    assert export_lines(target) == export_lines(source)
+
+
+def test_a_bad_goal_line_is_refused(tmp_path: Path) -> None:
+    dump = tmp_path / "bob.jsonl"
+    export_jsonl(reflective_source(), dump)
+    lines = dump.read_text().splitlines()
+    n = next(i for i, ln in enumerate(lines) if json.loads(ln)["type"] == "goal")
+    bad = json.loads(lines[n])
+    bad["value"]["status"] = "maybe"
+    lines[n] = json.dumps(bad)
+    target = AgentMemory(InMemoryStore(index=index()))
+    with pytest.raises(InvalidInputError, match=f"line {n + 1} \\(goal\\): not a goal record"):
+        import_jsonl(target, lines)
+    assert target.list_profiles() == []

@@ -14,6 +14,8 @@ writes it into another (or the same) ``AgentMemory``. Both read and write throug
     {"type": "overlay", "profile": "alice", "session_id": "s1", "key": "...", "value": {...}}
     {"type": "session", "profile": "alice", "key": "s1", "value": {...}}
     {"type": "working", "profile": "alice", "thread": "t1", "key": "notes", "value": {...}}
+    {"type": "goal", "profile": "alice", "key": "<goal id>", "value": {...}}
+    {"type": "reflection", "profile": "alice", "key": "<reflection id>", "value": {...}}
     {"type": "end", "lines": 42, "counts": {"memory": 10, ...}}
 
 Every line between the header and the end line is one store item of a profile: its record
@@ -24,14 +26,15 @@ ids, statuses and ``supersedes`` / ``superseded_by`` pointers, so every superses
 ``changes``) is not exported, since the importing side writes its own.
 
 **Adding record types.** A line's ``type`` says what it is; a reader skips (and counts) types
-it does not know, so the reflective tier's records and documents can be added as new types
-without a new format version. ``version`` changes only when a line of a known type changes
+it does not know, so new records are added as new types without a new format version (the
+reflective tier's ``goal`` lines, each with its whole history, and ``reflection`` lines came
+this way: an older reader skips them and imports the rest). ``version`` changes only when a line of a known type changes
 meaning; a reader refuses a version newer than its own.
 
 **Import** checks the whole file before writing anything (header first, a known format and
 version, every line of a known type well formed, the end line's counts matching: a cut-off
 file is refused). Then it writes, per profile: access counts, messages, overlays, working
-rows, session records, and last the memories (one write of the change protocol per batch,
+rows, session records, goals, reflections, and last the memories (one write of the change protocol per batch,
 so every process's index sees them). An item already present (same namespace and key) is
 left as it is and counted as ``existing``: importing a file twice changes nothing the second
 time, and an import after a partial one finishes it. Memories are embedded again by the
@@ -61,6 +64,7 @@ from langmem_edge.memory.core.validate import check_profile_name
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.records import MemoryRecord, utcnow
+from langmem_edge.memory.reflective.records import Goal, Reflection
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -105,35 +109,42 @@ Progress = Callable[[int, int], None]
 class RecordType:
     """One kind of line: where its items live under a profile's root and how they are put.
 
-    ``part`` is the namespace label under the profile root (``memories``, ``messages``...);
+    ``part`` is the namespace labels under the profile root (``("memories",)``,
+    ``("reflective", "goals")``...);
     ``label`` names the line field holding the one label below it (``session_id`` of a
     message), ``None`` when the items sit right in the part; ``embed`` is what a put passes
     as ``index``: ``None`` (the store's fields, as the tier writes them) or ``False``.
     """
 
     name: str
-    part: str
+    part: tuple[str, ...]
     label: str | None = None
     embed: bool | None = False
+    record: type[BaseModel] | None = None
+    """The model a value must validate as (its ``id`` is the key), or ``None``."""
 
     def namespace(self, layout: ProfileLayout, label: str | None) -> tuple[str, ...]:
         """The namespace of an item of this type (``label`` given iff the type has one)."""
-        base = (*layout.root, self.part)
+        base = (*layout.root, *self.part)
         return (*base, label) if label is not None else base
 
 
 RECORD_TYPES: dict[str, RecordType] = {
-    "memory": RecordType("memory", "memories"),
-    "access": RecordType("access", "access", "memory_id"),
-    "message": RecordType("message", "messages", "session_id", embed=None),
-    "overlay": RecordType("overlay", "overlays", "session_id"),
-    "session": RecordType("session", "sessions"),
-    "working": RecordType("working", "working", "thread"),
+    "access": RecordType("access", ("access",), "memory_id"),
+    "message": RecordType("message", ("messages",), "session_id", embed=None),
+    "overlay": RecordType("overlay", ("overlays",), "session_id"),
+    "session": RecordType("session", ("sessions",)),
+    "working": RecordType("working", ("working",), "thread"),
+    "goal": RecordType("goal", ("reflective", "goals"), record=Goal),
+    "reflection": RecordType("reflection", ("reflective", "reflections"), record=Reflection),
+    "memory": RecordType("memory", ("memories",), record=MemoryRecord),
 }
 """The record types of format version 1, in the order an import writes them (memories
-last, once the messages they cite are there)."""
+last, once the messages they cite are there). The reflective tier's leases are transient
+and not exported."""
 
-EXPORT_ORDER = ("memory", "access", "session", "message", "overlay", "working")
+EXPORT_ORDER = ("memory", "access", "session", "message", "overlay", "working", "goal",
+                "reflection")
 """The order of the lines of one profile in an export."""
 
 
@@ -197,7 +208,7 @@ def _plan_read(memory: AgentMemory, name: str, types: Sequence[str]) -> Plan[lis
     """Every item of ``name`` of the given record types, as lines (one batch of searches)."""
     layout = ProfileLayout(memory.namespace, name)
     kinds = [RECORD_TYPES[t] for t in types]
-    prefixes = [(*layout.root, k.part) for k in kinds]
+    prefixes = [k.namespace(layout, None) for k in kinds]
     found = yield batch(memory.store, [SearchOp(p, limit=READ_LIMIT) for p in prefixes])
     lines: list[_Line] = []
     for kind, prefix, items in zip(kinds, prefixes, found, strict=True):
@@ -386,14 +397,14 @@ def _check_item(obj: dict[str, Any], n: int, limit: int) -> _Line:
     if value.get("profile") != profile:
         raise InvalidInputError(f"{where}: the value belongs to profile "
                                 f"{value.get('profile')!r}, the line to {profile!r}")
-    if kind.name == "memory":
+    if kind.record is not None:
         if value.get("id") != key:
-            raise InvalidInputError(f"{where}: the memory's id {value.get('id')!r} is not its "
-                                    f"key {key!r}")
+            raise InvalidInputError(f"{where}: the {kind.name}'s id {value.get('id')!r} is not "
+                                    f"its key {key!r}")
         try:
-            MemoryRecord.from_value(value)
+            kind.record.model_validate(value)
         except ValidationError as e:
-            raise InvalidInputError(f"{where}: not a memory record: {e}") from e
+            raise InvalidInputError(f"{where}: not a {kind.name} record: {e}") from e
     return _Line(kind, profile, label, key, value)
 
 
