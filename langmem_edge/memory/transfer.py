@@ -28,14 +28,15 @@ ids, statuses and ``supersedes`` / ``superseded_by`` pointers, so every superses
 **Adding record types.** A line's ``type`` says what it is; a reader skips (and counts) types
 it does not know, so new records are added as new types without a new format version (the
 reflective tier's ``goal`` lines, each with its whole history, and ``reflection`` lines came
-this way: an older reader skips them and imports the rest). ``version`` changes only when a line of a known type changes
-meaning; a reader refuses a version newer than its own.
+this way: an older reader skips them and imports the rest). ``version`` changes only when a
+line of a known type changes meaning; a reader refuses a version newer than its own.
 
 **Import** checks the whole file before writing anything (header first, a known format and
 version, every line of a known type well formed, the end line's counts matching: a cut-off
 file is refused). Then it writes, per profile: access counts, messages, overlays, working
-rows, session records, goals, reflections, and last the memories (one write of the change protocol per batch,
-so every process's index sees them). An item already present (same namespace and key) is
+rows, session records, goals, reflections, and last the memories (one write of the change
+protocol per batch, so every process's index sees them). An item already present (same
+namespace and key) is
 left as it is and counted as ``existing``: importing a file twice changes nothing the second
 time, and an import after a partial one finishes it. Memories are embedded again by the
 target store (vectors are not exported; the same model gives the same vectors).

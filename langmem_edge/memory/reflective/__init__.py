@@ -2,7 +2,7 @@
 
 Records (:mod:`.records`), plans (:mod:`.tier`) and the ``profile.reflective`` accessor
 (:mod:`.api`), over the ``BaseStore`` API like the other tiers, with its config
-(:class:`~langmem_edge.memory.config.ReflectionConfig`) in ``memory/config.py``. Learnings
+(:class:`~langmem_edge.memory.config.ReflectionConfig`) in ``memory/config/tiers.py``. Learnings
 are semantic memories at confidence 0.85; the reflection job that reads the episodic and
 semantic tiers and writes this one lives where tiers are composed
 (``memory/reflection.py``), since a tier never imports another (an import-linter contract
