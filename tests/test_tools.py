@@ -8,6 +8,7 @@ import asyncio
 import functools
 import uuid
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -96,7 +97,7 @@ def test_the_factory_gives_every_tool_with_a_description() -> None:
     with pytest.raises(ConfigurationError, match="forget"):
         create_memory_tools(AgentMemory(InMemoryStore()), include=["forget"])
     assert sorted(memory_tools.__all__) == sorted([
-        "MemoryContext", "MemoryState", "TOOL_NAMES", "create_memory_tools",
+        "MemoryContext", "MemoryState", "TOOL_NAMES", "create_memory_tools", "run_value",
         *(f"create_{n}_tool" for n in TOOL_NAMES)])
 
 
@@ -444,3 +445,13 @@ def test_no_tool_reads_or_writes_another_profiles_data(
     for item in store.search(("langmem_edge",), limit=10_000):
         ns = tuple(item.namespace)
         assert ns[:3] in {victim_root, ("langmem_edge", "profiles", profile)}, ns
+
+
+def test_run_value_reads_the_context_first_then_configurable() -> None:
+    config = {"configurable": {"profile": "from-config", "thread_id": "t1"}}
+    assert memory_tools.run_value({"profile": "from-context"}, config, "profile") == (
+        "from-context")
+    assert memory_tools.run_value(SimpleNamespace(profile=None), config, "profile") == (
+        "from-config")
+    assert memory_tools.run_value(None, config, "thread_id") == "t1"
+    assert memory_tools.run_value({}, None, "contact") is None
