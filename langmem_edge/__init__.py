@@ -7,8 +7,9 @@ nor an embedding model until one of them is used. The memory tools
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from langmem_edge._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from langmem_edge.checkpointers import CheckpointTTLConfig, ChromaSaver
@@ -111,14 +112,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'langmem_edge' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)

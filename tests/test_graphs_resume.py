@@ -23,6 +23,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
@@ -45,6 +46,7 @@ from test_tools import backend as tools_backend
 from langmem_edge import AgentMemory
 from langmem_edge.errors import (
     ConfigurationError,
+    InvalidInputError,
     TurnInProgressError,
     UnsupportedDurabilityError,
 )
@@ -60,6 +62,7 @@ from langmem_edge.graphs.resume import (
     tool_idempotency_key,
 )
 from langmem_edge.testing import ScriptedChatModel
+from langmem_edge.tools import MemoryContext
 
 TOOLS = ("lookup_weather", "open_booking", "write_report")
 LATER = 46.0
@@ -230,6 +233,52 @@ async def test_every_dangling_call_is_answered_in_place(backend: tuple[AgentMemo
         "HumanMessage", "AIMessage", "ToolMessage", "ToolMessage", "ToolMessage",
         "HumanMessage", "AIMessage"]
     assert out["turn_round_at"] is None
+
+
+def test_a_tool_that_failed_is_replayed_as_a_failure(tmp_path: Path) -> None:
+    """A tool that answered with an error before the crash is recorded with its status, and
+    the resume answers it as an error again (not as a success the model could trust)."""
+
+    @tool
+    def charge_card(amount: int) -> str:
+        """Charge the card."""
+        raise ToolException(f"card declined for {amount}")
+
+    charge_card.handle_tool_error = True
+    store, saver = InMemoryStore(), InMemorySaver()
+    round_ = AIMessage(content="", tool_calls=[
+        {"name": "charge_card", "args": {"amount": 5}, "id": "call_charge"},
+        {"name": "write_report", "args": {"title": "trip"}, "id": "call_report"}])
+    clock = Clock()
+
+    def agent(model: ScriptedChatModel) -> Any:
+        middleware = TurnResumeMiddleware(AgentMemory(store), clock=clock)
+        return create_agent(model, [charge_card, make_tools(tmp_path, block=False)[2]],
+                            middleware=[middleware], context_schema=MemoryContext,
+                            checkpointer=saver, store=store)
+
+    with pytest.raises(Crash):
+        agent(ScriptedChatModel(responses=[round_, "never reached"])).invoke(
+            {"messages": [("user", "Pay")]}, CONFIG, context=CONTEXT)
+    (row,) = working(store).unfinished_turn(THREAD).rows
+    assert (row.call_id, row.status) == ("call_charge", "error")
+    assert "card declined for 5" in row.result_preview
+    clock.offset = LATER
+    model = ScriptedChatModel(responses=["The card was declined"])
+    agent(model).invoke({"messages": [("user", "Did it work?")]}, CONFIG, context=CONTEXT)
+    seen = {m.tool_call_id: m for m in model.calls[0] if isinstance(m, ToolMessage)}
+    assert seen["call_charge"].status == "error"
+    assert (seen["call_charge"].artifact or {}).get("resumed")
+    assert "card declined for 5" in seen["call_charge"].content
+
+
+def test_record_tool_call_checks_its_status(tmp_path: Path) -> None:
+    w = working(InMemoryStore())
+    assert w.record_tool_call(THREAD, "c1", "t", {}, "ok").status == "success"
+    assert w.record_tool_call(THREAD, "c2", "t", {}, "no", status="error").status == "error"
+    assert [r.status for r in w.unfinished_turn(THREAD).rows] == ["success", "error"]
+    with pytest.raises(InvalidInputError, match="status must be one of"):
+        w.record_tool_call(THREAD, "c3", "t", {}, "?", status="maybe")
 
 
 def test_a_round_with_no_finished_call_is_timed_by_its_stamp(tmp_path: Path) -> None:
@@ -606,7 +655,6 @@ def test_memory_middleware_resumes_a_crashed_turn_by_default(tmp_path: Path) -> 
     """The one-line face: ``MemoryMiddleware`` (turn resume on by default) records the round
     and answers the dangling calls of the crashed turn, alongside recall and extraction."""
     from langmem_edge.graphs import MemoryMiddleware
-    from langmem_edge.tools import MemoryContext
 
     store, saver = InMemoryStore(), InMemorySaver()
     memory = AgentMemory(store)

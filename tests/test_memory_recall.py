@@ -37,8 +37,10 @@ def test_fused_channels_and_score_breakdown(memory: AgentMemory) -> None:
     assert detail["key"].rank == 1
     assert detail["key"].contribution == pytest.approx(1.5 / (60 + 1))
     assert detail["keyword"].contribution == pytest.approx(1.0 / (60 + detail["keyword"].rank))
-    assert top.score == pytest.approx(sum(c.contribution for c in detail.values()))
-    assert top.breakdown.fused == pytest.approx(top.score)
+    assert top.breakdown.fused == pytest.approx(sum(c.contribution for c in detail.values()))
+    # an explicit memory (confidence 0.9): fused x (1 + 0.25 * (0.9 - 0.5))
+    assert top.breakdown.factor == pytest.approx(1.1)
+    assert top.score == pytest.approx(top.breakdown.fused * 1.1)
     assert res.candidates == sorted(res.candidates, key=lambda c: -c.score)
 
 
@@ -227,11 +229,12 @@ def test_tasks_of_ended_sessions_rank_lower(memory: AgentMemory) -> None:
     new = p.remember("Compare laptop prices", kind="task", session_id="s2")
     res = p.recall("laptop prices", session_id="s2", fill=False)
     assert [c.id for c in res.candidates] == [new.id, old.id]
-    assert res.candidates[1].breakdown.factor == 0.5
+    assert res.candidates[1].breakdown.factor == pytest.approx(0.5 * 1.1)  # ended x explicit
     assert res.candidates[1].score == pytest.approx(res.candidates[0].score * 0.5, rel=0.1)
     p.end_session("s2")
     ended = p.recall("laptop prices", fill=False)  # s2 ended; s1 was never marked
-    assert [(c.id, c.breakdown.factor) for c in ended.candidates] == [(old.id, 1.0), (new.id, 0.5)]
+    assert [(c.id, c.breakdown.factor) for c in ended.candidates] == [
+        (old.id, pytest.approx(1.1)), (new.id, pytest.approx(0.55))]
 
 
 def test_at_returns_what_was_valid_then(memory: AgentMemory) -> None:
@@ -358,3 +361,28 @@ def test_nearest_keys_path_ranks_as_the_search_path(make_store) -> None:
         assert [c.id for c in a.candidates] == [c.id for c in b.candidates]
         assert [c.breakdown.channels.get("vector") for c in a.candidates] == [
             c.breakdown.channels.get("vector") for c in b.candidates]
+
+
+def test_confidence_weights_the_fused_score(memory: AgentMemory) -> None:
+    p = memory.profile("p")
+    turn = p.remember("Deploys fail when the registry is slow", source="turn", verify=False)
+    learning = p.remember("Retry deploys later when the registry is slow, they fail",
+                          source="reflection", verify=False)
+    res = p.recall("deploys fail when the registry is slow", fill=False)
+    by_id = {c.id: c for c in res.candidates}
+    fact, lesson = by_id[turn.id].breakdown, by_id[learning.id].breakdown
+    assert (fact.factor, lesson.factor) == (pytest.approx(1.0), pytest.approx(1.0875))
+    # the learning ranks lower on the channels, and still comes first
+    assert lesson.fused < fact.fused < lesson.fused * lesson.factor
+    assert [c.id for c in res.candidates][:2] == [learning.id, turn.id]
+
+
+def test_confidence_weight_zero_leaves_confidence_to_break_ties(store: BaseStore) -> None:
+    memory = AgentMemory(store, config={"recall": {"confidence_weight": 0}})
+    p = memory.profile("p")
+    turn = p.remember("Deploys fail when the registry is slow", source="turn", verify=False)
+    learning = p.remember("Retry deploys later when the registry is slow, they fail",
+                          source="reflection", verify=False)
+    res = p.recall("deploys fail when the registry is slow", fill=False)
+    assert [c.id for c in res.candidates][:2] == [turn.id, learning.id]
+    assert {c.breakdown.factor for c in res.candidates} == {1.0}

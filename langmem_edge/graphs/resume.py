@@ -317,31 +317,32 @@ class TurnResume:
         if who is None:
             return result
         call = request.tool_call
-        text, resources = result_preview(tool_message(result, call.get("id")))
+        text, resources, status = result_preview(tool_message(result, call.get("id")))
         row = (who.thread, call["id"], call["name"], call.get("args"), text, resources)
+        how = {"status": status}
         try:
             working = self._working(getattr(runtime, "store", None), who)
             if working is None:
                 return result
             record = functools.partial(self._record, working)
             try:
-                yield Call(record, working.arecord_tool_call, row)
+                yield Call(record, working.arecord_tool_call, row, how)
             except InvalidInputError as e:  # arguments too large or not JSON: keep the rest
                 logger.warning("thread %s: tool call %s is recorded without its arguments "
                                "(%s)", who.thread, call["id"], e)
-                yield Call(record, working.arecord_tool_call, (*row[:3], None, *row[4:]))
+                yield Call(record, working.arecord_tool_call, (*row[:3], None, *row[4:]), how)
         except Exception:  # the tool did run: its answer goes on, the miss is logged
             logger.exception("thread %s: tool call %s finished but is not in the turn "
                              "record; a resume after a crash will report it as not completed",
                              who.thread, call["id"])
         return result
 
-    def _record(self, working: ProfileWorking, *row: Any) -> Any:
+    def _record(self, working: ProfileWorking, *row: Any, **how: Any) -> Any:
         """Record a row, one tool thread at a time: a sync agent runs the calls of a round
         in threads, and not every store takes concurrent writes and reads (langgraph's
         ``InMemoryStore`` raises "dictionary changed size during iteration")."""
         with self._record_lock:
-            return working.record_tool_call(*row)
+            return working.record_tool_call(*row, **how)
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:

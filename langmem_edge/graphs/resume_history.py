@@ -145,7 +145,7 @@ def dangling_tool_calls(messages: Sequence[AnyMessage]) -> Dangling:
 def _replayed(call: dict[str, Any], row: TurnRow, chars: int) -> ToolMessage:
     text = row.result_preview + (TRUNCATED_TEMPLATE.format(chars=chars) if row.truncated
                                  else "")
-    return ToolMessage(text, tool_call_id=call["id"], name=row.name,
+    return ToolMessage(text, tool_call_id=call["id"], name=row.name, status=row.status,
                        artifact={"resumed": True, RESOURCES_FIELD: list(row.open_resources)})
 
 
@@ -201,11 +201,12 @@ def tool_message(result: Any, call_id: Any) -> ToolMessage | None:
     return None
 
 
-def result_preview(message: ToolMessage | None) -> tuple[str, list[str]]:
-    """What to record of a tool's answer: its text and the resource ids it reports."""
+def result_preview(message: ToolMessage | None) -> tuple[str, list[str], str]:
+    """What to record of a tool's answer: its text, the resource ids it reports and its
+    status (``"success"`` or ``"error"``)."""
     if message is None:
-        return "(the tool answered with a Command and no message)", []
+        return "(the tool answered with a Command and no message)", [], "success"
     artifact = message.artifact
     found = artifact.get(RESOURCES_FIELD) if isinstance(artifact, Mapping) else None
     resources = [str(r) for r in found] if isinstance(found, list | tuple) else []
-    return message.text, resources
+    return message.text, resources, "error" if message.status == "error" else "success"

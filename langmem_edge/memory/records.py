@@ -279,7 +279,8 @@ class ScoreBreakdown(BaseModel):
     relevance: float | None = None
     """Relevance fill score ``0.7 * recency + 0.3 * log(access_count + 1)``."""
     factor: float = 1.0
-    """Multiplier applied (ended-session tasks)."""
+    """Multiplier applied: confidence (``recall.confidence_weight``) and ended-session tasks
+    (``recall.ended_task_factor``)."""
     scope: Literal["contact", "agent"] = "agent"
     """Contact-scoped candidates rank before agent-wide ones."""
 

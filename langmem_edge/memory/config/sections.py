@@ -91,6 +91,13 @@ FILL_ACCESS_WEIGHT = 0.3
 ENDED_TASK_FACTOR = 0.5
 """Score multiplier of a task memory whose session has ended."""
 
+CONFIDENCE_WEIGHT = 0.25
+"""How much confidence moves a fused score: it is multiplied by
+``1 + CONFIDENCE_WEIGHT * (confidence - CONFIDENCE_BY_SOURCE["turn"])``. A reflection's
+learning (0.85) gets x1.09, an explicit memory (0.9) x1.1, a pre-compaction fact (0.6) x1.025,
+a per-turn fact (0.5) x1: at ``RRF_K`` 60 a learning outranks a per-turn fact up to about five
+channel ranks below it, and relevance still decides between memories further apart."""
+
 ANSWER_MAX_CANDIDATES = 5
 """Model-free answer: the text of at most this many top matched candidates."""
 
@@ -278,6 +285,10 @@ class RecallConfig(_Section):
     """Fill weight of ``log(access_count + 1)`` (0.3)."""
     ended_task_factor: float = Field(default=ENDED_TASK_FACTOR, ge=0.0, le=1.0)
     """Score multiplier of tasks whose session ended (0.5)."""
+    confidence_weight: float = Field(default=CONFIDENCE_WEIGHT, ge=0.0, le=2.0)
+    """Fused scores x ``1 + confidence_weight * (confidence - 0.5)`` (0.25; 0 turns it off:
+    then confidence only breaks ties). The ``rrf`` scorer only; ``composite`` has its own
+    confidence weight."""
     answer_max_candidates: int = Field(default=ANSWER_MAX_CANDIDATES, ge=1)
     """Model-free answer length in memories (5)."""
     bump_access: bool = True

@@ -36,6 +36,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
+from langmem_edge.memory.config import MemoryConfig
 from langmem_edge.memory.core.dates import DateWindow, find_window, iso_to_epoch
 from langmem_edge.memory.core.models import message_text
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
@@ -444,12 +445,20 @@ def _score(ctx: ProfileContext, req: RecallRequest, doc_id: str, fused: float,
             bool(v.get("session_ended_at"))
             or (req.session_id is not None and v.get("session_id") != req.session_id))
         factor = cfg.recall.ended_task_factor if ended else 1.0
+        if not composite_scorer:
+            factor *= _confidence_factor(cfg, float(v.get("confidence", 0.0)))
         in_contact = v.get("contact") is not None
     if composite_scorer:
         base, weighted = composite(parts, cfg.composite.weights)
     else:
         base, weighted = fused, {}
     return _Scored(doc_id, base * factor, fused, factor, weighted, in_contact)
+
+
+def _confidence_factor(cfg: MemoryConfig, confidence: float) -> float:
+    """``1 + confidence_weight * (confidence - turn confidence)``: a learning (0.85) outranks
+    a per-turn fact (0.5) a few ranks above it (``RecallConfig.confidence_weight``)."""
+    return 1.0 + cfg.recall.confidence_weight * (confidence - cfg.confidence_by_source["turn"])
 
 
 def _candidate(ctx: ProfileContext, req: RecallRequest, x: _Scored, detail: dict[str, Any],

@@ -26,6 +26,7 @@ from langmem_edge.memory.config import WorkingConfig
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import run_async, run_sync
 from langmem_edge.memory.working.tier import (
+    CallStatus,
     NotesMode,
     OngoingTask,
     TaskStatus,
@@ -117,20 +118,23 @@ class ProfileWorking:
 
     def record_tool_call(self, thread: str, call_id: str, name: str,
                          args: dict[str, Any] | None, result_preview: str,
-                         open_resources: Sequence[str] = ()) -> TurnRow:
+                         open_resources: Sequence[str] = (), *,
+                         status: CallStatus = "success") -> TurnRow:
         """Record one tool call of the thread's current turn (its own row: concurrent calls
         never lose each other's). The preview is cut to ``preview_chars`` (3,000); a turn
         keeps its newest ``max_turn_rows`` (40); ``open_resources`` are ids of what the tool
-        left open (a browser session, a file, a job)."""
+        left open (a browser session, a file, a job); ``status`` is how the call ended
+        (``"error"`` when its ``ToolMessage`` says so)."""
         return run_sync(plan_record(self._scope, thread, call_id, name, args, result_preview,
-                                    open_resources))
+                                    open_resources, status))
 
     async def arecord_tool_call(self, thread: str, call_id: str, name: str,
                                 args: dict[str, Any] | None, result_preview: str,
-                                open_resources: Sequence[str] = ()) -> TurnRow:
+                                open_resources: Sequence[str] = (), *,
+                                status: CallStatus = "success") -> TurnRow:
         """Async :meth:`record_tool_call`."""
         return await run_async(plan_record(self._scope, thread, call_id, name, args,
-                                           result_preview, open_resources))
+                                           result_preview, open_resources, status))
 
     def unfinished_turn(self, thread: str) -> TurnRecord | None:
         """The thread's unfinished turn, or ``None`` (none, finished, or expired: rows

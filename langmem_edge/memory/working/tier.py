@@ -39,6 +39,8 @@ from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import check_metadata, check_text
 
 __all__ = [
+    "CALL_STATUSES",
+    "CallStatus",
     "NotesMode",
     "OngoingTask",
     "TASK_STATUSES",
@@ -51,6 +53,9 @@ __all__ = [
 NotesMode = Literal["replace", "append", "clear"]
 TaskStatus = Literal["pending", "in_progress", "blocked", "done"]
 TASK_STATUSES: tuple[str, ...] = ("pending", "in_progress", "blocked", "done")
+CallStatus = Literal["success", "error"]
+CALL_STATUSES: tuple[str, ...] = ("success", "error")
+"""How a recorded tool call ended: its ``ToolMessage.status``."""
 """The statuses an ongoing task may have."""
 NOTES_MODES: tuple[str, ...] = ("replace", "append", "clear")
 
@@ -77,6 +82,8 @@ class TurnRow:
     """Whether ``result_preview`` was cut to the config's ``preview_chars``."""
     open_resources: tuple[str, ...]
     recorded_at: datetime
+    status: CallStatus = "success"
+    """The tool's ``ToolMessage.status``: a resumed turn replays an error as an error."""
 
 
 @dataclass(frozen=True)
@@ -283,7 +290,8 @@ def _plan_rows(scope: WorkingScope, thread: str) -> Plan[list[Item]]:
 
 
 def plan_record(scope: WorkingScope, thread: str, call_id: str, name: str, args: Any,
-                result_preview: str, open_resources: Sequence[str]) -> Plan[TurnRow]:
+                result_preview: str, open_resources: Sequence[str],
+                status: CallStatus = "success") -> Plan[TurnRow]:
     """Plan: write one tool call's row; keep at most ``max_turn_rows``, the newest."""
     ns = scope.namespace(thread)
     cfg = scope.config
@@ -294,10 +302,12 @@ def plan_record(scope: WorkingScope, thread: str, call_id: str, name: str, args:
         raise InvalidInputError(
             f"result_preview must be a string, got {type(result_preview).__name__}")
     resources = _check_resources(open_resources, cfg.max_name_chars)
+    if status not in CALL_STATUSES:
+        raise InvalidInputError(f"status must be one of {CALL_STATUSES}, got {status!r}")
     preview = result_preview[: cfg.preview_chars]
     value = {**scope.stamp(thread, "turn"), "call_id": call_id, "name": name, "args": args,
              "result_preview": preview, "truncated": len(preview) < len(result_preview),
-             "open_resources": resources}
+             "open_resources": resources, "status": status}
     yield batch(scope.store, [PutOp(ns, TURN_PREFIX + call_id, value, index=False,
                                     ttl=_ttl(scope))])
     rows = yield from _plan_rows(scope, thread)
@@ -312,7 +322,8 @@ def _row(v: dict[str, Any]) -> TurnRow:
                    result_preview=v.get("result_preview", ""),
                    truncated=bool(v.get("truncated")),
                    open_resources=tuple(v.get("open_resources") or ()),
-                   recorded_at=_dt(v["at"]))
+                   recorded_at=_dt(v["at"]),
+                   status="error" if v.get("status") == "error" else "success")
 
 
 def plan_unfinished(scope: WorkingScope, thread: str) -> Plan[TurnRecord | None]:
