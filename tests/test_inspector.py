@@ -3,18 +3,25 @@ token and CSRF refusals, the Host check, escaping, and the ``ui`` command's refu
 
 from __future__ import annotations
 
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from html import unescape
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph.store.memory import InMemoryStore
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from langmem_edge.cli import app as cli_app
-from langmem_edge.cli.base import EXIT_INVALID
+from langmem_edge.cli.base import EXIT_INVALID, FAKE_EMBEDDINGS_ENV
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.inspector import check_bind, create_app
 from langmem_edge.inspector.security import (
@@ -23,7 +30,7 @@ from langmem_edge.inspector.security import (
     TOKEN_COOKIE,
     TOKEN_HEADER,
 )
-from langmem_edge.inspector.server import address
+from langmem_edge.inspector.server import TOKEN_ENV, address
 from langmem_edge.memory import AgentMemory, Profile
 from langmem_edge.memory.transfer import list_sessions
 from langmem_edge.testing import FakeEmbeddings
@@ -31,6 +38,9 @@ from langmem_edge.testing import FakeEmbeddings
 BASE = "http://127.0.0.1"
 SCRIPT = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 DIMS = 64
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_START_SECONDS = 180
+"""Longest ``langmem-edge ui`` may take to answer (imports on a loaded machine)."""
 
 
 def _memory() -> AgentMemory:
@@ -397,3 +407,39 @@ def test_bad_parameters_are_answered_with_what_was_wrong(client: TestClient,
     assert bad.status_code == 400 and "limit must be 1-500" in bad.text
     kind = client.get("/profile", params={"p": "user:alice", "kind": "gossip"})
     assert kind.status_code == 400 and "kind must be one of" in kind.text
+
+
+def test_the_ui_command_serves_the_store_behind_its_token(tmp_path: Path) -> None:
+    """``langmem-edge ui`` as a user runs it: a real process, the token from the environment,
+    the address it prints, 401 without the token and the store's memories with it."""
+    folder = tmp_path / "m"
+    made = CliRunner().invoke(cli_app, ["--path", str(folder), "remember", "Alice likes tea",
+                                        "-p", "alice"], env={FAKE_EMBEDDINGS_ENV: "1"})
+    assert made.exit_code == 0, made.output
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, FAKE_EMBEDDINGS_ENV: "1", TOKEN_ENV: "tok-123"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "langmem_edge.cli", "--path", str(folder), "ui", "--port",
+         str(port)], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while True:
+            assert proc.poll() is None, proc.communicate()[1]
+            try:
+                refused = httpx.get(f"{base}/", timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "langmem-edge ui did not start"
+                time.sleep(0.2)
+        assert refused.status_code == 401
+        page = httpx.get(f"{base}/profile", params={"p": "alice"},
+                         headers={TOKEN_HEADER: "tok-123"}, timeout=30)
+        assert page.status_code == 200 and "Alice likes tea" in page.text
+    finally:
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=SERVER_START_SECONDS)
+    assert f"open {base}/?token=tok-123" in stderr

@@ -73,13 +73,15 @@ async def profiles(request: Request) -> HTMLResponse:
 async def profile(request: Request) -> HTMLResponse:
     """A profile's memories of one kind and status, newest first, one cursor page at a
     time."""
-    prof = await profile_of(request, must_exist=True)
+    prof = await profile_of(request)
     q = request.query_params
     kind = choice(q, "kind", ("", *KINDS), "")
     status = choice(q, "status", STATUSES, "active")
     limit = integer(q, "limit", DEFAULT_PAGE, low=1, high=MAX_PAGE)
     cursor = text(q, "cursor") or None
     found = await prof.alist(kind or None, limit, cursor, status=status, newest_first=True)
+    if not found.memories and cursor is None:  # nothing here: say so if there is no profile
+        await profile_of(request, must_exist=True)
     return render(request, "profile.html", profile=prof.name, section="memories",
                    kinds=KINDS, statuses=STATUSES, kind=kind, status=status, limit=limit,
                    cursor=cursor, memories=found.memories, next_cursor=found.next_cursor,
