@@ -28,9 +28,10 @@ from langmem_edge.inspector.security import (
     CSRF_FIELD,
     SESSION_COOKIE,
     TOKEN_COOKIE,
+    TOKEN_ENV,
     TOKEN_HEADER,
 )
-from langmem_edge.inspector.server import TOKEN_ENV, address
+from langmem_edge.inspector.server import address
 from langmem_edge.memory import AgentMemory, Profile
 from langmem_edge.memory.transfer import list_sessions
 from langmem_edge.testing import FakeEmbeddings
@@ -295,6 +296,7 @@ def test_posts_without_the_sessions_csrf_token_are_refused(client: TestClient,
     form = {"p": "user:alice", "id": theme.id, "text": "hijacked"}
     assert client.post("/memory/edit", data=form).status_code == 403
     assert client.post("/memory/edit", data={**form, CSRF_FIELD: "0" * 64}).status_code == 403
+    assert client.post("/memory/edit", data={**form, CSRF_FIELD: "é" * 64}).status_code == 403
     # a token from another browser session is not this session's
     with TestClient(client.app, base_url=BASE) as other:
         foreign = _csrf(other, f"/memory?p=user:alice&id={theme.id}")

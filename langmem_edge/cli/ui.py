@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from langmem_edge.cli.base import app, err, failing, opened
-from langmem_edge.inspector.server import DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV
+from langmem_edge.inspector.security import TOKEN_ENV
+from langmem_edge.inspector.server import DEFAULT_HOST, DEFAULT_PORT
 
 __all__ = ["ui"]
 

@@ -33,7 +33,7 @@ __all__ = [
 _HOMES = {
     "DEFAULT_HOST": "server",
     "DEFAULT_PORT": "server",
-    "TOKEN_ENV": "server",
+    "TOKEN_ENV": "security",
     "serve": "server",
     "LOOPBACK_ALLOWED_HOSTS": "app",
     "create_app": "app",

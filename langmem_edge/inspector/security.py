@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -42,6 +43,7 @@ __all__ = [
     "SECURITY_HEADERS",
     "SESSION_COOKIE",
     "TOKEN_COOKIE",
+    "TOKEN_ENV",
     "TOKEN_HEADER",
     "TOKEN_QUERY",
     "CsrfError",
@@ -51,6 +53,9 @@ __all__ = [
     "csrf_token",
     "is_loopback",
 ]
+
+TOKEN_ENV = "LANGMEM_EDGE_UI_TOKEN"
+"""The environment variable the token may come from instead of ``--token``."""
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """Hosts the inspector may listen on without a token."""
@@ -105,13 +110,13 @@ def check_bind(host: str, token: str | None) -> None:
     if not host:
         raise ConfigurationError("host is empty: give 127.0.0.1 (the default) or a host name")
     if token is not None and not token.strip():
-        raise ConfigurationError("the token is empty: give a non-blank --token (or "
-                                 "LANGMEM_EDGE_UI_TOKEN), or none at all on 127.0.0.1")
+        raise ConfigurationError(f"the token is empty: give a non-blank --token (or "
+                                 f"{TOKEN_ENV}), or none at all on 127.0.0.1")
     if token is None and not is_loopback(host):
         raise ConfigurationError(
             f"refusing to serve the memory inspector on {host!r} without a token: anyone who "
             "can reach it could read and delete what the agent remembers; bind to 127.0.0.1 "
-            "(the default) or set --token (or LANGMEM_EDGE_UI_TOKEN)")
+            f"(the default) or set --token (or {TOKEN_ENV})")
 
 
 def csrf_token(secret: bytes, session_id: str) -> str:
@@ -119,7 +124,7 @@ def csrf_token(secret: bytes, session_id: str) -> str:
     return hmac.new(secret, session_id.encode(), hashlib.sha256).hexdigest()
 
 
-def check_csrf(request: Request, form: Any) -> None:
+def check_csrf(request: Request, form: Mapping[str, Any]) -> None:
     """Raise :class:`CsrfError` unless ``form`` carries the CSRF token of the request's
     session."""
     secret: bytes = request.app.state.csrf_secret
@@ -128,7 +133,7 @@ def check_csrf(request: Request, form: Any) -> None:
     if not session_id or not isinstance(given, str):
         raise CsrfError("this form has no CSRF token or the browser no session cookie: "
                         "reload the page and submit it again")
-    if not hmac.compare_digest(given, csrf_token(secret, session_id)):
+    if not hmac.compare_digest(given.encode(), csrf_token(secret, session_id).encode()):
         raise CsrfError("the form's CSRF token does not belong to this browser session: "
                         "reload the page and submit it again")
 

@@ -10,16 +10,13 @@ from langmem_edge.inspector.security import TOKEN_QUERY, check_bind, is_loopback
 if TYPE_CHECKING:
     from langmem_edge.memory import AgentMemory
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "TOKEN_ENV", "address", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "address", "serve"]
 
 DEFAULT_HOST = "127.0.0.1"
 """Where the inspector listens by default: this machine only."""
 
 DEFAULT_PORT = 8765
 """The inspector's default port."""
-
-TOKEN_ENV = "LANGMEM_EDGE_UI_TOKEN"
-"""The environment variable the token may come from instead of ``--token``."""
 
 
 def address(host: str, port: int, token: str | None) -> str:
