@@ -445,3 +445,29 @@ def test_the_ui_command_serves_the_store_behind_its_token(tmp_path: Path) -> Non
         proc.terminate()
         _, stderr = proc.communicate(timeout=SERVER_START_SECONDS)
     assert f"open {base}/?token=tok-123" in stderr
+
+
+def test_public_names_are_the_curated_list_and_documented() -> None:
+    import langmem_edge.inspector as inspector
+
+    assert sorted(inspector.__all__) == sorted([
+        "DEFAULT_HOST", "DEFAULT_PORT", "LOOPBACK_ALLOWED_HOSTS", "TOKEN_ENV", "check_bind",
+        "create_app", "serve"])
+    for name in ("check_bind", "create_app", "serve"):
+        assert getattr(inspector, name).__doc__, name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        inspector.nope  # noqa: B018
+
+
+def test_searching_counts_no_access(memory: AgentMemory, seeded: Any) -> None:
+    """A person searching is not the agent using a memory: no access is counted, unless the
+    app is made with ``count_access=True``."""
+    theme = seeded["theme"]
+    for count_access, expected in ((False, 0), (True, 1)):
+        app = create_app(memory, count_access=count_access)
+        with TestClient(app, base_url=BASE) as c:
+            found = c.get("/search", params={"p": "user:alice", "q": "dark mode editor"})
+            assert f'data-id="{theme.id}"' in found.text
+        app.state.memory.flush()
+        assert AgentMemory(memory.store).profile("user:alice").get(theme.id).access_count \
+            == expected

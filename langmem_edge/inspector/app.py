@@ -31,7 +31,7 @@ from langmem_edge.inspector.rendering import render, templates
 from langmem_edge.inspector.security import LOOPBACK_HOSTS, SECRET_BYTES, CsrfError, Guard
 from langmem_edge.memory import AgentMemory
 
-__all__ = ["LOOPBACK_ALLOWED_HOSTS", "ROUTES", "create_app"]
+__all__ = ["LOOPBACK_ALLOWED_HOSTS", "ROUTES", "create_app", "inspecting"]
 
 LOOPBACK_ALLOWED_HOSTS = (*sorted(LOOPBACK_HOSTS), "[::1]")
 """``Host`` headers accepted when the inspector listens on a loopback host: a page of another
@@ -71,17 +71,34 @@ async def _error(request: Request, exc: Exception) -> Response:
     return render(request, "error.html", status_code=status, status=status, message=message)
 
 
+def inspecting(memory: AgentMemory) -> AgentMemory:
+    """The memory the inspector works through: the same store, namespace, model, config,
+    embeddings and encryption key as ``memory``, with recall's access counting off (a person
+    searching the inspector is not the agent using a memory: it must not slow its decay or
+    lift it in the relevance fill). It keeps its own per-profile indexes."""
+    recall = memory.config.recall.model_copy(update={"bump_access": False})
+    reader = AgentMemory(memory.store, namespace=memory.namespace, model=memory.model,
+                         config=memory.config.model_copy(update={"recall": recall}),
+                         embeddings=memory.embeddings)
+    reader.cipher = memory.cipher  # the key itself is not kept; its cipher is
+    return reader
+
+
 def create_app(memory: AgentMemory, *, token: str | None = None,
                allowed_hosts: Sequence[str] | None = LOOPBACK_ALLOWED_HOSTS,
+               count_access: bool = False,
                title: str = "langmem-edge memory inspector") -> Starlette:
     """The inspector of ``memory`` as an ASGI application.
 
     Args:
-        memory: The memory it shows and edits (``AgentMemory`` over any store).
+        memory: The memory it shows and edits (``AgentMemory`` over any store). Searches go
+            through :func:`inspecting` (no access counted) unless ``count_access``.
         token: Access token every request must carry (see :mod:`.security`); ``None``: none
             (serve it on a loopback host only: :func:`~.security.check_bind`).
         allowed_hosts: ``Host`` headers accepted (default the loopback names); ``None``:
             any (when it listens on another interface, behind its token).
+        count_access: Count the memories a search returns as accessed, as an agent's recall
+            does (default ``False``: inspecting changes nothing but what a form changes).
         title: The pages' title.
     """
     middleware = [Middleware(Guard, token=token)]
@@ -91,7 +108,7 @@ def create_app(memory: AgentMemory, *, token: str | None = None,
                                                                "static")]), name="static")]
     app = Starlette(routes=routes, middleware=middleware,
                     exception_handlers={LangmemEdgeError: _error, CsrfError: _error})
-    app.state.memory = memory
+    app.state.memory = memory if count_access else inspecting(memory)
     app.state.templates = templates()
     app.state.csrf_secret = secrets.token_bytes(SECRET_BYTES)
     app.state.title = title
