@@ -56,7 +56,7 @@ from langmem_edge.memory.view import ProfileView, plan_summary
 from langmem_edge.memory.working.api import ProfileWorking
 
 if TYPE_CHECKING:
-    from langmem_edge.memory.episodic.compaction import ContextWindow
+    from langmem_edge.memory.episodic.compaction import ContextWindow, Overlay
     from langmem_edge.memory.episodic.extraction import StoredMessage
     from langmem_edge.memory.episodic.tier import EpisodicTier, Mode, Scope
 
@@ -483,6 +483,25 @@ class Profile:
         return await self._episodic().arecall_conversation(
             query, mode=mode, limit=limit, role=role, scope=scope,
             session_id=session_id, contact=contact)
+
+    def messages(self, session_id: str, *, start: int = 0, limit: int = 100
+                 ) -> builtins.list[StoredMessage]:
+        """A session's raw messages in order, from position ``start``, at most ``limit``
+        (``EpisodicTier.list_messages``); ``[]`` for a session this profile does not have."""
+        return self._episodic().list_messages(session_id, start=start, limit=limit)
+
+    async def amessages(self, session_id: str, *, start: int = 0, limit: int = 100
+                        ) -> builtins.list[StoredMessage]:
+        """Async :meth:`messages`."""
+        return await self._episodic().alist_messages(session_id, start=start, limit=limit)
+
+    def overlays(self, session_id: str) -> builtins.list[Overlay]:
+        """A session's overlays (compaction summaries of message ranges), in range order."""
+        return self._episodic().overlays(session_id)
+
+    async def aoverlays(self, session_id: str) -> builtins.list[Overlay]:
+        """Async :meth:`overlays`."""
+        return await self._episodic().aoverlays(session_id)
 
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool,
                      contact: str | None) -> Plan[ContextWindow]:

@@ -42,6 +42,7 @@ from langmem_edge.memory.working.tier import (
     plan_set_notes,
     plan_set_task,
     plan_sweep,
+    plan_threads,
     plan_unfinished,
 )
 
@@ -62,6 +63,15 @@ class ProfileWorking:
         """The same tier read and written with ``clock`` (epoch seconds) as the time."""
         s = self._scope
         return ProfileWorking(s.store, s.layout, s.config, clock=clock)
+
+    def threads(self) -> list[str]:
+        """The threads the working tier holds anything for (notes, a task, turn rows),
+        sorted."""
+        return run_sync(plan_threads(self._scope))
+
+    async def athreads(self) -> list[str]:
+        """Async :meth:`threads`."""
+        return await run_async(plan_threads(self._scope))
 
     # -- working notes -----------------------------------------------------------------------
 

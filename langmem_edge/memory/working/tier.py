@@ -33,7 +33,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.config import WorkingConfig
-from langmem_edge.memory.core.labels import check_label, plan_delete_prefix
+from langmem_edge.memory.core.labels import check_label, plan_child_labels, plan_delete_prefix
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import check_metadata, check_text
@@ -357,3 +357,16 @@ def plan_delete_thread(scope: WorkingScope, thread: str) -> Plan[int]:
     """Plan: delete everything the working tier holds for a thread; items deleted."""
     return (yield from plan_delete_prefix(scope.store, scope.namespace(thread),
                                           page=SCAN_PAGE))
+
+
+def plan_threads(scope: WorkingScope) -> Plan[list[str]]:
+    """Plan: the threads of the profile that hold anything (notes, a task, turn rows),
+    sorted. Listed namespaces are checked for an item of this profile: some stores
+    (``InMemoryStore``) keep listing a namespace whose items were all deleted."""
+    root = scope.layout.working()
+    names = yield from plan_child_labels(scope.store, root, page=SCAN_PAGE)
+    if not names:
+        return []
+    found = yield batch(scope.store, [SearchOp((*root, n), limit=1) for n in names])
+    return [n for n, items in zip(names, found, strict=True)
+            if any(it.value.get("profile") == scope.layout.profile for it in items)]
