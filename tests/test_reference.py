@@ -22,6 +22,7 @@ PUBLIC_MODULES = (
     "langmem_edge.errors",
     "langmem_edge.embeddings",
     "langmem_edge.cli",
+    "langmem_edge.inspector",
 )
 """The modules whose ``__all__`` is the public API (docs/reference.md has one section each)."""
 
