@@ -230,6 +230,48 @@ def test_a_learning_outranks_an_equally_similar_per_turn_fact(memory: AgentMemor
     assert hits.index(learning.id) < hits.index(fact.id)
 
 
+def test_two_reflections_of_one_window_write_one_record(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race a lease without compare-and-set lets through: both runs hold the lease and
+    read "no reflection yet" before either writes. They write one record, not two."""
+    import threading
+
+    import langmem_edge.memory.reflection as reflection
+
+    index = {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
+    store = ChromaStore.from_path(str(tmp_path / "race"), index=index)
+    memory = AgentMemory(store)
+    fail(memory, "deploy failed: registry timeout", session="s1")
+    fail(memory, "deploy failed: registry timeout again", session="s2")
+    both_read = threading.Barrier(2, timeout=60)
+    read_past = reflection.plan_reflections
+
+    def racing_read(scope: Any) -> Any:
+        past = yield from read_past(scope)
+        both_read.wait()  # neither has written: both see the same window start
+        return past
+
+    def always_granted(scope: Any, job: str, seconds: float) -> Any:
+        return (yield from iter(())) or uuid.uuid4().hex
+
+    monkeypatch.setattr(reflection, "plan_reflections", racing_read)
+    monkeypatch.setattr(reflection, "plan_acquire", always_granted)
+    now = utcnow()
+    results: list[Any] = []
+    runs = [threading.Thread(target=lambda t=t: results.append(
+        memory.profile("alice").reflect(now=t))) for t in (now, now + timedelta(seconds=1))]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    monkeypatch.undo()
+    assert [r.written for r in results] == [True, True]
+    assert len({r.reflection.id for r in results}) == 1
+    (kept,) = memory.profile("alice").reflective.reflections()
+    assert kept.since is None
+    store.close()
+
+
 # -- the three-level delete ------------------------------------------------------------------
 
 

@@ -68,7 +68,6 @@ from langmem_edge.memory.reflective.records import (
 )
 from langmem_edge.memory.reflective.tier import (
     ReflectiveScope,
-    new_reflection_id,
     plan_acquire,
     plan_delete_session,
     plan_goals,
@@ -76,6 +75,7 @@ from langmem_edge.memory.reflective.tier import (
     plan_reflections,
     plan_release,
     plan_update_goal,
+    window_reflection_id,
 )
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.memory.semantic.write import WriteSpec, plan_delete, plan_write
@@ -404,7 +404,7 @@ def _plan_window(ctx: ProfileContext, tier: EpisodicTier, scope: ReflectiveScope
     if not activity.events and not activity.messages and not closable:
         return
     draft, sessions, by = yield from _plan_draft(ctx, model, activity)
-    rid = new_reflection_id()
+    rid = window_reflection_id(ctx.profile, since)
     result.learnings, refs = yield from _plan_learnings(ctx, draft, sessions, activity, rid)
     result.goals, updates = yield from _plan_goal_updates(scope, draft, activity, by)
     reflection = Reflection(

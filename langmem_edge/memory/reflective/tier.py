@@ -59,7 +59,7 @@ __all__ = [
     "plan_put_reflection",
     "plan_reflections",
     "plan_release",
-    "new_reflection_id",
+    "window_reflection_id",
     "plan_update_goal",
 ]
 
@@ -283,6 +283,10 @@ def plan_export(scope: ReflectiveScope) -> Plan[dict[str, list[dict[str, Any]]]]
             "reflections": [r.to_value() for r in reflections]}
 
 
-def new_reflection_id() -> str:
-    """A new reflection id (time-ordered, like memory ids)."""
-    return new_memory_id()
+def window_reflection_id(profile: str, since: datetime | None) -> str:
+    """The id of the reflection whose window starts at ``since`` (``None``: the beginning):
+    32 hex chars of a hash of the profile and ``since``. Two reflections of one window that
+    run at once (the lease cannot stop two that start within one store round trip) write one
+    record, the later one, instead of two; the next reflection starts where it ends."""
+    start = "start" if since is None else since.astimezone(UTC).isoformat()
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"langmem-edge:reflection:{profile}:{start}").hex
