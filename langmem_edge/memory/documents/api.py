@@ -198,16 +198,17 @@ class DocumentMethods:
         """The profile's documents."""
         raise NotImplementedError
 
-    def add_document(self, source: Any, *, name: str | None = None, format: DocumentFormat | None = None,
-                     session_id: str | None = None, metadata: dict[str, Any] | None = None,
-                     wait: bool = False) -> Document:
+    def add_document(self, source: Any, *, name: str | None = None,
+                     format: DocumentFormat | None = None, session_id: str | None = None,
+                     metadata: dict[str, Any] | None = None, wait: bool = False) -> Document:
         """Store a document (path, text or bytes: text, Markdown, PDF), chunk and embed it in
         the background; the same content again returns the stored one
         (:meth:`ProfileDocuments.add`)."""
         return self.documents.add(source, name=name, format=format, session_id=session_id,
                                   metadata=metadata, wait=wait)
 
-    async def aadd_document(self, source: Any, *, name: str | None = None, format: DocumentFormat | None = None,
+    async def aadd_document(self, source: Any, *, name: str | None = None,
+                            format: DocumentFormat | None = None,
                             session_id: str | None = None,
                             metadata: dict[str, Any] | None = None,
                             wait: bool = False) -> Document:
