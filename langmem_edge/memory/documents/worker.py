@@ -57,8 +57,9 @@ class DocumentWorker:
                                                 thread_name_prefix="langmem-edge-documents")
             future = self._pool.submit(self._guarded, job)
             self._jobs[key] = future
-            future.add_done_callback(lambda f: self._forget(key, f))
-            return future
+        # outside the lock: a future already done runs the callback right here
+        future.add_done_callback(lambda f: self._forget(key, f))
+        return future
 
     @staticmethod
     def _guarded(job: Callable[[], object]) -> object:
