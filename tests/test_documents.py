@@ -336,7 +336,7 @@ def test_memory_block_includes_document_passages_by_option(memory: AgentMemory) 
     from langmem_edge.graphs.recall import DOCUMENTS_SECTION_TITLE
 
     alice = memory.profile("alice")
-    alice.remember("Alice works in the finance team", key="identity.team")
+    alice.remember("Alice asked how many vacation days she gets", kind="event")
     alice.add_document(HANDBOOK, name="handbook", wait=True)
 
     class Runtime:
@@ -346,10 +346,10 @@ def test_memory_block_includes_document_passages_by_option(memory: AgentMemory) 
 
     messages = [HumanMessage("how many vacation days do I get?")]
     off = MemoryHooks(memory).memory_block(messages, Runtime())
-    assert off is not None and DOCUMENTS_SECTION_TITLE not in off
+    assert off is not None and "Alice asked" in off and DOCUMENTS_SECTION_TITLE not in off
     on = MemoryHooks(memory, documents=2).memory_block(messages, Runtime())
     assert on is not None and DOCUMENTS_SECTION_TITLE in on
-    assert "twenty-five vacation days" in on and "[handbook" in on
+    assert "twenty-five vacation days" in on and "[handbook" in on and "Alice asked" in on
     assert on.rstrip().endswith("</memory>") and on.count("<memory>") == 1
     small = MemoryHooks(memory, documents=2, recall_budget_tokens=150).memory_block(
         messages, Runtime())

@@ -39,6 +39,9 @@ __all__ = ["add", "delete", "documents_app", "list_documents", "search"]
 TEXT_MIN_WIDTH = 20
 """Columns a passage keeps in the search table however narrow the terminal (it wraps)."""
 
+NAME_MIN_WIDTH = 16
+"""Columns a document's name keeps in the list table (it wraps beyond)."""
+
 documents_app = typer.Typer(
     help="A profile's documents (text, Markdown, PDF): add, list, search, delete.",
     no_args_is_help=True,
@@ -97,12 +100,12 @@ def list_documents(
         return emit_json({"documents": page.documents, "next_cursor": page.next_cursor})
     table = Table(title=f"Documents of {profile}", box=box.SIMPLE_HEAD)
     table.add_column("id", no_wrap=True)
-    for column in ("name", "status", "format", "passages", "added"):
+    table.add_column("name", overflow="fold", min_width=NAME_MIN_WIDTH, ratio=1)
+    for column in ("status", "chunks"):
         table.add_column(column, overflow="fold")
     for d in page.documents:
         status = d.status if d.error is None else f"{d.status}: {d.error}"
-        table.add_row(d.id, d.name, status, d.format, str(d.chunks),
-                      str(d.created_at)[:19].replace("T", " "))
+        table.add_row(d.id, d.name, status, str(d.chunks))
     out.print(table)
     if page.next_cursor:
         out.print(f"More: --cursor {page.next_cursor}")
