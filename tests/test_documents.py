@@ -403,3 +403,26 @@ def test_cli_documents_commands(cli: Any, tmp_path: Path) -> None:
     bad = tmp_path / "blob.bin"
     bad.write_bytes(b"\xff\xfe\x00\x81" * 4)
     cli("documents", "add", str(bad), "-p", "alice", code=EXIT_INVALID)
+
+
+def test_create_memory_agent_shows_document_passages_with_the_option(
+        memory: AgentMemory) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langmem_edge.graphs import MemoryRecallNode, create_memory_agent
+    from langmem_edge.graphs.recall import DOCUMENTS_SECTION_TITLE
+    from langmem_edge.testing import ScriptedChatModel
+
+    memory.profile("alice").add_document(HANDBOOK, name="handbook", wait=True)
+    assert MemoryRecallNode(memory, documents=3).hooks.recall.documents == 3
+    shown = {}
+    for n in (0, 2):
+        model = ScriptedChatModel(responses=["ok"])
+        agent = create_memory_agent(model, memory=memory, checkpointer=InMemorySaver(),
+                                    documents=n, memory_tools=False)
+        agent.invoke({"messages": [("user", "how many vacation days carry over?")]},
+                     {"configurable": {"thread_id": f"t{n}"}}, context={"profile": "alice"})
+        agent.memory_middleware.close()
+        shown[n] = "\n".join(str(m.content) for m in model.calls[-1])
+    assert DOCUMENTS_SECTION_TITLE not in shown[0]
+    assert DOCUMENTS_SECTION_TITLE in shown[2] and "twenty-five vacation days" in shown[2]
