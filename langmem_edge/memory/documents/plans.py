@@ -238,23 +238,30 @@ def _check_limit(limit: int | None, default: int, most: int, name: str) -> int:
     return limit
 
 
+def _cursor(doc: Document) -> str:
+    return f"{doc.created_at.isoformat()}|{doc.id}"
+
+
 def plan_list(scope: DocumentScope, *, limit: int | None, cursor: str | None
               ) -> Plan[DocumentPage]:
-    """Plan: a page of documents, oldest first; ``cursor`` is the last id of the page
-    before (``next_cursor``)."""
+    """Plan: a page of documents, oldest first (ties by id); ``cursor`` is the
+    ``next_cursor`` of the page before (where it ended: a deleted document's place still
+    works)."""
     size = _check_limit(limit, DEFAULT_DOCUMENT_PAGE, MAX_DOCUMENT_PAGE, "limit")
-    docs = yield from _plan_all(scope)
-    start = 0
+    after: tuple[datetime, str] | None = None
     if cursor is not None:
-        ids = [d.id for d in docs]
-        if cursor not in ids:
-            # the cursor's document was deleted: go on after the place it sorted at
-            start = sum(1 for d in docs if d.id < cursor)
-        else:
-            start = ids.index(cursor) + 1
-    page = docs[start: start + size]
-    more = start + size < len(docs)
-    return DocumentPage(documents=page, next_cursor=page[-1].id if more and page else None)
+        stamp, _, last = str(cursor).rpartition("|")
+        try:
+            after = (datetime.fromisoformat(stamp), last)
+        except ValueError as e:
+            raise InvalidInputError(f"cursor {cursor!r} is not a next_cursor of "
+                                    "list_documents") from e
+    docs = yield from _plan_all(scope)
+    if after is not None:
+        docs = [d for d in docs if (d.created_at, d.id) > after]
+    page = docs[:size]
+    more = len(docs) > size
+    return DocumentPage(documents=page, next_cursor=_cursor(page[-1]) if more else None)
 
 
 def plan_search(scope: DocumentScope, query: str, *, limit: int | None
