@@ -8,8 +8,8 @@
 
 Commands: ``remember``, ``recall``, ``ingest``, ``list``, ``show``, ``forget``, ``history``,
 ``summary``, ``sessions``, ``delete-session``, ``export``, ``import``, ``stats``,
-``delete-profile``, ``consolidate``, ``reflect``, ``ui``. Global options, environment variables and
-exit codes are in
+``delete-profile``, ``consolidate``, ``reflect``, ``documents add|list|search|delete``,
+``ui``. Global options, environment variables and exit codes are in
 :mod:`langmem_edge.cli.base` and ``docs/cli.md``. Commands import the store and the memory
 when they run, so ``langmem-edge --help`` loads neither chromadb nor a model.
 """
@@ -22,7 +22,7 @@ from langmem_edge.cli.base import app, main
 
 __all__ = ["app", "main"]
 
-COMMAND_MODULES = ("memories", "conversations", "admin", "reflective", "ui")
+COMMAND_MODULES = ("memories", "conversations", "admin", "reflective", "documents", "ui")
 """The modules whose commands ``app`` holds, in the order ``--help`` lists them."""
 
 for _name in COMMAND_MODULES:

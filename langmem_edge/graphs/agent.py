@@ -34,7 +34,11 @@ from langgraph.store.base import BaseStore
 from langmem_edge.graphs.background import BackgroundExecutor
 from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS
 from langmem_edge.graphs.middleware import MemoryMiddleware
-from langmem_edge.graphs.recall import DEFAULT_RECALL_BUDGET_TOKENS, DEFAULT_RECALL_LIMIT
+from langmem_edge.graphs.recall import (
+    DEFAULT_DOCUMENT_PASSAGES,
+    DEFAULT_RECALL_BUDGET_TOKENS,
+    DEFAULT_RECALL_LIMIT,
+)
 from langmem_edge.graphs.resume import TurnResume
 from langmem_edge.memory import AgentMemory
 from langmem_edge.tools import MemoryContext, create_memory_tools
@@ -60,6 +64,7 @@ def create_memory_agent(
     compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
     trim_state: bool = False,
     background: BackgroundExecutor | None = None,
+    documents: int = DEFAULT_DOCUMENT_PASSAGES,
 ) -> Any:
     """A ``create_agent`` agent with memory (see the module docstring).
 
@@ -79,8 +84,8 @@ def create_memory_agent(
         memory_model: Chat model of a memory made over ``store`` or the run's store
             (extraction, summaries); ``None``: model-free.
         resume, recall_budget_tokens, recall_limit, compaction_budget_tokens, trim_state,
-            background: The :class:`~langmem_edge.graphs.MemoryMiddleware` options, with its
-            defaults (turn resume on).
+            background, documents: The :class:`~langmem_edge.graphs.MemoryMiddleware`
+            options, with its defaults (turn resume on, no document passages).
 
     Returns:
         The compiled agent; its ``memory_middleware`` attribute is the middleware (``close()``
@@ -91,7 +96,7 @@ def create_memory_agent(
     mw = MemoryMiddleware(memory, resume=resume, model=memory_model,
                           recall_budget_tokens=recall_budget_tokens, recall_limit=recall_limit,
                           compaction_budget_tokens=compaction_budget_tokens,
-                          trim_state=trim_state, background=background)
+                          trim_state=trim_state, background=background, documents=documents)
     extra: list[Any] = []
     if memory is not None and memory_tools:
         include = None if memory_tools is True else list(memory_tools)  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS, pla
 from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
 from langmem_edge.graphs.history import EntryCache
 from langmem_edge.graphs.recall import (
+    DEFAULT_DOCUMENT_PASSAGES,
     DEFAULT_RECALL_BUDGET_TOKENS,
     DEFAULT_RECALL_LIMIT,
     RecallOptions,
@@ -59,6 +60,8 @@ class MemoryHooks(BackgroundJobs):
             ``None``: model-free. Ignored when ``memory`` is given.
         recall_budget_tokens: Estimated tokens of the memory block. Default 800.
         recall_limit: Memories asked of recall. Default 10.
+        documents: Passages of the profile's ready documents shown in the memory block
+            (``search_documents``); 0 (default): none.
         compaction_budget_tokens: Estimated tokens of a thread's messages above which the
             model sees head + overlays + tail; ``None`` turns compaction off. Default 8,000.
         trim_state: Also cut the checkpointed messages to that view (destructive, like
@@ -77,7 +80,11 @@ class MemoryHooks(BackgroundJobs):
         compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
         trim_state: bool = False,
         background: BackgroundExecutor | None = None,
+        documents: int = DEFAULT_DOCUMENT_PASSAGES,
     ) -> None:
+        if isinstance(documents, bool) or not isinstance(documents, int) or documents < 0:
+            raise ConfigurationError(f"documents must be an integer >= 0 (0: off), got "
+                                     f"{documents!r}")
         for name, value in (("recall_budget_tokens", recall_budget_tokens),
                             ("recall_limit", recall_limit),
                             ("compaction_budget_tokens", compaction_budget_tokens or 1)):
@@ -86,7 +93,8 @@ class MemoryHooks(BackgroundJobs):
         if trim_state and compaction_budget_tokens is None:
             raise ConfigurationError("trim_state needs a compaction_budget_tokens")
         self.resolver = RunResolver(memory, model=model)
-        self.recall = RecallOptions(budget_tokens=recall_budget_tokens, limit=recall_limit)
+        self.recall = RecallOptions(budget_tokens=recall_budget_tokens, limit=recall_limit,
+                                    documents=documents)
         self.compaction_budget = compaction_budget_tokens
         self.trim_state = trim_state
         self.entry_cache = EntryCache()

@@ -51,7 +51,11 @@ from langmem_edge.graphs.background import BackgroundExecutor
 from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS
 from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
 from langmem_edge.graphs.hooks import MemoryHooks
-from langmem_edge.graphs.recall import DEFAULT_RECALL_BUDGET_TOKENS, DEFAULT_RECALL_LIMIT
+from langmem_edge.graphs.recall import (
+    DEFAULT_DOCUMENT_PASSAGES,
+    DEFAULT_RECALL_BUDGET_TOKENS,
+    DEFAULT_RECALL_LIMIT,
+)
 from langmem_edge.graphs.resume import TurnResume, TurnResumeState
 from langmem_edge.memory import AgentMemory
 from langmem_edge.tools import MemoryState
@@ -83,6 +87,8 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
             keeps every message, only the model's input is compacted.
         background: The executor of the post-turn jobs; default one of the middleware's own
             (stopped by :meth:`close`).
+        documents: Passages of the profile's ready documents in the memory block
+            (``docs/documents.md``); 0 (default): none.
     """
 
     state_schema = MemoryState
@@ -105,12 +111,14 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
         compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
         trim_state: bool = False,
         background: BackgroundExecutor | None = None,
+        documents: int = DEFAULT_DOCUMENT_PASSAGES,
     ) -> None:
         super().__init__()
         self.hooks = MemoryHooks(memory, model=model, recall_budget_tokens=recall_budget_tokens,
                                  recall_limit=recall_limit,
                                  compaction_budget_tokens=compaction_budget_tokens,
-                                 trim_state=trim_state, background=background)
+                                 trim_state=trim_state, background=background,
+                                 documents=documents)
         if resume is True:
             resume = TurnResume(memory)
         elif resume is not False and not isinstance(resume, TurnResume):

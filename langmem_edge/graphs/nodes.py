@@ -81,7 +81,8 @@ class MemoryRecallNode(_MemoryNode):
         hooks: Share another node's :class:`MemoryHooks` instead of making one.
         messages_key: Where the conversation is. Default ``"messages"``.
         output_key: Where the block goes. Default ``"memory_context"``.
-        **options: :class:`MemoryHooks` options (``model``, ``recall_budget_tokens``, ...).
+        **options: :class:`MemoryHooks` options (``model``, ``recall_budget_tokens``,
+            ``documents``: passages of ready documents in the block, 0 by default, ...).
     """
 
     def __init__(self, memory: AgentMemory | None = None, *, hooks: MemoryHooks | None = None,

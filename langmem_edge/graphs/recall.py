@@ -7,7 +7,9 @@ the thread's working notes and ongoing task (``profile.working``) are read. Toge
 become **one delimited block** (:data:`MEMORY_BLOCK_TEMPLATE`) that says what it is: data
 from memory, which a user may have written, never instructions. The notes and the task come
 first (they are this conversation's), then memories in recall order, each line whole or not at
-all. Nothing found: no block.
+all, then, with ``documents`` (off by default), passages of the profile's ready documents
+(``Profile.search_documents``), each cut to :data:`DEFAULT_PASSAGE_TOKENS` and likewise whole
+or not at all. Nothing found: no block.
 
 The block is a ``HumanMessage`` placed just before the latest user message, not part of the
 system prompt: remembered text is never given the standing of the developer's instructions
@@ -35,8 +37,12 @@ from langmem_edge.memory.working.tier import OngoingTask
 __all__ = [
     "BLOCK_CLOSE",
     "BLOCK_OPEN",
+    "DEFAULT_DOCUMENT_PASSAGES",
+    "DEFAULT_PASSAGE_TOKENS",
     "DEFAULT_RECALL_BUDGET_TOKENS",
     "DEFAULT_RECALL_LIMIT",
+    "DOCUMENTS_SECTION_TITLE",
+    "DOCUMENT_LINE_TEMPLATE",
     "MEMORY_BLOCK_TEMPLATE",
     "MEMORY_LINE_TEMPLATE",
     "NOTES_SECTION_TEMPLATE",
@@ -53,6 +59,10 @@ DEFAULT_RECALL_BUDGET_TOKENS = 800
 """Estimated tokens the memory block may take, delimiters and notice included."""
 DEFAULT_RECALL_LIMIT = 10
 """Memories asked of the fused recall (the budget may keep fewer)."""
+DEFAULT_DOCUMENT_PASSAGES = 0
+"""Document passages asked of ``search_documents`` per model call; 0: none (off)."""
+DEFAULT_PASSAGE_TOKENS = 150
+"""Estimated tokens a document passage is cut to in the block."""
 
 BLOCK_OPEN = "<memory>"
 """First line of the memory block."""
@@ -77,6 +87,10 @@ RECALLED_SECTION_TITLE = "Remembered:"
 """Title of the recalled memories."""
 MEMORY_LINE_TEMPLATE = "- {key}{text}{about}"
 """One recalled memory: ``{key}`` is ``"key: "`` or empty, ``{about}`` names its contact."""
+DOCUMENTS_SECTION_TITLE = "From documents:"
+"""Title of the document passages."""
+DOCUMENT_LINE_TEMPLATE = "- [{name}, passage {chunk}] {text}"
+"""One document passage (its whitespace folded to single spaces)."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +101,13 @@ class RecallOptions:
         budget_tokens: Estimated tokens of the whole block. Default
             :data:`DEFAULT_RECALL_BUDGET_TOKENS` (800).
         limit: Memories asked of recall. Default :data:`DEFAULT_RECALL_LIMIT` (10).
+        documents: Document passages asked of ``search_documents``; 0 (default) leaves
+            documents out.
     """
 
     budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS
     limit: int = DEFAULT_RECALL_LIMIT
+    documents: int = DEFAULT_DOCUMENT_PASSAGES
 
 
 def _escape(text: str) -> str:
@@ -107,9 +124,10 @@ def latest_user_text(messages: Sequence[BaseMessage]) -> str | None:
 
 
 def render_block(notes: str, task: OngoingTask | None, lines: Sequence[str],
-                 budget_tokens: int) -> str | None:
+                 budget_tokens: int, *, passages: Sequence[str] = ()) -> str | None:
     """The block from its parts, within ``budget_tokens``: notes and task first, then as
-    many memory lines as fit. ``None`` when there is nothing to show."""
+    many memory lines as fit, then as many document passage lines as fit. ``None`` when
+    there is nothing to show."""
     sections: list[str] = []
     if notes.strip():
         sections.append(NOTES_SECTION_TEMPLATE.format(notes=_escape(notes.strip())))
@@ -124,14 +142,16 @@ def render_block(notes: str, task: OngoingTask | None, lines: Sequence[str],
 
     if sections and estimate_tokens(block(sections)) > budget_tokens:
         sections = [sections[0]]  # the notes alone, cut to the budget below
-    kept: list[str] = []
-    for line in lines:
-        trial = [*sections, "\n".join([RECALLED_SECTION_TITLE, *kept, line])]
-        if estimate_tokens(block(trial)) > budget_tokens:
-            break
-        kept.append(line)
-    if kept:
-        sections.append("\n".join([RECALLED_SECTION_TITLE, *kept]))
+    for title, candidates in ((RECALLED_SECTION_TITLE, lines),
+                              (DOCUMENTS_SECTION_TITLE, passages)):
+        kept: list[str] = []
+        for line in candidates:
+            trial = [*sections, "\n".join([title, *kept, line])]
+            if estimate_tokens(block(trial)) > budget_tokens:
+                break
+            kept.append(line)
+        if kept:
+            sections.append("\n".join([title, *kept]))
     if not sections:
         return None
     text = block(sections)
@@ -163,7 +183,15 @@ def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions
                      else "")
             lines.append(MEMORY_LINE_TEMPLATE.format(key=_escape(key), text=_escape(c.text),
                                                      about=_escape(about)))
-    return render_block(notes, task, lines, options.budget_tokens)
+    passages: list[str] = []
+    if query and options.documents:
+        hits = yield Call(profile.search_documents, profile.asearch_documents, (query,),
+                          {"limit": options.documents})
+        for h in hits:
+            text, _ = truncate_to_tokens(" ".join(h.text.split()), DEFAULT_PASSAGE_TOKENS)
+            passages.append(DOCUMENT_LINE_TEMPLATE.format(name=_escape(h.name), chunk=h.chunk,
+                                                          text=_escape(text)))
+    return render_block(notes, task, lines, options.budget_tokens, passages=passages)
 
 
 def inject_block(messages: Sequence[BaseMessage], block: str | None) -> list[BaseMessage]:

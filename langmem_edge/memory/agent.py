@@ -21,6 +21,7 @@ by the keyword, key and temporal channels and marked ``embedding_status="skipped
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter, OrderedDict
 from datetime import datetime
@@ -43,6 +44,7 @@ from langmem_edge.memory.core.labels import (
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
+from langmem_edge.memory.documents import DocumentWorker
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.profile import Profile
@@ -114,6 +116,8 @@ class AgentMemory:
         self.rewrite_index: Any = False
         self._indexes: OrderedDict[str, ProfileIndex] = OrderedDict()
         self._lock = threading.Lock()
+        self.documents = DocumentWorker()
+        """Processes documents added without ``wait`` (``docs/documents.md``)."""
 
     def __repr__(self) -> str:
         return f"AgentMemory({type(self.store).__name__}, namespace={self.namespace!r})"
@@ -143,7 +147,7 @@ class AgentMemory:
     def profile(self, name: str) -> Profile:
         """The profile ``name`` (1-100 characters, no '.' or control characters; ``*`` is a
         plain name); created on first write."""
-        return Profile(self._context(name), self.config.episodic)
+        return Profile(self._context(name), self.config.episodic, documents=self.documents)
 
     def _profiles_plan(self) -> Plan[list[str]]:
         prefix = (*self.namespace, "profiles")
@@ -285,12 +289,15 @@ class AgentMemory:
 
     def flush(self) -> int:
         """Write pending access-count bumps of every profile this object touched (recalls
-        write them behind, at most ``access_flush_seconds`` later); returns records
-        updated. Call it before a process exits to keep the last counts."""
+        write them behind, at most ``access_flush_seconds`` later), after the documents
+        processing in the background are done; returns records updated. Call it before a
+        process exits to keep the last counts."""
+        self.documents.wait()
         return run_sync(self._flush_plan())
 
     async def aflush(self) -> int:
         """Async :meth:`flush`."""
+        await asyncio.to_thread(self.documents.wait)
         return await run_async(self._flush_plan())
 
     def stats(self) -> MemoryStats:

@@ -26,6 +26,8 @@ from langchain_core.language_models import BaseChatModel
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
+from langmem_edge.memory.documents import DocumentWorker, ProfileDocuments
+from langmem_edge.memory.documents.api import DocumentMethods
 from langmem_edge.memory.index.changes import plan_sync
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
@@ -63,13 +65,15 @@ if TYPE_CHECKING:
 __all__ = ["Profile"]
 
 
-class Profile:
+class Profile(DocumentMethods):
     """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
 
-    def __init__(self, ctx: ProfileContext, episodic: EpisodicConfig) -> None:
+    def __init__(self, ctx: ProfileContext, episodic: EpisodicConfig, *,
+                 documents: DocumentWorker | None = None) -> None:
         self._ctx = ctx
         self._episodic_config = episodic
         self._tier: EpisodicTier | None = None
+        self._worker = documents if documents is not None else DocumentWorker()
 
     def __repr__(self) -> str:
         return f"Profile({self.name!r})"
@@ -88,6 +92,14 @@ class Profile:
     def reflective(self) -> ProfileReflective:
         """The reflective tier (L4): goals with their history, and reflections."""
         return ProfileReflective(self._ctx.store, self._ctx.layout, self._ctx.config.reflection)
+
+    @property
+    def documents(self) -> ProfileDocuments:
+        """The profile's documents (``docs/documents.md``); the ``*_document`` methods below
+        delegate to it."""
+        c = self._ctx
+        return ProfileDocuments(c.store, c.layout, has_vectors=c.has_vectors,
+                                page=c.config.index.page_size, worker=self._worker)
 
     # -- remember ----------------------------------------------------------------------------
 
@@ -542,10 +554,13 @@ class Profile:
         memories = yield from self._delete_plan(ids, cascade=False)
         yield Call(self.working.delete_thread, self.working.adelete_thread, (session_id,))
         yield from plan_forget_session(self._ctx, session_id)
+        docs = self.documents
+        yield Call(docs.delete_session, docs.adelete_session, (session_id,))
         return SessionDeletion(messages_deleted=int(messages), memories_deleted=memories)
 
     def delete_session(self, session_id: str) -> SessionDeletion:
-        """Delete a session: raw messages, overlays, working memory, memories written in it."""
+        """Delete a session: raw messages, overlays, working memory, memories written in it,
+        documents added with it."""
         return run_sync(self._delete_session_plan(session_id))
 
     async def adelete_session(self, session_id: str) -> SessionDeletion:

@@ -16,6 +16,8 @@ writes it into another (or the same) ``AgentMemory``. Both read and write throug
     {"type": "working", "profile": "alice", "thread": "t1", "key": "notes", "value": {...}}
     {"type": "goal", "profile": "alice", "key": "<goal id>", "value": {...}}
     {"type": "reflection", "profile": "alice", "key": "<reflection id>", "value": {...}}
+    {"type": "document", "profile": "alice", "key": "<document id>", "value": {...}}
+    {"type": "document_text", "profile": "alice", "document_id": "...", "key": "000000", ...}
     {"type": "end", "lines": 42, "counts": {"memory": 10, ...}}
 
 Every line between the header and the end line is one store item of a profile: its record
@@ -34,7 +36,9 @@ line of a known type changes meaning; a reader refuses a version newer than its 
 **Import** checks the whole file before writing anything (header first, a known format and
 version, every line of a known type well formed, the end line's counts matching: a cut-off
 file is refused). Then it writes, per profile: access counts, messages, overlays, working
-rows, session records, goals, reflections, and last the memories (one write of the change
+rows, session records, goals, reflections, documents' texts, documents (each cut into
+passages and embedded again, as ``add_document`` does: passages are not exported), and last
+the memories (one write of the change
 protocol per batch, so every process's index sees them). An item already present (same
 namespace and key) is
 left as it is and counted as ``existing``: importing a file twice changes nothing the second
@@ -62,6 +66,8 @@ from langmem_edge.memory.core.labels import check_label, under
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Call, Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.validate import check_profile_name
+from langmem_edge.memory.documents import Document
+from langmem_edge.memory.documents.plans import DocumentScope, plan_restore
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.records import MemoryRecord, utcnow
@@ -138,6 +144,8 @@ RECORD_TYPES: dict[str, RecordType] = {
     "working": RecordType("working", ("working",), "thread"),
     "goal": RecordType("goal", ("reflective", "goals"), record=Goal),
     "reflection": RecordType("reflection", ("reflective", "reflections"), record=Reflection),
+    "document_text": RecordType("document_text", ("documents", "texts"), "document_id"),
+    "document": RecordType("document", ("documents", "records"), record=Document),
     "memory": RecordType("memory", ("memories",), record=MemoryRecord),
 }
 """The record types of format version 1, in the order an import writes them (memories
@@ -145,7 +153,7 @@ last, once the messages they cite are there). The reflective tier's leases are t
 and not exported."""
 
 EXPORT_ORDER = ("memory", "access", "session", "message", "overlay", "working", "goal",
-                "reflection")
+                "reflection", "document", "document_text")
 """The order of the lines of one profile in an export."""
 
 
@@ -488,6 +496,12 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
                         yield from plan_sync(store, index)
                     puts = [(ln.value, _memory_index(memory, ln.value)) for ln, _ in new]
                     yield from plan_commit(store, index, puts)
+                elif new and kind.name == "document":  # its text is in: cut and embed it
+                    scope = DocumentScope(store=store, layout=layout,
+                                          has_vectors=memory.has_vectors,
+                                          page=memory.config.index.page_size)
+                    for ln, _ in new:
+                        yield from plan_restore(scope, ln.value)
                 elif new:
                     yield batch(store, [PutOp(ns, key, ln.value, index=kind.embed)
                                         for ln, (ns, key) in new])

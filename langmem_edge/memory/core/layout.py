@@ -12,6 +12,7 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "sessions")              the episodic tier's session records, key = session id
     (*R, "working", thread)       the working tier: notes, task, turn rows of one thread
     (*R, "reflective", part)      the reflective tier: reflections, goals, job leases
+    (*R, "documents", part, ...)  the documents room: records, texts, chunks
 
 Tiers and the index take their namespaces from a :class:`ProfileLayout`, never spell them.
 """
@@ -62,6 +63,15 @@ class ProfileLayout:
         """``(*R, "reflective")`` or one part of it (``reflections``, ``goals``, ``jobs``)."""
         return (*self.root, "reflective", part) if part else (*self.root, "reflective")
 
+    def documents(self, part: str | None = None, document_id: str | None = None
+                  ) -> tuple[str, ...]:
+        """``(*R, "documents")``, one part of it (``records``, ``texts``, ``chunks``), or
+        that part of one document."""
+        base = (*self.root, "documents")
+        if part is None:
+            return base
+        return (*base, part, document_id) if document_id else (*base, part)
+
     def entries(self, writer: str) -> tuple[str, ...]:
         """The change entries of one writer."""
         return (*self.changes, writer)
@@ -74,6 +84,7 @@ class ProfileLayout:
         """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
         the generation marker, and anything unknown): the records, the episodic tier's
         messages, overlays and sessions, the working and reflective tiers, the access counts,
-        the change log and its markers."""
+        the documents, the change log and its markers."""
         return [self.memories, self.messages, (*self.root, "overlays"), self.sessions,
-                self.working(), self.reflective(), self.access, self.changes, self.writers]
+                self.working(), self.reflective(), self.documents(), self.access,
+                self.changes, self.writers]
