@@ -10,8 +10,10 @@ Everything a call hands back is importable from here: the records and results, t
 configs (``MemoryConfig`` and its sections), the episodic tier's ``StoredMessage``,
 ``ContextWindow``, ``WindowMessage``, ``Overlay`` and ``ExtractedMemory``, and the working
 tier's ``ProfileWorking``, ``TurnRecord``, ``TurnRow`` and ``OngoingTask``, the reflective
-tier's ``ProfileReflective``, ``Goal``, ``Reflection`` and their parts, and the reports of
-``reflect`` and ``consolidate`` (``docs/reflective.md``).
+tier's ``ProfileReflective``, ``Goal``, ``Reflection`` and their parts, the reports of
+``reflect`` and ``consolidate`` (``docs/reflective.md``), and the documents room's
+``ProfileDocuments``, ``Document``, ``DocumentPassage`` and ``DocumentPage``
+(``docs/documents.md``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ from langmem_edge.memory.config import (
 )
 from langmem_edge.memory.consolidation import ConsolidationReport, Decay, Merge
 from langmem_edge.memory.core.crypto import generate_encryption_key
+from langmem_edge.memory.documents import (
+    Document,
+    DocumentPage,
+    DocumentPassage,
+    ProfileDocuments,
+)
 from langmem_edge.memory.episodic import ContextWindow, ExtractedMemory, Overlay, StoredMessage
 from langmem_edge.memory.episodic.compaction import WindowMessage
 from langmem_edge.memory.profile import Profile
@@ -70,6 +78,9 @@ __all__ = [
     "ConsolidationReport",
     "ContextWindow",
     "Decay",
+    "Document",
+    "DocumentPage",
+    "DocumentPassage",
     "EpisodicConfig",
     "ExtractedMemory",
     "generate_encryption_key",
@@ -89,6 +100,7 @@ __all__ = [
     "OngoingTask",
     "Overlay",
     "Profile",
+    "ProfileDocuments",
     "ProfileReflective",
     "ProfileStats",
     "ProfileView",
