@@ -41,6 +41,11 @@ if TYPE_CHECKING:
         MemoryModelNode,
         MemoryRecallNode,
     )
+    from langmem_edge.graphs.offline import (
+        ChosenModel,
+        RecallChatModel,
+        choose_chat_model,
+    )
     from langmem_edge.graphs.recall import (
         inject_block,
     )
@@ -78,6 +83,9 @@ _EXPORTS: dict[str, str] = {
     "TurnResume": "langmem_edge.graphs.resume",
     "TurnResumeMiddleware": "langmem_edge.graphs.resume",
     "TurnResumeState": "langmem_edge.graphs.resume",
+    "ChosenModel": "langmem_edge.graphs.offline",
+    "RecallChatModel": "langmem_edge.graphs.offline",
+    "choose_chat_model": "langmem_edge.graphs.offline",
 }
 
 __all__ = [
@@ -101,6 +109,9 @@ __all__ = [
     "TurnResume",
     "TurnResumeMiddleware",
     "TurnResumeState",
+    "ChosenModel",
+    "RecallChatModel",
+    "choose_chat_model",
 ]
 
 

@@ -12,6 +12,7 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "sessions")              the episodic tier's session records, key = session id
     (*R, "working", thread)       the working tier: notes, task, turn rows of one thread
     (*R, "reflective", part)      the reflective tier: reflections, goals, job leases
+    (*R, "contacts")              channel links: key = a gateway's id, value = its contact
 
 Tiers and the index take their namespaces from a :class:`ProfileLayout`, never spell them.
 """
@@ -45,6 +46,7 @@ class ProfileLayout:
         self.writers = (*root, "writers")
         self.access = (*root, "access")
         self.sessions = (*root, "sessions")
+        self.contacts = (*root, "contacts")
 
     def session_messages(self, session_id: str | None = None) -> tuple[str, ...]:
         """``(*R, "messages")`` or, with a session, ``(*R, "messages", session_id)``."""
