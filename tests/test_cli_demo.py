@@ -120,3 +120,65 @@ def test_demo_in_a_real_process_with_the_real_model(tmp_path: Path) -> None:
     assert "Loading weights" not in done.stderr
     assert "The user lives in Porto now." in done.stdout
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(TEMP_PREFIX)]
+
+
+# -- chat --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["folder", pytest.param("server", marks=pytest.mark.server)])
+def store_options(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+    """The global options of one store: a folder, or a namespace of its own on the server."""
+    if request.param == "folder":
+        return ["--path", str(tmp_path / "memory")]
+    url = request.getfixturevalue("chroma_server_url")
+    return ["--url", url, "--namespace", f"t{uuid.uuid4().hex[:12]}"]
+
+
+def test_chat_model_free_remembers_across_runs(store_options: list[str]) -> None:
+    first = invoke(*store_options, "chat", "-p", "ana", input=(
+        "My name is Ana and I live in Lisbon.\n\nMy favourite colour is teal.\n"))
+    assert first.stdout.splitlines() == ["[model-free] Noted.", "[model-free] Noted."]
+    assert "model-free mode" in first.stderr and "2 turn(s)" in first.stderr
+    second = invoke(*store_options, "chat", "-p", "ana", input=(
+        "What is my favourite colour?\n/quit\nWhere do I live?\n"))
+    assert second.stdout.startswith("[model-free] From memory:\n")
+    assert "The user's favourite colour is teal." in second.stdout
+    assert "1 turn(s)" in second.stderr  # /quit ended it
+    threads = [s["session_id"] for s in
+               json.loads(invoke(*store_options, "sessions", "-p", "ana", "--json").stdout)]
+    assert len(threads) == 2 and all(t.startswith("chat-") for t in threads)  # a thread a run
+
+
+def test_chat_with_a_named_model(store_options: list[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--model provider:name`` goes through ``init_chat_model``; the model sees the memory
+    block on the second run's new thread."""
+    import langchain.chat_models
+
+    from langmem_edge.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(responses=["Nice to meet you, Ana."])
+    asked: list[str] = []
+
+    def init_chat_model(name: str, **kwargs: Any) -> ScriptedChatModel:
+        asked.append(name)
+        return model
+
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", init_chat_model)
+    first = invoke(*store_options, "chat", "-p", "ana", "--model", "acme:chat-1",
+                   input="My favourite colour is teal.\n")
+    assert asked == ["acme:chat-1"] and "chat model: acme:chat-1" in first.stderr
+    assert first.stdout.strip() == "Nice to meet you, Ana."
+    invoke(*store_options, "chat", "-p", "ana", "--model", "acme:chat-1",
+           input="Which colour do I like?\n")
+    shown = [m.text for m in model.calls[-1]]
+    assert any("<memory>" in t and "favourite colour is teal" in t for t in shown)
+    assert not any("My favourite colour is teal." == t for t in shown)  # a new thread
+
+
+def test_chat_falls_back_when_the_model_cannot_be_made(tmp_path: Path) -> None:
+    done = invoke("--path", str(tmp_path / "m"), "chat", "--model", "no-such-provider:x",
+                  input="Hello\n")
+    assert "model-free mode" in done.stderr and "'no-such-provider:x' could not be loaded" \
+        in done.stderr
+    assert done.stdout.strip() == "[model-free] Noted."

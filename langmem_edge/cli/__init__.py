@@ -22,7 +22,7 @@ from langmem_edge.cli.base import app, main
 
 __all__ = ["app", "main"]
 
-COMMAND_MODULES = ("memories", "conversations", "admin", "reflective", "demo")
+COMMAND_MODULES = ("memories", "conversations", "admin", "reflective", "demo", "chat")
 """The modules whose commands ``app`` holds, in the order ``--help`` lists them."""
 
 for _name in COMMAND_MODULES:

@@ -50,6 +50,7 @@ from langmem_edge.cli.base import (
     failing,
     out,
 )
+from langmem_edge.cli.chat import open_saver
 
 if TYPE_CHECKING:
     from langmem_edge.memory import AgentMemory, MemoryRecord
@@ -155,14 +156,6 @@ def _place(ctx: typer.Context, path: Path | None) -> Iterator[tuple[Settings, bo
         yield Settings(path=temp, url=None, namespace=settings.namespace), False
     finally:
         shutil.rmtree(temp, ignore_errors=True)
-
-
-def _saver(settings: Settings) -> Any:
-    from langmem_edge.checkpointers import ChromaSaver
-
-    if settings.url:
-        return ChromaSaver.from_url(settings.url)
-    return ChromaSaver.from_path(str(settings.folder))
 
 
 def _records(title: str, records: list[MemoryRecord], columns: tuple[str, ...]) -> Table:
@@ -276,7 +269,7 @@ def demo(
         memory = AgentMemory(store, namespace=(settings.namespace,))
         saver, started = None, False
         try:
-            saver = _saver(settings)
+            saver = open_saver(settings)
             if profile in memory.list_profiles():
                 fail(f"profile {profile!r} already exists in {settings.where}: the demo "
                      "needs a new one (choose it with --profile, or another --path)",

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
         BackgroundExecutor,
         BackgroundStats,
     )
+    from langmem_edge.graphs.chatbot import (
+        chat_loop,
+        create_chatbot,
+    )
     from langmem_edge.graphs.hooks import (
         MemoryHooks,
     )
@@ -86,6 +90,8 @@ _EXPORTS: dict[str, str] = {
     "ChosenModel": "langmem_edge.graphs.offline",
     "RecallChatModel": "langmem_edge.graphs.offline",
     "choose_chat_model": "langmem_edge.graphs.offline",
+    "chat_loop": "langmem_edge.graphs.chatbot",
+    "create_chatbot": "langmem_edge.graphs.chatbot",
 }
 
 __all__ = [
@@ -112,6 +118,8 @@ __all__ = [
     "ChosenModel",
     "RecallChatModel",
     "choose_chat_model",
+    "chat_loop",
+    "create_chatbot",
 ]
 
 
