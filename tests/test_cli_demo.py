@@ -182,3 +182,21 @@ def test_chat_falls_back_when_the_model_cannot_be_made(tmp_path: Path) -> None:
     assert "model-free mode" in done.stderr and "'no-such-provider:x' could not be loaded" \
         in done.stderr
     assert done.stdout.strip() == "[model-free] Noted."
+
+
+def test_chat_reports_a_failing_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import langchain.chat_models
+
+    from langmem_edge.testing import ScriptedChatModel
+
+    broken = ScriptedChatModel(responses=[RuntimeError("401 invalid api key")])
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", lambda name: broken)
+    done = invoke("--path", str(tmp_path / "m"), "chat", "--model", "acme:x",
+                  input="Hello\n", code=EXIT_FAILURE)
+    assert "error: the chat model acme:x failed: RuntimeError: 401 invalid api key" \
+        in done.stderr
+
+
+def test_help_lists_demo_and_chat() -> None:
+    listed = CliRunner().invoke(app, ["--help"]).stdout
+    assert "demo" in listed and "chat" in listed

@@ -8,10 +8,13 @@
 
 Commands: ``remember``, ``recall``, ``ingest``, ``list``, ``show``, ``forget``, ``history``,
 ``summary``, ``sessions``, ``delete-session``, ``export``, ``import``, ``stats``,
-``delete-profile``, ``consolidate``, ``reflect``, ``demo``, ``chat``. Global options, environment variables and
+``delete-profile``, ``consolidate``, ``reflect``. Global options, environment variables and
 exit codes are in
 :mod:`langmem_edge.cli.base` and ``docs/cli.md``. Commands import the store and the memory
 when they run, so ``langmem-edge --help`` loads neither chromadb nor a model.
+
+``demo`` (a scripted three-session conversation through the memory agent, offline) and
+``chat`` (the example chatbot in the terminal) show the whole product at work.
 """
 
 from __future__ import annotations

@@ -26,11 +26,12 @@ import typer
 
 from langmem_edge.cli.base import (
     DEFAULT_PROFILE,
+    EXIT_FAILURE,
     ProfileOption,
     Settings,
     app,
     err,
-    failing,
+    fail,
     opened,
     out,
 )
@@ -73,12 +74,13 @@ def chat(
     profile: ProfileOption = DEFAULT_PROFILE,
 ) -> None:
     """Chat with a memory agent that remembers across runs (stdin to stdout; /quit ends)."""
+    from langmem_edge.errors import LangmemEdgeError
     from langmem_edge.graphs import chat_loop, choose_chat_model, create_chatbot
 
     chosen = choose_chat_model(model)
     thread = thread or new_thread_id()
     settings: Settings = ctx.obj
-    with opened(ctx, create=True) as memory, failing(settings):
+    with opened(ctx, create=True) as memory:
         saver = open_saver(settings)
         try:
             bot = create_chatbot(chosen.model, memory=memory, checkpointer=saver)
@@ -89,6 +91,11 @@ def chat(
                 bot, profile=profile, thread=thread, contact=contact, lines=sys.stdin,
                 write=out.print,
                 prompt=(lambda: err.print("you> ", end="")) if terminal else None)
+        except LangmemEdgeError:
+            raise  # opened() turns it into its message and exit code
+        except Exception as e:  # the chat model's own error (a bad key, a network failure)
+            fail(f"the chat model {chosen.name or 'model-free'} failed: "
+                 f"{type(e).__name__}: {e}", EXIT_FAILURE)
         finally:
             saver.close()
     err.print(f"{turns} turn(s) on thread {thread}, stored in profile {profile!r} "

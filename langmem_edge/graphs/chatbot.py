@@ -60,7 +60,7 @@ def chat_loop(agent: Any, *, profile: str, thread: str, lines: Iterable[str],
               prompt: Callable[[], Any] | None = None) -> int:
     """Talk with ``agent``: each line of ``lines`` is a user message on ``thread`` of
     ``profile``, each reply goes to ``write``. Blank lines are skipped; the loop ends at the
-    end of ``lines`` or at one of :data:`EXIT_WORDS`, then closes the agent's memory
+    end of ``lines``, at one of :data:`EXIT_WORDS` or at Ctrl-C, then closes the agent's memory
     middleware (its waiting extraction jobs run). ``prompt`` is called before each line is
     read (to show ``you>`` on a terminal). Returns the number of turns."""
     context = {"profile": profile, **({"contact": contact} if contact else {})}
@@ -79,6 +79,8 @@ def chat_loop(agent: Any, *, profile: str, thread: str, lines: Iterable[str],
                 turns += 1
             if prompt is not None:
                 prompt()
+    except KeyboardInterrupt:  # Ctrl-C at the prompt ends the chat like /quit
+        pass
     finally:
         agent.memory_middleware.close()
     return turns
