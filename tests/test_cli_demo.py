@@ -200,3 +200,9 @@ def test_chat_reports_a_failing_model(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_help_lists_demo_and_chat() -> None:
     listed = CliRunner().invoke(app, ["--help"]).stdout
     assert "demo" in listed and "chat" in listed
+
+
+def test_demo_path_with_a_url_is_a_usage_error(tmp_path: Path) -> None:
+    done = invoke("--url", "http://127.0.0.1:9", "demo", "--path", str(tmp_path), code=2)
+    assert "not both" in done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -145,6 +145,9 @@ def _place(ctx: typer.Context, path: Path | None) -> Iterator[tuple[Settings, bo
     at the end, whatever happened."""
     settings: Settings = ctx.obj
     if settings.url:
+        if path is not None:
+            raise typer.BadParameter("give the demo --path or the global --url, not both",
+                                     param_hint="--path")
         yield settings, False
         return
     folder = _folder(ctx, path)
