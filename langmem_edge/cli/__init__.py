@@ -12,6 +12,9 @@ Commands: ``remember``, ``recall``, ``ingest``, ``list``, ``show``, ``forget``, 
 ``ui``. Global options, environment variables and exit codes are in
 :mod:`langmem_edge.cli.base` and ``docs/cli.md``. Commands import the store and the memory
 when they run, so ``langmem-edge --help`` loads neither chromadb nor a model.
+
+``demo`` (a scripted three-session conversation through the memory agent, offline) and
+``chat`` (the example chatbot in the terminal) show the whole product at work.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from langmem_edge.cli.base import app, main
 
 __all__ = ["app", "main"]
 
-COMMAND_MODULES = ("memories", "conversations", "admin", "reflective", "documents", "ui")
+COMMAND_MODULES = ("demo", "chat", "memories", "conversations", "admin", "reflective", "documents",
+                   "ui")
 """The modules whose commands ``app`` holds, in the order ``--help`` lists them."""
 
 for _name in COMMAND_MODULES:

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
         BackgroundExecutor,
         BackgroundStats,
     )
+    from langmem_edge.graphs.chatbot import (
+        chat_loop,
+        create_chatbot,
+    )
     from langmem_edge.graphs.hooks import (
         MemoryHooks,
     )
@@ -41,6 +45,11 @@ if TYPE_CHECKING:
         MemoryExtractionNode,
         MemoryModelNode,
         MemoryRecallNode,
+    )
+    from langmem_edge.graphs.offline import (
+        ChosenModel,
+        RecallChatModel,
+        choose_chat_model,
     )
     from langmem_edge.graphs.recall import (
         inject_block,
@@ -79,6 +88,11 @@ _EXPORTS: dict[str, str] = {
     "TurnResume": "langmem_edge.graphs.resume",
     "TurnResumeMiddleware": "langmem_edge.graphs.resume",
     "TurnResumeState": "langmem_edge.graphs.resume",
+    "ChosenModel": "langmem_edge.graphs.offline",
+    "RecallChatModel": "langmem_edge.graphs.offline",
+    "choose_chat_model": "langmem_edge.graphs.offline",
+    "chat_loop": "langmem_edge.graphs.chatbot",
+    "create_chatbot": "langmem_edge.graphs.chatbot",
 }
 
 __all__ = [
@@ -102,6 +116,11 @@ __all__ = [
     "TurnResume",
     "TurnResumeMiddleware",
     "TurnResumeState",
+    "ChosenModel",
+    "RecallChatModel",
+    "choose_chat_model",
+    "chat_loop",
+    "create_chatbot",
 ]
 
 

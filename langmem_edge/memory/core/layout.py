@@ -13,6 +13,7 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "working", thread)       the working tier: notes, task, turn rows of one thread
     (*R, "reflective", part)      the reflective tier: reflections, goals, job leases
     (*R, "documents", part, ...)  the documents room: records, texts, chunks
+    (*R, "contacts")              channel links: key = a gateway's id, value = its contact
 
 Tiers and the index take their namespaces from a :class:`ProfileLayout`, never spell them.
 """
@@ -46,6 +47,7 @@ class ProfileLayout:
         self.writers = (*root, "writers")
         self.access = (*root, "access")
         self.sessions = (*root, "sessions")
+        self.contacts = (*root, "contacts")
 
     def session_messages(self, session_id: str | None = None) -> tuple[str, ...]:
         """``(*R, "messages")`` or, with a session, ``(*R, "messages", session_id)``."""
