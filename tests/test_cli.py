@@ -359,7 +359,8 @@ def test_help_lists_every_command() -> None:
     assert result.exit_code == 0
     for command in ("remember", "recall", "ingest", "list", "show", "forget", "history",
                     "summary", "export", "import", "stats", "sessions", "delete-session",
-                    "delete-profile", "consolidate", "reflect"):
+                    "delete-profile", "consolidate", "reflect", "documents", "demo", "chat",
+                    "ui"):
         assert command in result.stdout
 
 
