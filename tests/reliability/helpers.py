@@ -31,6 +31,10 @@ APP = ("rel",)
 LONG_ENV = "LANGMEM_EDGE_LONG"
 """Environment switch of the long variants (``1``), same as pytest's ``--long``."""
 
+FRACTION_ENV = "LANGMEM_EDGE_LONG_FRACTION"
+"""Scale of the long variants (``0.2``: a fifth of each long size; default 1), for a machine
+without the time for the full runs."""
+
 SERVER_STARTUP_SECONDS = 60.0
 """How long a server the test owns may take to answer its first heartbeat."""
 
@@ -45,10 +49,15 @@ WORKTREE = TESTS.parent
 
 
 def is_long(config: Any = None) -> bool:
-    """Whether the long variants run: ``--long`` on pytest's command line or ``LANGMEM_EDGE_LONG=1``."""
+    """Whether the long variants run: pytest's ``--long`` or ``LANGMEM_EDGE_LONG=1``."""
     if os.environ.get(LONG_ENV, "") not in ("", "0"):
         return True
     return bool(config is not None and config.getoption("--long", default=False))
+
+
+def long_size(full: int) -> int:
+    """A long variant's size ``full`` scaled by ``LANGMEM_EDGE_LONG_FRACTION`` (at least 1)."""
+    return max(1, round(full * float(os.environ.get(FRACTION_ENV, "1"))))
 
 
 def index_config(dims: int = DIMS) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from .helpers import (
     CHECKPOINT_WRITES,
     CHILD_TIMEOUT_SECONDS,
     checkpoint_config,
+    long_size,
     open_memory,
     open_saver,
     open_store,
@@ -55,7 +56,7 @@ KEYS = 3
 def test_processes_and_threads_lose_nothing_and_keep_one_active_per_key(
     chroma_server_url: str, tmp_path: Path, long_run: bool
 ) -> None:
-    iterations = LONG_ITERATIONS if long_run else QUICK_ITERATIONS
+    iterations = long_size(LONG_ITERATIONS) if long_run else QUICK_ITERATIONS
     prefix = f"c{uuid.uuid4().hex[:8]}"
     log = tmp_path / "workers.log"
     with open(log, "w") as err:

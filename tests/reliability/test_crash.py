@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import CHILD_TIMEOUT_SECONDS, Journal, spawn
+from .helpers import CHILD_TIMEOUT_SECONDS, Journal, long_size, spawn
 
 QUICK_CYCLES = 3
 """Kill cycles of the quick variant."""
@@ -99,7 +99,7 @@ def check(figures: dict[str, Any], cycles: int) -> None:
 
 
 def test_acknowledged_writes_survive_sigkill_on_a_folder(tmp_path: Path, long_run: bool) -> None:
-    cycles = LONG_CYCLES if long_run else QUICK_CYCLES
+    cycles = long_size(LONG_CYCLES) if long_run else QUICK_CYCLES
     figures = run_cycles(str(tmp_path / "data"), tmp_path, cycles, seed=17)
     check(figures, cycles)
 
@@ -108,6 +108,6 @@ def test_acknowledged_writes_survive_sigkill_on_a_folder(tmp_path: Path, long_ru
 def test_acknowledged_writes_survive_sigkill_on_a_server(
     tmp_path: Path, long_run: bool, chroma_server_url: str
 ) -> None:
-    cycles = LONG_CYCLES if long_run else QUICK_CYCLES
+    cycles = long_size(LONG_CYCLES) if long_run else QUICK_CYCLES
     figures = run_cycles(chroma_server_url, tmp_path, cycles, seed=71)
     check(figures, cycles)

@@ -26,6 +26,7 @@ from .helpers import (
     CHECKPOINT_WRITES,
     ChromaProcess,
     checkpoint_config,
+    long_size,
     open_memory,
     open_saver,
     open_store,
@@ -63,7 +64,7 @@ def _outages(server: ChromaProcess, count: int, stop: threading.Event,
 def test_writes_succeed_or_raise_unavailable_and_none_is_lost(
     tmp_path: Path, long_run: bool
 ) -> None:
-    outages = LONG_OUTAGES if long_run else QUICK_OUTAGES
+    outages = long_size(LONG_OUTAGES) if long_run else QUICK_OUTAGES
     with ChromaProcess(tmp_path / "server") as server:
         store, saver = open_store(server.url), open_saver(server.url)
         profile = open_memory(store).profile("faults")
