@@ -117,8 +117,16 @@ def check_labels(labels: Iterable[object], *, namespace: object = None) -> None:
 
 
 @contextmanager
-def namespace_errors() -> Iterator[None]:
-    """Re-raise langgraph's ``InvalidNamespaceError`` as ours (a subclass of both)."""
+def namespace_errors(*namespaces: object, optional: bool = False) -> Iterator[None]:
+    """Re-raise langgraph's ``InvalidNamespaceError`` as ours (a subclass of both); first
+    refuse ``namespaces`` that are not tuples (or lists) at all, which langgraph's checks
+    would fail on with a ``TypeError`` (``None`` passes when ``optional``)."""
+    for namespace in namespaces:
+        if not isinstance(namespace, (tuple, list)) and not (optional and namespace is None):
+            raise InvalidNamespaceError(
+                f"Invalid namespace {namespace!r}: a namespace is a tuple of strings, "
+                f"got {type(namespace).__name__}"
+            )
     try:
         yield
     except _LanggraphNamespaceError as e:
