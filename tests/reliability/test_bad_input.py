@@ -36,7 +36,7 @@ from langmem_edge.tools import TOOL_NAMES, MemoryContext, MemoryState, create_me
 
 from .helpers import is_long, long_size, open_memory, open_store
 
-QUICK_EXAMPLES = 40
+QUICK_EXAMPLES = 25
 """Hypothesis examples per entry point, quick variant."""
 
 LONG_EXAMPLES = 1_000
