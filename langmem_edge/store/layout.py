@@ -472,9 +472,15 @@ def _apply(value: Any, op: str, operand: Any) -> bool:
 
 
 def validate_filter(filter: Mapping[str, Any] | None) -> None:
-    """Reject unknown ``$`` operators before anything runs."""
-    if not filter:
+    """Reject a filter that is not a mapping, and unknown ``$`` operators, before anything
+    runs."""
+    if filter is None:
         return
+    if not isinstance(filter, Mapping):
+        raise InvalidInputError(
+            f"Invalid filter {filter!r}: a filter is a dict of field names to values or "
+            f"{{operator: value}} dicts, got {type(filter).__name__}"
+        )
 
     def walk(node: Any) -> None:
         if isinstance(node, Mapping):

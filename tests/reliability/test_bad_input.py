@@ -90,7 +90,7 @@ def rig() -> Any:
 
 def _words(args: dict[str, Any]) -> list[str]:
     """What a message may name to say what was wrong: an argument's name or value."""
-    out = [k.strip("_") for k in args]
+    out = [k.strip("_").removesuffix("s") for k in args]  # "messages": "message 0: ..."
     if any("prefix" in k for k in args):
         out.append("namespace")
     for v in args.values():
@@ -264,3 +264,12 @@ def test_a_namespace_that_is_no_tuple_is_a_namespace_error(rig: Rig, namespace: 
     for call in calls[:-1] if namespace is None else calls:  # no prefix: list everything
         with pytest.raises(InvalidNamespaceError, match="tuple of strings"):
             call()
+
+
+@pytest.mark.parametrize("flt", [True, "owner", ["owner"], 3])
+def test_a_filter_that_is_no_dict_is_an_input_error(rig: Rig, flt: Any) -> None:
+    """Regression: ``search(..., filter=True)`` raised a bare ``AttributeError``."""
+    from langmem_edge.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="filter"):
+        rig.store.search(("app",), filter=flt)
