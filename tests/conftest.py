@@ -52,3 +52,13 @@ def chroma_store_factory(request: pytest.FixtureRequest, tmp_path: Any) -> Itera
     yield make
     for store in made:
         store.close()
+
+
+LONG_ENV = "LANGMEM_EDGE_LONG"
+"""Set to ``1`` to run the long variants of ``tests/reliability`` (same as ``--long``)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--long``: the long variants of the reliability suites (``tests/reliability``)."""
+    parser.addoption("--long", action="store_true", default=False,
+                     help=f"run the long reliability variants (or set {LONG_ENV}=1)")

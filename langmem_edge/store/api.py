@@ -25,7 +25,7 @@ class NamespaceErrorsMixin:
         refresh_ttl: bool | None = None,
     ) -> Item | None:
         """``BaseStore.get``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(namespace):
             return super().get(namespace, key, refresh_ttl=refresh_ttl)  # type: ignore[misc]
 
     async def aget(
@@ -36,7 +36,7 @@ class NamespaceErrorsMixin:
         refresh_ttl: bool | None = None,
     ) -> Item | None:
         """``BaseStore.aget``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(namespace):
             return await super().aget(namespace, key, refresh_ttl=refresh_ttl)  # type: ignore[misc]
 
     def search(
@@ -51,7 +51,7 @@ class NamespaceErrorsMixin:
         refresh_ttl: bool | None = None,
     ) -> list[SearchItem]:
         """``BaseStore.search``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(namespace_prefix):
             return super().search(
                 namespace_prefix,
                 query=query,
@@ -73,7 +73,7 @@ class NamespaceErrorsMixin:
         refresh_ttl: bool | None = None,
     ) -> list[SearchItem]:
         """``BaseStore.asearch``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(namespace_prefix):
             return await super().asearch(
                 namespace_prefix,
                 query=query,
@@ -93,7 +93,7 @@ class NamespaceErrorsMixin:
         ttl: float | None | NotProvided = NOT_PROVIDED,
     ) -> None:
         """``BaseStore.put``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(namespace):
             super().put(namespace, key, value, index, ttl=ttl)  # type: ignore[misc]
 
     async def aput(
@@ -106,7 +106,7 @@ class NamespaceErrorsMixin:
         ttl: float | None | NotProvided = NOT_PROVIDED,
     ) -> None:
         """``BaseStore.aput``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(namespace):
             await super().aput(namespace, key, value, index, ttl=ttl)  # type: ignore[misc]
 
     def delete(
@@ -115,7 +115,7 @@ class NamespaceErrorsMixin:
         key: str,
     ) -> None:
         """``BaseStore.delete``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(namespace):
             super().delete(namespace, key)  # type: ignore[misc]
 
     async def adelete(
@@ -124,7 +124,7 @@ class NamespaceErrorsMixin:
         key: str,
     ) -> None:
         """``BaseStore.adelete``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(namespace):
             await super().adelete(namespace, key)  # type: ignore[misc]
 
     def list_namespaces(
@@ -137,7 +137,7 @@ class NamespaceErrorsMixin:
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
         """``BaseStore.list_namespaces``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(prefix, suffix, optional=True):
             return super().list_namespaces(
                 prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
             )  # type: ignore[misc]
@@ -152,7 +152,7 @@ class NamespaceErrorsMixin:
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
         """``BaseStore.alist_namespaces``; a bad namespace raises our ``InvalidNamespaceError``."""
-        with layout.namespace_errors():
+        with layout.namespace_errors(prefix, suffix, optional=True):
             return await super().alist_namespaces(
                 prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
             )  # type: ignore[misc]

@@ -117,8 +117,16 @@ def check_labels(labels: Iterable[object], *, namespace: object = None) -> None:
 
 
 @contextmanager
-def namespace_errors() -> Iterator[None]:
-    """Re-raise langgraph's ``InvalidNamespaceError`` as ours (a subclass of both)."""
+def namespace_errors(*namespaces: object, optional: bool = False) -> Iterator[None]:
+    """Re-raise langgraph's ``InvalidNamespaceError`` as ours (a subclass of both); first
+    refuse ``namespaces`` that are not tuples (or lists) at all, which langgraph's checks
+    would fail on with a ``TypeError`` (``None`` passes when ``optional``)."""
+    for namespace in namespaces:
+        if not isinstance(namespace, (tuple, list)) and not (optional and namespace is None):
+            raise InvalidNamespaceError(
+                f"Invalid namespace {namespace!r}: a namespace is a tuple of strings, "
+                f"got {type(namespace).__name__}"
+            )
     try:
         yield
     except _LanggraphNamespaceError as e:
@@ -464,9 +472,15 @@ def _apply(value: Any, op: str, operand: Any) -> bool:
 
 
 def validate_filter(filter: Mapping[str, Any] | None) -> None:
-    """Reject unknown ``$`` operators before anything runs."""
-    if not filter:
+    """Reject a filter that is not a mapping, and unknown ``$`` operators, before anything
+    runs."""
+    if filter is None:
         return
+    if not isinstance(filter, Mapping):
+        raise InvalidInputError(
+            f"Invalid filter {filter!r}: a filter is a dict of field names to values or "
+            f"{{operator: value}} dicts, got {type(filter).__name__}"
+        )
 
     def walk(node: Any) -> None:
         if isinstance(node, Mapping):

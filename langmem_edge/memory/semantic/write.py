@@ -14,6 +14,8 @@ Writing a memory (``plan_write``):
    fails while embedding, it is retried without the embedding: the memory is stored with
    ``embedding_status="pending"`` (the keyword and key channels still find it) and
    ``AgentMemory.reembed()`` backfills it.
+5. Settling the key (``plan_settle_key``): writers that raced under one key and scope both
+   left their record active; after its write each syncs again and keeps the greatest id.
 
 Bulk writes (``Profile.remember_many``) follow the same rules in chunks: ``bulk.py``.
 
@@ -338,8 +340,31 @@ def plan_write(
     record = record.model_copy(update={"supersedes": [o["id"] for o in olds],
                                        "contradicts": contradicts})
     (record,) = yield from plan_commit_new(ctx, [record], olds)
+    record = yield from plan_settle_key(ctx, record, now)
     yield from plan_flush_access(ctx)
     return record
+
+
+def plan_settle_key(ctx: ProfileContext, record: MemoryRecord, now: datetime
+                    ) -> Plan[MemoryRecord]:
+    """After a write by key, keep one active record under the key and scope: writers that
+    raced (each synced before the other committed) both left theirs active. The later to
+    commit sees the other at this sync (its marker settled before the later commit ended);
+    every writer keeps the greatest id and supersedes the rest, so two that see each other
+    agree. Returns ``record``, superseded if it lost."""
+    if record.kind not in SUPERSEDABLE_KINDS or not record.key:
+        return record
+    yield from plan_sync(ctx.store, ctx.index)
+    actives = {*key_superseded(ctx, record), record.id}
+    if len(actives) == 1:
+        return record
+    winner = max(actives)
+    losers = yield from plan_fresh_active(ctx, sorted(actives - {winner}))
+    yield from plan_commit_new(ctx, [], [superseded_value(o, winner, now) for o in losers])
+    if winner == record.id:
+        return record
+    return record.model_copy(update={"status": "superseded", "superseded_by": winner,
+                                     "superseded_at": now})
 
 
 def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
