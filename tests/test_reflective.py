@@ -269,6 +269,7 @@ def test_two_reflections_of_one_window_write_one_record(
     assert len({r.reflection.id for r in results}) == 1
     (kept,) = memory.profile("alice").reflective.reflections()
     assert kept.since is None
+    assert len(learnings(memory)) == 1  # the same key: the racing writers settle to one
     store.close()
 
 
