@@ -53,3 +53,20 @@ def test_bad_links_are_refused(memory: AgentMemory, channel: str, contact: str,
                                message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         memory.profile("agent:concierge").link_contact(channel, contact)
+
+
+def test_links_go_through_export_and_import(memory: AgentMemory, tmp_path: Any) -> None:
+    from langmem_edge.memory.transfer import export_jsonl, import_jsonl
+
+    agent = memory.profile("agent:concierge")
+    agent.link_contact("telegram:123", "ana")
+    agent.link_contact("email:ana@example.com", "ana")
+    dump = tmp_path / "links.jsonl"
+    assert export_jsonl(memory, dump).counts["contact_link"] == 2
+    target = AgentMemory(InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64),
+                                              "fields": ["text"]}))
+    assert import_jsonl(target, dump).written["contact_link"] == 2
+    moved = target.profile("agent:concierge")
+    assert moved.contact_for("telegram:123") == moved.contact_for("email:ana@example.com") \
+        == "ana"
+    assert import_jsonl(target, dump).written.get("contact_link", 0) == 0  # idempotent

@@ -18,6 +18,7 @@ writes it into another (or the same) ``AgentMemory``. Both read and write throug
     {"type": "reflection", "profile": "alice", "key": "<reflection id>", "value": {...}}
     {"type": "document", "profile": "alice", "key": "<document id>", "value": {...}}
     {"type": "document_text", "profile": "alice", "document_id": "...", "key": "000000", ...}
+    {"type": "contact_link", "profile": "alice", "key": "telegram:123", "value": {...}}
     {"type": "end", "lines": 42, "counts": {"memory": 10, ...}}
 
 Every line between the header and the end line is one store item of a profile: its record
@@ -146,6 +147,7 @@ RECORD_TYPES: dict[str, RecordType] = {
     "reflection": RecordType("reflection", ("reflective", "reflections"), record=Reflection),
     "document_text": RecordType("document_text", ("documents", "texts"), "document_id"),
     "document": RecordType("document", ("documents", "records"), record=Document),
+    "contact_link": RecordType("contact_link", ("contacts",)),
     "memory": RecordType("memory", ("memories",), record=MemoryRecord),
 }
 """The record types of format version 1, in the order an import writes them (memories
@@ -153,7 +155,7 @@ last, once the messages they cite are there). The reflective tier's leases are t
 and not exported."""
 
 EXPORT_ORDER = ("memory", "access", "session", "message", "overlay", "working", "goal",
-                "reflection", "document", "document_text")
+                "reflection", "document", "document_text", "contact_link")
 """The order of the lines of one profile in an export."""
 
 

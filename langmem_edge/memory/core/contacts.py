@@ -10,7 +10,7 @@ Each link is one item under ``(*R, "contacts")`` (:attr:`ProfileLayout.contacts
 <langmem_edge.memory.core.layout.ProfileLayout.contacts>`), key = the channel id, value
 ``{"profile", "channel", "contact"}``, never embedded. Linking again moves the id to the new
 contact (the last write wins); an id never linked is its own contact. Deleting the profile
-deletes its links.
+deletes its links; export carries them (``contact_link`` lines).
 """
 
 from __future__ import annotations
