@@ -471,3 +471,67 @@ def test_searching_counts_no_access(memory: AgentMemory, seeded: Any) -> None:
         app.state.memory.flush()
         assert AgentMemory(memory.store).profile("user:alice").get(theme.id).access_count \
             == expected
+
+
+# -- documents -------------------------------------------------------------------------------
+
+
+class _Poisoned(FakeEmbeddings):
+    """Fake embeddings that fail on any text saying POISON (a document whose embedding
+    fails)."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if any("POISON" in t for t in texts):
+            raise RuntimeError("the embedder refused this text")
+        return super().embed_documents(texts)
+
+
+def test_documents_page_lists_statuses_searches_and_deletes() -> None:
+    store = InMemoryStore(index={"dims": DIMS, "embed": _Poisoned(DIMS), "fields": ["text"]})
+    memory = AgentMemory(store)
+    alice = memory.profile("user:alice")
+    handbook = alice.add_document("Refunds are paid within 14 days of a return.\n\n"
+                                  "Shipping to Portugal takes three days.",
+                                  name="handbook.md", wait=True)
+    broken = alice.add_document("POISON in every line", name=SCRIPT, wait=True)
+    assert (handbook.status, broken.status) == ("ready", "failed")
+    with TestClient(create_app(memory), base_url=BASE) as client:
+        page = client.get("/documents", params={"p": "user:alice"})
+        assert page.status_code == 200
+        assert "handbook.md" in page.text and "ready" in page.text
+        assert "failed" in page.text and "the embedder refused this text" in page.text
+        assert SCRIPT not in page.text and "&lt;script&gt;" in page.text  # the name is text
+        assert 'href="/documents?p=user%3Aalice"' in client.get(
+            "/profile", params={"p": "user:alice"}).text  # a tab of every profile page
+
+        found = client.get("/documents", params={"p": "user:alice", "q": "refund days"})
+        assert "Refunds are paid within 14 days" in found.text
+        assert "POISON" not in found.text.split('id="documents"')[0]  # only ready ones
+
+        csrf = _csrf(client, "/documents?p=user%3Aalice")
+        refused = client.post("/documents/delete", data={"p": "user:alice", "id": handbook.id},
+                              follow_redirects=False)
+        assert refused.status_code == 403  # no CSRF token
+        assert alice.get_document(handbook.id) is not None
+        done = client.post("/documents/delete", follow_redirects=False,
+                           data={"p": "user:alice", "id": handbook.id, CSRF_FIELD: csrf})
+        assert done.status_code == 303
+        assert "Deleted document" in client.get(done.headers["location"]).text
+    assert alice.get_document(handbook.id) is None
+    assert alice.search_documents("refund days") == []
+    assert [d.id for d in alice.list_documents()] == [broken.id]
+
+
+def test_documents_page_pages_by_cursor(memory: AgentMemory) -> None:
+    alice = memory.profile("user:alice")
+    added = [alice.add_document(f"Document number {i} about topic {i}", name=f"doc-{i}",
+                                wait=True) for i in range(5)]
+    seen: list[str] = []
+    with TestClient(create_app(memory), base_url=BASE) as client:
+        url: str | None = "/documents?p=user%3Aalice&limit=2"
+        while url:
+            page = client.get(url)
+            seen += re.findall(r'<tr data-document="([^"]+)"', page.text)
+            nxt = re.search(r'<a rel="next" id="next-page" href="([^"]+)"', page.text)
+            url = unescape(nxt.group(1)) if nxt else None
+    assert sorted(seen) == sorted(d.id for d in added) and len(seen) == 5

@@ -26,7 +26,7 @@ from langmem_edge.errors import (
     LangmemEdgeError,
     NotFoundError,
 )
-from langmem_edge.inspector import actions, pages
+from langmem_edge.inspector import actions, documents, pages
 from langmem_edge.inspector.rendering import render, templates
 from langmem_edge.inspector.security import LOOPBACK_HOSTS, SECRET_BYTES, CsrfError, Guard
 from langmem_edge.memory import AgentMemory
@@ -54,6 +54,9 @@ ROUTES = [
     Route("/session/delete", actions.delete_session, methods=["POST"], name="delete_session"),
     Route("/jobs/consolidate", actions.consolidate, methods=["POST"], name="consolidate"),
     Route("/jobs/reflect", actions.reflect, methods=["POST"], name="reflect"),
+    Route("/documents", documents.documents, name="documents"),
+    Route("/documents/delete", documents.delete_document, methods=["POST"],
+          name="delete_document"),
 ]
 """Every page (GET) and action (POST)."""
 

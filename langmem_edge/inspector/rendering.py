@@ -23,9 +23,8 @@ SECTIONS = (
     ("working", "/working", "Working"),
     ("reflective", "/reflective", "Reflections & goals"),
     ("summary", "/summary", "Summary"),
+    ("documents", "/documents", "Documents"),
     ("jobs", "/jobs", "Consolidate & reflect"),
-    # ("documents", "/documents", "Documents"): the documents page is built separately;
-    # its routes go in a module of its own, added to app.ROUTES and here.
 )
 """The tabs of a profile's pages: (name, path, title)."""
 
