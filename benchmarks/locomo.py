@@ -227,6 +227,20 @@ class VectorCache:
         return out / np.where(norms == 0, 1.0, norms)
 
 
+def field_matrix(
+    vectors: VectorCache, values: dict[str, dict[str, str]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One row per indexed field of every item (normalised vectors) and, per row, the number
+    of the item it belongs to (for a max over an item's fields, as ``InMemoryStore``)."""
+    owners: list[int] = []
+    texts: list[str] = []
+    for n, value in enumerate(values.values()):
+        for text in value.values():
+            owners.append(n)
+            texts.append(text)
+    return vectors.get(texts), np.asarray(owners)
+
+
 # --------------------------------------------------------------------------- backends
 
 
@@ -258,14 +272,7 @@ class CoreBackend:
         self.ids = list(values)
         self.timing.ingest.append(time.perf_counter() - start)
         if self.vectors is not None:
-            owners: list[int] = []
-            texts: list[str] = []
-            for n, value in enumerate(values.values()):
-                for text in value.values():
-                    owners.append(n)
-                    texts.append(text)
-            self.matrix = self.vectors.get(texts)
-            self.owners = np.asarray(owners)
+            self.matrix, self.owners = field_matrix(self.vectors, values)
 
     def rank(self, question: str, depth: int) -> Rankings:
         out: Rankings = {}
