@@ -429,9 +429,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.store or args.profile:
         import locomo_paths
 
-        fusion = results["fusion tuned (rrf_k, vector weight, context weight)"]
+        best = dict(results["fusion tuned (rrf_k, vector weight, context weight)"].best)
         if args.store:
-            out["store"] = locomo_paths.store_path(convs, vectors, fusion, core=channels)
+            configs = {f"CV in-sample best {best}": locomo_paths.hybrid_config(
+                rrf_k=best["rrf_k"], vw=best["vw"], cw=best["cw"])}
+            out["store"] = locomo_paths.store_path(convs, vectors, configs)
         if args.profile:
             out["profile"] = locomo_paths.profile_path(convs, vectors)
     return out

@@ -70,31 +70,27 @@ def store_values(conv: Conversation, *, context_style: str = "text") -> dict[str
     return values
 
 
+def hybrid_config(*, rrf_k: float, vw: float, cw: float) -> dict[str, Any]:
+    """The store's :class:`HybridConfig` for the harness's knobs (``rrf_k``, vector weight,
+    context weight)."""
+    return {"weights": {"vector": vw, "keyword": 1.0, "key": 1.5}, "rrf_k": rrf_k,
+            "keyword": {"field_weights": {"context": cw}}}
+
+
 def store_path(
     convs: Sequence[Conversation],
     vectors: VectorCache,
-    fusion: Any,
+    configs: Mapping[str, Mapping[str, Any]],
     *,
-    core: Mapping[str, Any] | None = None,
     context_styles: Sequence[str] = ("text", "documents"),
     limits: Sequence[int] = (RESULTS, DEFAULT_CHANNEL_DEPTH),
 ) -> dict[str, Any]:
-    """Path (a) with the in-sample best fusion config and with ``CONVERSATION_HYBRID``,
-    beside the in-process figure of the same config (``core``), to check they agree."""
+    """Path (a): ``store.search(limit=...)`` for each labelled store config, context style
+    and limit (recall@k read from the first k of each result list)."""
     from langgraph.store.base import PutOp
 
-    from langmem_edge.retrieval import CONVERSATION_HYBRID
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
 
-    best = dict(fusion.best)
-    configs = {
-        "CONVERSATION_HYBRID": dict(CONVERSATION_HYBRID),
-        f"CV best {best}": {
-            "weights": {"vector": best["vw"], "keyword": 1.0, "key": 1.5},
-            "rrf_k": best["rrf_k"],
-            "keyword": {"field_weights": {"context": best["cw"]}},
-        },
-    }
     out: dict[str, Any] = {}
     embed = DiskCachedEmbeddings(vectors)
     for label, cfg in configs.items():
@@ -226,3 +222,51 @@ def profile_path(
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python benchmarks/locomo_paths.py [PATH] [--store] [--profile]``: the user paths with
+    ``CONVERSATION_HYBRID`` (and ``--rrf-k/--vw/--cw`` for a second store config)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from locomo import DEFAULT_PATH, load
+
+    from langmem_edge.retrieval import CONVERSATION_HYBRID
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
+    parser.add_argument("--store", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--rrf-k", type=float)
+    parser.add_argument("--vw", type=float, default=0.5)
+    parser.add_argument("--cw", type=float, default=0.5)
+    parser.add_argument("--styles", default="text,documents")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    convs = load(args.path)
+    vectors = VectorCache()
+    out: dict[str, Any] = {}
+    if args.store:
+        configs: dict[str, Mapping[str, Any]] = {"CONVERSATION_HYBRID": CONVERSATION_HYBRID}
+        if args.rrf_k is not None:
+            configs[f"rrf_k {args.rrf_k}, vector {args.vw}, context {args.cw}"] = (
+                hybrid_config(rrf_k=args.rrf_k, vw=args.vw, cw=args.cw))
+        out["store"] = store_path(convs, vectors, configs,
+                                  context_styles=args.styles.split(","))
+    if args.profile:
+        out["profile"] = profile_path(convs, vectors)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    from pathlib import Path
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()
