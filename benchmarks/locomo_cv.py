@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import re
 import statistics
 import sys
 import time
@@ -61,6 +60,7 @@ from locomo import (  # noqa: E402
     load,
 )
 
+from langmem_edge.memory.episodic.recall import temporal_ranking  # noqa: E402
 from langmem_edge.retrieval import KeywordIndex, KeywordRow, encode_document  # noqa: E402
 from langmem_edge.retrieval.config import DEFAULT_CHANNEL_DEPTH  # noqa: E402
 from langmem_edge.retrieval.fusion import rrf_fuse  # noqa: E402
@@ -182,29 +182,6 @@ def product_grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- signals
-
-
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")
-_TIME_WORD = re.compile(r"\b(" + "|".join(MONTHS) + r"|(?:19|20)\d\d)\b")
-
-
-def time_words(text: str) -> frozenset[str]:
-    """Capitalised month names and years in ``text`` (``"in May 2023"`` -> May, 2023).
-
-    Case-sensitive on purpose: lower-case "may" is the verb."""
-    return frozenset(_TIME_WORD.findall(text))
-
-
-def temporal_ranking(
-    question: str, dates: Mapping[str, str], ranked: Sequence[tuple[str, float]]
-) -> list[tuple[str, float]]:
-    """The temporal channel: ``ranked`` (another channel's list) kept to the turns whose
-    session date carries every time word of the question; empty without time words."""
-    words = time_words(question)
-    if not words:
-        return []
-    return [(i, s) for i, s in ranked if words <= time_words(dates.get(i, ""))]
 
 
 def keyword_fields(conv: Conversation, *, split: bool) -> dict[str, dict[str, str]]:

@@ -16,6 +16,8 @@ from langmem_edge.memory.episodic.recall import (
     fuse_messages,
     message_fields,
     message_keyword_ranking,
+    temporal_ranking,
+    time_words,
 )
 from langmem_edge.memory.episodic.tier import EpisodicTier
 from langmem_edge.retrieval.text import default_analyzer
@@ -133,3 +135,12 @@ def test_keyword_only_store_without_index_still_ranks() -> None:
     tier.add_messages(TALK, "s1")
     found = tier.recall_conversation("pottery", scope="all")
     assert [m.content for m in found][0] == "I started a pottery class"
+
+
+def test_time_words_and_temporal_channel() -> None:
+    assert time_words("What did she do in May 2023?") == frozenset({"May", "2023"})
+    assert time_words("What may she like?") == frozenset()  # the verb is not a month
+    dates = {"a": "1:56 pm on 8 May, 2023", "b": "2:00 pm on 3 June, 2023"}
+    ranked = [("b", 2.0), ("a", 1.0)]
+    assert temporal_ranking("What happened in May?", dates, ranked) == [("a", 1.0)]
+    assert temporal_ranking("What happened?", dates, ranked) == []

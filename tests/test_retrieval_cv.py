@@ -71,15 +71,6 @@ def test_product_grid(cv) -> None:  # type: ignore[no-untyped-def]
     assert cv.product_grid(a=(1, 2), b=("x",)) == [{"a": 1, "b": "x"}, {"a": 2, "b": "x"}]
 
 
-def test_time_words_and_temporal_channel(cv) -> None:  # type: ignore[no-untyped-def]
-    assert cv.time_words("What did she do in May 2023?") == frozenset({"May", "2023"})
-    assert cv.time_words("What may she like?") == frozenset()  # the verb is not a month
-    dates = {"a": "1:56 pm on 8 May, 2023", "b": "2:00 pm on 3 June, 2023"}
-    ranked = [("b", 2.0), ("a", 1.0)]
-    assert cv.temporal_ranking("What happened in May?", dates, ranked) == [("a", 1.0)]
-    assert cv.temporal_ranking("What happened?", dates, ranked) == []
-
-
 def _sample() -> list[dict[str, Any]]:
     turns = [
         {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex."},

@@ -21,6 +21,7 @@ is the result.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
@@ -30,7 +31,37 @@ from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.fusion import rrf_fuse
 from langmem_edge.retrieval.text import Analyzer
 
-__all__ = ["fuse_messages", "message_fields", "message_keyword_ranking"]
+__all__ = [
+    "fuse_messages",
+    "message_fields",
+    "message_keyword_ranking",
+    "temporal_ranking",
+    "time_words",
+]
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+"""Month names the temporal channel reads in a query (capitalised: lower-case "may" is the
+verb)."""
+_TIME_WORD = re.compile(r"\b(" + "|".join(MONTHS) + r"|(?:19|20)\d\d)\b")
+
+
+def time_words(text: str) -> frozenset[str]:
+    """Capitalised month names and four-digit years in ``text``
+    (``"in May 2023"`` -> ``{"May", "2023"}``)."""
+    return frozenset(_TIME_WORD.findall(text))
+
+
+def temporal_ranking(
+    query: str, days: Mapping[str, str], ranked: Sequence[tuple[str, float]]
+) -> list[tuple[str, float]]:
+    """The temporal channel: ``ranked`` (the keyword ranking) kept to the messages whose day
+    (``days``: key -> ``"8 May 2023"``) carries every month and year the query names; empty
+    when the query names none."""
+    words = time_words(query)
+    if not words:
+        return []
+    return [(k, s) for k, s in ranked if words <= time_words(days.get(k, ""))]
 
 
 def _day(ts: str | None) -> str:
@@ -92,9 +123,13 @@ def fuse_messages(
     vector_weight: float,
     rrf_k: float,
     limit: int,
+    temporal: Sequence[tuple[str, float]] = (),
+    temporal_weight: float = 0.0,
 ) -> list[tuple[str, float]]:
-    """Weighted RRF of the keyword (weight 1) and vector rankings: ``(key, fused score)``."""
-    hits = rrf_fuse({"keyword": keyword, "vector": vector},
-                    weights={"keyword": 1.0, "vector": vector_weight if vector else 0.0},
+    """Weighted RRF of the keyword (weight 1), vector and temporal rankings:
+    ``(key, fused score)``."""
+    hits = rrf_fuse({"keyword": keyword, "vector": vector, "temporal": temporal},
+                    weights={"keyword": 1.0, "vector": vector_weight if vector else 0.0,
+                             "temporal": temporal_weight if temporal else 0.0},
                     rrf_k=rrf_k, limit=limit)
     return [(h.id, h.score) for h in hits]
