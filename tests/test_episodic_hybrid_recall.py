@@ -144,3 +144,15 @@ def test_time_words_and_temporal_channel() -> None:
     ranked = [("b", 2.0), ("a", 1.0)]
     assert temporal_ranking("What happened in May?", dates, ranked) == [("a", 1.0)]
     assert temporal_ranking("What happened?", dates, ranked) == []
+
+
+def test_temporal_channel_lifts_messages_of_the_named_month(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    tier.add_messages([{"role": "user", "content": "a pottery class",
+                        "timestamp": "2024-02-01T10:00:00"}], "s2")
+    tier.add_messages(TALK, "s1")
+    found = tier.recall_conversation("pottery in May", scope="all", limit=2)
+    assert found[0].content == "I started a pottery class"  # 8 May 2023
+    off = EpisodicTier(store, ROOT, config=EpisodicConfig(recall_temporal_weight=0.0,
+                                                          recall_date_weight=0.0))
+    assert off.recall_conversation("pottery in May", scope="all", limit=2)

@@ -131,6 +131,9 @@ class EpisodicConfig(BaseModel):
     """Hybrid recall: RRF weight of the vector ranking (the keyword ranking weighs 1)."""
     recall_rrf_k: float = Field(10.0, ge=0.0)
     """Hybrid recall: RRF constant (small: each channel's first ranks dominate)."""
+    recall_temporal_weight: float = Field(1.0, ge=0.0)
+    """Hybrid recall: RRF weight of the temporal channel (messages on a day whose month and
+    year the query names); 0 turns it off."""
     recall_depth: int = Field(50, ge=1)
     """Hybrid recall: results each channel hands to fusion."""
 

@@ -109,6 +109,7 @@ from langmem_edge.memory.episodic.recall import (
     fuse_messages,
     message_fields,
     message_keyword_ranking,
+    temporal_ranking,
 )
 from langmem_edge.memory.episodic.rules import rule_based_memories
 from langmem_edge.retrieval.bm25 import BM25Index
@@ -363,13 +364,17 @@ class EpisodicTier:
         docs = [d for d in docs if d.value.get("profile") == self.profile]
         by_key = {d.key: d for d in docs} | {it.key: it for it in near
                                              if it.value.get("profile") == self.profile}
+        fields = message_fields(docs, context_turns=cfg.recall_context_turns)
         keyword = message_keyword_ranking(
-            query, message_fields(docs, context_turns=cfg.recall_context_turns),
-            analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b, limit=depth,
-            field_weights={"context": cfg.recall_context_weight,
-                           "name": cfg.recall_name_weight, "date": cfg.recall_date_weight})
+            query, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
+            limit=depth, field_weights={"context": cfg.recall_context_weight,
+                                        "name": cfg.recall_name_weight,
+                                        "date": cfg.recall_date_weight})
+        days = {key: f.get("date", "") for key, f in fields.items()}
         fused = fuse_messages(keyword, vector, vector_weight=cfg.recall_vector_weight,
-                              rrf_k=cfg.recall_rrf_k, limit=limit)
+                              rrf_k=cfg.recall_rrf_k, limit=limit,
+                              temporal=temporal_ranking(query, days, keyword),
+                              temporal_weight=cfg.recall_temporal_weight)
         return [StoredMessage.from_value(key, by_key[key].value, score=score)
                 for key, score in fused]
 
