@@ -385,6 +385,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                "+ temporal channel (weight tuned, 0 = off)": "temporal",
                "+ second round for multi-hop (weight tuned, 0 = off)": "round2"}
     for name, (how, grid) in experiment_grids().items():
+        if args.skip and any(word in name for word in args.skip):
+            continue
         start = time.perf_counter()
         results[name] = cross_validate(grid, evaluator(channels, how), ids)
         took = time.perf_counter() - start
@@ -425,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--profile", action="store_true",
                         help="also run path (b): Profile.recall_conversation")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--skip", action="append", default=[],
+                        help="leave out the rows whose name contains this (repeatable)")
     args = parser.parse_args(argv)
     out = run(args)
     if args.json:

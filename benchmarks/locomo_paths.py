@@ -167,9 +167,12 @@ def conversation_messages(conv: Conversation) -> dict[int, list[dict[str, Any]]]
 
 
 def profile_path(
-    convs: Sequence[Conversation], vectors: VectorCache, *, modes: Sequence[str] | None = None
+    convs: Sequence[Conversation], vectors: VectorCache, *, modes: Sequence[str] | None = None,
+    extract: bool = True,
 ) -> dict[str, Any]:
-    """Path (b): ``Profile.recall_conversation`` on ingested messages, in each mode."""
+    """Path (b): ``Profile.recall_conversation`` on ingested messages, in each mode.
+    ``extract=False`` stores the messages with the profile's episodic tier's
+    ``add_messages`` (no memory extraction: the same messages, much faster to write)."""
     from langmem_edge import AgentMemory
     from langmem_edge.memory.episodic.messages import message_id
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
@@ -189,7 +192,10 @@ def profile_path(
             turns = {s: [t for t in conv.turns if t.session == s] for s in by_session}
             for s, messages in by_session.items():
                 sid = f"session_{s}"
-                profile.ingest(messages, session_id=sid)
+                if extract:
+                    profile.ingest(messages, session_id=sid)
+                else:
+                    profile._episodic().add_messages(messages, sid)
                 for t, m in zip(turns[s], messages, strict=True):
                     back.setdefault(message_id(sid, m["role"], m["content"]), t.dia_id)
             backs[conv.sample_id] = back
@@ -239,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
     parser.add_argument("--store", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-extract", action="store_true",
+                        help="path (b) stores messages without memory extraction")
     parser.add_argument("--rrf-k", type=float)
     parser.add_argument("--vw", type=float, default=0.5)
     parser.add_argument("--cw", type=float, default=0.5)
@@ -256,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         out["store"] = store_path(convs, vectors, configs,
                                   context_styles=args.styles.split(","))
     if args.profile:
-        out["profile"] = profile_path(convs, vectors)
+        out["profile"] = profile_path(convs, vectors, extract=not args.no_extract)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, default=str))
 
