@@ -83,7 +83,11 @@ def test_fusion_weighs_the_vector_list_and_survives_without_it() -> None:
 
 
 def test_default_mode_is_hybrid() -> None:
-    assert EpisodicConfig().recall_mode == "hybrid"
+    cfg = EpisodicConfig()
+    assert cfg.recall_mode == "hybrid"
+    assert (cfg.recall_rrf_k, cfg.recall_vector_weight, cfg.recall_context_weight) == (
+        5.0, 0.5, 0.5)  # the cross-validated choice (docs/retrieval.md)
+    assert cfg.recall_temporal_weight == 0.0
     memory = AgentMemory(InMemoryStore())
     assert memory.config.episodic.recall_mode == "hybrid"
 
@@ -151,8 +155,17 @@ def test_temporal_channel_lifts_messages_of_the_named_month(store: BaseStore) ->
     tier.add_messages([{"role": "user", "content": "a pottery class",
                         "timestamp": "2024-02-01T10:00:00"}], "s2")
     tier.add_messages(TALK, "s1")
-    found = tier.recall_conversation("pottery in May", scope="all", limit=2)
+    on = EpisodicTier(store, ROOT, config=EpisodicConfig(recall_temporal_weight=1.0))
+    found = on.recall_conversation("pottery in May", scope="all", limit=2)
     assert found[0].content == "I started a pottery class"  # 8 May 2023
     off = EpisodicTier(store, ROOT, config=EpisodicConfig(recall_temporal_weight=0.0,
                                                           recall_date_weight=0.0))
     assert off.recall_conversation("pottery in May", scope="all", limit=2)
+
+
+def test_conversation_preset_is_the_cross_validated_choice() -> None:
+    from langmem_edge.retrieval import CONVERSATION_HYBRID
+
+    assert CONVERSATION_HYBRID["rrf_k"] == 5.0
+    assert CONVERSATION_HYBRID["weights"]["vector"] == 0.5
+    assert CONVERSATION_HYBRID["keyword"]["field_weights"] == {"context": 0.5}

@@ -129,11 +129,11 @@ class EpisodicConfig(BaseModel):
     """Hybrid recall: BM25F weight of the message's day (``"8 May 2023"``)."""
     recall_vector_weight: float = Field(0.5, ge=0.0)
     """Hybrid recall: RRF weight of the vector ranking (the keyword ranking weighs 1)."""
-    recall_rrf_k: float = Field(10.0, ge=0.0)
+    recall_rrf_k: float = Field(5.0, ge=0.0)
     """Hybrid recall: RRF constant (small: each channel's first ranks dominate)."""
-    recall_temporal_weight: float = Field(1.0, ge=0.0)
+    recall_temporal_weight: float = Field(0.0, ge=0.0)
     """Hybrid recall: RRF weight of the temporal channel (messages on a day whose month and
-    year the query names); 0 turns it off."""
+    year the query names); 0 (the default: it gained nothing cross-validated) turns it off."""
     recall_depth: int = Field(50, ge=1)
     """Hybrid recall: results each channel hands to fusion."""
 
