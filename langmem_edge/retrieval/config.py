@@ -127,7 +127,8 @@ ranks dominate, and half weight on vectors keeps them as a tie-breaker. Chosen b
 leave-one-conversation-out cross-validation (``benchmarks/locomo_cv.py``: every fold chose
 ``rrf_k`` 5, vector 0.5, context 0.5): 0.718 / 0.805 at @5 / @10 held out (``rrf_k`` 10, the
 earlier preset: 0.704 / 0.807). The ``context`` field weight applies when items carry
-neighbouring text in a ``context`` field. Measured on one benchmark: check it on your data with ``explain_search``."""
+neighbouring text in a ``context`` field. Measured on one benchmark: check it on your data
+with ``explain_search``."""
 
 
 def _number(name: str, value: Any, *, low: float = 0.0, high: float = math.inf) -> float:
