@@ -40,6 +40,7 @@ text hash in ``/tmp/langmem_edge_bench/`` so a rerun embeds nothing.
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import json
 import re
@@ -194,16 +195,38 @@ def item_values(
 # --------------------------------------------------------------------------- embeddings
 
 
+SAVE_EVERY = 2000
+"""New vectors that make :class:`VectorCache` rewrite its file at once."""
+SAVE_SECONDS = 60.0
+"""Seconds after which any new vector makes :class:`VectorCache` rewrite its file."""
+
+
 class VectorCache:
-    """Embeddings by sha256 of the text, persisted in one ``.npz`` under /tmp."""
+    """Embeddings by sha256 of the text, persisted in one ``.npz`` under /tmp (keyed by the
+    model's name and the text's hash), written in bulk and at exit."""
 
     def __init__(self, name: str = "all-minilm-l6-v2") -> None:
         self.path = CACHE_DIR / f"embeddings-{name}.npz"
         self.vectors: dict[str, np.ndarray] = {}
         self.embed_seconds = 0.0
+        self._unsaved = 0
+        self._saved_at = time.monotonic()
+        atexit.register(self.save)
         if self.path.exists():
             z = np.load(self.path)
             self.vectors = dict(zip(z["keys"].tolist(), z["vectors"], strict=True))
+
+    def save(self) -> None:
+        """Write the cache file if vectors were added since the last save (also at exit)."""
+        if not self._unsaved:
+            return
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(list(self.vectors)),
+                 vectors=np.stack(list(self.vectors.values())))
+        tmp.replace(self.path)
+        self._unsaved = 0
+        self._saved_at = time.monotonic()
 
     @staticmethod
     def _h(text: str) -> str:
@@ -219,12 +242,26 @@ class VectorCache:
             self.embed_seconds += time.perf_counter() - start
             for text, vec in zip(missing, vecs, strict=True):
                 self.vectors[self._h(text)] = np.asarray(vec, dtype=np.float32)
-            CACHE_DIR.mkdir(parents=True, exist_ok=True)
-            np.savez(self.path, keys=np.array(list(self.vectors)),
-                     vectors=np.stack(list(self.vectors.values())))
+            self._unsaved += len(missing)
+            if self._unsaved >= SAVE_EVERY or time.monotonic() - self._saved_at > SAVE_SECONDS:
+                self.save()
         out = np.stack([self.vectors[self._h(t)] for t in texts]).astype(np.float64)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1.0, norms)
+
+
+def field_matrix(
+    vectors: VectorCache, values: dict[str, dict[str, str]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One row per indexed field of every item (normalised vectors) and, per row, the number
+    of the item it belongs to (for a max over an item's fields, as ``InMemoryStore``)."""
+    owners: list[int] = []
+    texts: list[str] = []
+    for n, value in enumerate(values.values()):
+        for text in value.values():
+            owners.append(n)
+            texts.append(text)
+    return vectors.get(texts), np.asarray(owners)
 
 
 # --------------------------------------------------------------------------- backends
@@ -258,14 +295,7 @@ class CoreBackend:
         self.ids = list(values)
         self.timing.ingest.append(time.perf_counter() - start)
         if self.vectors is not None:
-            owners: list[int] = []
-            texts: list[str] = []
-            for n, value in enumerate(values.values()):
-                for text in value.values():
-                    owners.append(n)
-                    texts.append(text)
-            self.matrix = self.vectors.get(texts)
-            self.owners = np.asarray(owners)
+            self.matrix, self.owners = field_matrix(self.vectors, values)
 
     def rank(self, question: str, depth: int) -> Rankings:
         out: Rankings = {}

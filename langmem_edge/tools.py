@@ -274,7 +274,7 @@ def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
     def recall_conversation(
         query: str,
         runtime: ToolRuntime,
-        mode: Literal["semantic", "keyword"] = "semantic",
+        mode: Literal["hybrid", "semantic", "keyword"] = "hybrid",
         limit: int = CONVERSATION_LIMIT,
         role: Literal["user", "assistant", "system", "tool"] | None = None,
         scope: Literal["contact", "conversation", "all"] = "contact",
@@ -283,7 +283,8 @@ def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
 
         Args:
             query: What to look for.
-            mode: "semantic" to search by meaning, "keyword" for exact words (names, codes).
+            mode: "hybrid" (default) for meaning and words together, "semantic" to search
+                by meaning only, "keyword" for exact words only (names, codes).
             limit: How many messages to return at most.
             role: Only messages of this role.
             scope: "contact": conversations with the person you are talking to;

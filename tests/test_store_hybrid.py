@@ -187,7 +187,7 @@ def test_conversation_preset_is_a_valid_store_config(tmp_path: Any) -> None:
         hybrid=CONVERSATION_HYBRID,
         index={"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text", "context"]},
     )
-    assert store.hybrid_config["rrf_k"] == 10.0
+    assert store.hybrid_config["rrf_k"] == 5.0
     store.put(("c",), "t1", {"text": "we adopted a puppy", "context": "talking about pets"})
     store.put(("c",), "t2", {"text": "the weather is nice", "context": "we adopted a puppy"})
     assert [r.key for r in store.search(("c",), query="adopted puppy", limit=2)] == ["t1", "t2"]

@@ -498,17 +498,18 @@ class Profile(DocumentMethods):
         """Async :meth:`ingest`."""
         return await run_async(self._ingest_plan(messages, session_id, contact, writer))
 
-    def recall_conversation(self, query: str, *, mode: Mode = "semantic",
+    def recall_conversation(self, query: str, *, mode: Mode | None = None,
                             limit: int | None = None, role: str | None = None,
                             scope: Scope = "contact", session_id: str | None = None,
                             contact: str | None = None) -> builtins.list[StoredMessage]:
         """Search this profile's raw messages (``EpisodicTier.recall_conversation``: ``mode``
-        semantic or keyword, ``scope`` contact, conversation or all)."""
+        hybrid (the default: vector fused with BM25 over each message and its neighbours),
+        semantic or keyword; ``scope`` contact, conversation or all)."""
         return self._episodic().recall_conversation(
             query, mode=mode, limit=limit, role=role, scope=scope,
             session_id=session_id, contact=contact)
 
-    async def arecall_conversation(self, query: str, *, mode: Mode = "semantic",
+    async def arecall_conversation(self, query: str, *, mode: Mode | None = None,
                                    limit: int | None = None, role: str | None = None,
                                    scope: Scope = "contact", session_id: str | None = None,
                                    contact: str | None = None) -> builtins.list[StoredMessage]:

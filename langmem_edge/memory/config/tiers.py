@@ -3,7 +3,7 @@ and consolidation jobs'. Re-exported by :mod:`langmem_edge.memory.config`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -116,6 +116,26 @@ class EpisodicConfig(BaseModel):
     """BM25 term-frequency saturation."""
     bm25_b: float = Field(0.75, ge=0.0, le=1.0)
     """BM25 length normalisation."""
+    recall_mode: Literal["hybrid", "semantic", "keyword"] = "hybrid"
+    """``recall_conversation``'s default mode: ``"hybrid"`` fuses the store's vector ranking
+    with BM25 over each message and its neighbours (``memory/episodic/recall.py``)."""
+    recall_context_turns: int = Field(2, ge=0)
+    """Hybrid recall: neighbouring messages each side (same session) scored with a message."""
+    recall_context_weight: float = Field(0.5, ge=0.0)
+    """Hybrid recall: BM25F weight of the neighbours' words (a message's own words weigh 1)."""
+    recall_name_weight: float = Field(1.0, ge=0.0)
+    """Hybrid recall: BM25F weight of the speaker's ``name``."""
+    recall_date_weight: float = Field(1.0, ge=0.0)
+    """Hybrid recall: BM25F weight of the message's day (``"8 May 2023"``)."""
+    recall_vector_weight: float = Field(0.5, ge=0.0)
+    """Hybrid recall: RRF weight of the vector ranking (the keyword ranking weighs 1)."""
+    recall_rrf_k: float = Field(5.0, ge=0.0)
+    """Hybrid recall: RRF constant (small: each channel's first ranks dominate)."""
+    recall_temporal_weight: float = Field(0.0, ge=0.0)
+    """Hybrid recall: RRF weight of the temporal channel (messages on a day whose month and
+    year the query names); 0 (the default: it gained nothing cross-validated) turns it off."""
+    recall_depth: int = Field(50, ge=1)
+    """Hybrid recall: results each channel hands to fusion."""
 
     def __init__(self, **data: Any) -> None:
         try:

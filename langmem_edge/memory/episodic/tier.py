@@ -53,7 +53,9 @@ store's own ``search(query=...)`` over the messages namespace (vector or hybrid,
 does it). ``"keyword"`` fetches the messages in scope (pages of ``scan_page_size``, at most
 ``keyword_scan_limit`` rows, in the store's order) and ranks them with BM25
 (:class:`~langmem_edge.retrieval.bm25.BM25Index`, k1 1.2, b 0.75); messages without a query
-term are left out.
+term are left out. ``"hybrid"`` (the default, ``config.recall_mode``) fuses the two: the
+store's search for ``recall_depth`` messages and BM25 over the scanned messages, each scored
+with its neighbours' text, speaker and day (:mod:`.recall`), by weighted RRF.
 Scopes: ``"conversation"`` (needs ``session_id``), ``"contact"`` (messages ingested with that
 ``contact``; with no contact given it is the whole profile), ``"all"`` (the whole profile).
 
@@ -103,6 +105,12 @@ from langmem_edge.memory.episodic.messages import (
     validate_session_id,
 )
 from langmem_edge.memory.episodic.pages import page_cache_for
+from langmem_edge.memory.episodic.recall import (
+    fuse_messages,
+    message_fields,
+    message_keyword_ranking,
+    temporal_ranking,
+)
 from langmem_edge.memory.episodic.rules import rule_based_memories
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import default_analyzer
@@ -137,7 +145,7 @@ MAX_ROOT_LABEL_CHARS = 200
 T = TypeVar("T")
 
 Scope = Literal["contact", "conversation", "all"]
-Mode = Literal["semantic", "keyword"]
+Mode = Literal["hybrid", "semantic", "keyword"]
 
 
 def _mark_after(mark: int, start: int, end: int, extract: bool, confirm_later: bool) -> int:
@@ -297,13 +305,15 @@ class EpisodicTier:
                 break
         return items
 
-    def _recall_plan(self, query: str, mode: str, limit: int | None, role: str | None,
+    def _recall_plan(self, query: str, mode: str | None, limit: int | None, role: str | None,
                      scope: str, session_id: str | None, contact: str | None
                      ) -> Plan[list[StoredMessage]]:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
-        if mode not in ("semantic", "keyword"):
-            raise InvalidInputError(f"mode must be 'semantic' or 'keyword', got {mode!r}")
+        mode = self.config.recall_mode if mode is None else mode
+        if mode not in ("hybrid", "semantic", "keyword"):
+            raise InvalidInputError(
+                f"mode must be 'hybrid', 'semantic' or 'keyword', got {mode!r}")
         limit = self.config.recall_limit if limit is None else limit
         if limit < 1:
             raise InvalidInputError(f"limit must be >= 1, got {limit}")
@@ -328,6 +338,8 @@ class EpisodicTier:
             (items,) = yield StoreStep((SearchOp(prefix, filter=flt, limit=limit, query=query),))
             return [StoredMessage.from_value(it.key, it.value, score=getattr(it, "score", None))
                     for it in items if it.value.get("profile") == self.profile]
+        if mode == "hybrid":
+            return (yield from self._hybrid_plan(query, prefix, flt, limit))
         docs = yield from self._scan_plan(prefix, flt, self.config.keyword_scan_limit)
         docs = [d for d in docs if d.value.get("profile") == self.profile]
         index = BM25Index(k1=self.config.bm25_k1, b=self.config.bm25_b)
@@ -338,6 +350,33 @@ class EpisodicTier:
         ranked = sorted(((h.score, docs[int(h.id)]) for h in hits),
                         key=lambda p: (-p[0], -int(p[1].value["seq"])))
         return [StoredMessage.from_value(d.key, d.value, score=s) for s, d in ranked[:limit]]
+
+    def _hybrid_plan(self, query: str, prefix: tuple[str, ...], flt: dict[str, Any],
+                     limit: int) -> Plan[list[StoredMessage]]:
+        """The store's vector ranking fused with BM25 over each message and its neighbours
+        (:mod:`.recall`); without vector scores (a store with no index), BM25 alone."""
+        cfg = self.config
+        depth = max(cfg.recall_depth, limit)
+        (near,) = yield StoreStep((SearchOp(prefix, filter=flt, limit=depth, query=query),))
+        vector = [(it.key, float(it.score)) for it in near
+                  if it.score is not None and it.value.get("profile") == self.profile]
+        docs = yield from self._scan_plan(prefix, flt, cfg.keyword_scan_limit)
+        docs = [d for d in docs if d.value.get("profile") == self.profile]
+        by_key = {d.key: d for d in docs} | {it.key: it for it in near
+                                             if it.value.get("profile") == self.profile}
+        fields = message_fields(docs, context_turns=cfg.recall_context_turns)
+        keyword = message_keyword_ranking(
+            query, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
+            limit=depth, field_weights={"context": cfg.recall_context_weight,
+                                        "name": cfg.recall_name_weight,
+                                        "date": cfg.recall_date_weight})
+        days = {key: f.get("date", "") for key, f in fields.items()}
+        fused = fuse_messages(keyword, vector, vector_weight=cfg.recall_vector_weight,
+                              rrf_k=cfg.recall_rrf_k, limit=limit,
+                              temporal=temporal_ranking(query, days, keyword),
+                              temporal_weight=cfg.recall_temporal_weight)
+        return [StoredMessage.from_value(key, by_key[key].value, score=score)
+                for key, score in fused]
 
     def _delete_session_plan(self, session_id: str) -> Plan[int]:
         sid = validate_session_id(session_id)
@@ -449,15 +488,16 @@ class EpisodicTier:
         """Async :meth:`list_messages`."""
         return await self._arun(self._list_plan(session_id, start, limit))
 
-    def recall_conversation(self, query: str, *, mode: Mode = "semantic",
+    def recall_conversation(self, query: str, *, mode: Mode | None = None,
                             limit: int | None = None, role: str | None = None,
                             scope: Scope = "contact", session_id: str | None = None,
                             contact: str | None = None) -> list[StoredMessage]:
-        """Search raw messages (see the module docstring); each result carries ``score``."""
+        """Search raw messages (see the module docstring); each result carries ``score``.
+        ``mode`` None is ``config.recall_mode`` (``"hybrid"`` unless configured)."""
         return self._run(self._recall_plan(query, mode, limit, role, scope, session_id,
                                            contact))
 
-    async def arecall_conversation(self, query: str, *, mode: Mode = "semantic",
+    async def arecall_conversation(self, query: str, *, mode: Mode | None = None,
                                    limit: int | None = None, role: str | None = None,
                                    scope: Scope = "contact", session_id: str | None = None,
                                    contact: str | None = None) -> list[StoredMessage]:

@@ -1,0 +1,280 @@
+"""LoCoMo through the public API: the two user paths of issue 18 (used by ``locomo_cv.py``).
+
+(a) ``ChromaStore.search(namespace, query=question, limit=10)`` on items as a user writes
+    them: one namespace per conversation, one item per turn, ``text`` =
+    ``"[<session date>] <speaker>: <text>"`` (+ ``" [shares <caption>]"``), ``context`` = the
+    two turns before and after in the same session, both in ``index["fields"]``, the store
+    opened with ``ranking="hybrid"`` and a :class:`HybridConfig`.
+(b) ``Profile.recall_conversation(question, scope="all", limit=10)`` after
+    ``Profile.ingest`` of each session's turns as messages (speaker A as ``user``, B as
+    ``assistant``, the speaker's name as ``name``, the session date as ``timestamp``), on an
+    ``AgentMemory`` over a ``ChromaStore`` (vector ranking, ``fields=["text"]``), no model.
+
+Both read vectors through :class:`DiskCachedEmbeddings` (the ``/tmp`` cache of
+``locomo.VectorCache``), so only texts never seen before are embedded.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from locomo import Conversation, VectorCache, item_values, opaque_key
+
+from langmem_edge.retrieval.config import DEFAULT_CHANNEL_DEPTH
+
+RESULTS = 10
+"""What a user asks for: ``limit=10`` (recall@5 reads the first five)."""
+
+
+class DiskCachedEmbeddings(Embeddings):
+    """LangChain ``Embeddings`` reading and filling a :class:`VectorCache`."""
+
+    def __init__(self, cache: VectorCache) -> None:
+        self.cache = cache
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts`` (cached on disk by model and text hash)."""
+        return self.cache.get(texts).tolist() if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        """Vector of one query."""
+        return self.embed_documents([text])[0]
+
+
+def _summary(rows: Sequence[tuple[int, float, float]]) -> dict[str, tuple[float, float]]:
+    from locomo_cv import summarise
+
+    return summarise(rows)
+
+
+def store_values(conv: Conversation, *, context_style: str = "text") -> dict[str, dict[str, str]]:
+    """Item values of path (a). ``context_style="documents"`` writes the neighbours' whole
+    documents (date and speaker included) instead of their text (the default)."""
+    values = item_values(conv, 2)
+    if context_style == "text":
+        return values
+    turns = conv.turns
+    for i, turn in enumerate(turns):
+        near = [turns[j].document for j in range(max(0, i - 2), min(len(turns), i + 3))
+                if j != i and turns[j].session == turn.session]
+        if near:
+            values[turn.dia_id]["context"] = " ".join(near)
+    return values
+
+
+def hybrid_config(*, rrf_k: float, vw: float, cw: float) -> dict[str, Any]:
+    """The store's :class:`HybridConfig` for the harness's knobs (``rrf_k``, vector weight,
+    context weight)."""
+    return {"weights": {"vector": vw, "keyword": 1.0, "key": 1.5}, "rrf_k": rrf_k,
+            "keyword": {"field_weights": {"context": cw}}}
+
+
+def store_path(
+    convs: Sequence[Conversation],
+    vectors: VectorCache,
+    configs: Mapping[str, Mapping[str, Any]],
+    *,
+    context_styles: Sequence[str] = ("text", "documents"),
+    limits: Sequence[int] = (RESULTS, DEFAULT_CHANNEL_DEPTH),
+) -> dict[str, Any]:
+    """Path (a): ``store.search(limit=...)`` for each labelled store config, context style
+    and limit (recall@k read from the first k of each result list)."""
+    from langgraph.store.base import PutOp
+
+    from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
+
+    out: dict[str, Any] = {}
+    embed = DiskCachedEmbeddings(vectors)
+    for label, cfg in configs.items():
+        for style in context_styles:
+            folder = tempfile.mkdtemp(prefix="langmem-edge-locomo-cv-")
+            try:
+                store = ChromaStore.from_path(
+                    folder, index={"dims": 384, "embed": embed, "fields": ["text", "context"]},
+                    ranking="hybrid", hybrid=cfg)
+                backs: dict[str, dict[str, str]] = {}
+                for conv in convs:
+                    values = store_values(conv, context_style=style)
+                    store.batch([PutOp(conv.namespace, opaque_key(d), v)
+                                 for d, v in values.items()])
+                    backs[conv.sample_id] = {opaque_key(d): d for d in values}
+                for limit in limits:
+                    rows, times = [], []
+                    for conv in convs:
+                        for q in conv.questions:
+                            start = time.perf_counter()
+                            items = store.search(conv.namespace, query=q.text, limit=limit)
+                            times.append(time.perf_counter() - start)
+                            ranked = [backs[conv.sample_id][it.key] for it in items]
+                            rows.append(_row(q.category, ranked, q.evidence))
+                    name = f"{label}, context={style}, limit={limit}"
+                    out[name] = {"summary": _summary(rows),
+                                 "search_ms": 1000 * statistics.median(times)}
+                    s = out[name]["summary"]["1-5"]
+                    print(f"path (a) store.search, {name}: {s[0]:.3f} / {s[1]:.3f} "
+                          f"(search p50 {out[name]['search_ms']:.1f} ms, query embedding "
+                          "included)")
+                store.close() if hasattr(store, "close") else None
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def _row(category: int, ranked: Sequence[str], evidence: frozenset[str]
+         ) -> tuple[int, float, float]:
+    from locomo_cv import recall_row
+
+    return recall_row(category, ranked, evidence)
+
+
+_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.I)
+
+
+def session_time(date: str) -> datetime | None:
+    """``"1:56 pm on 8 May, 2023"`` as a datetime (None if it does not parse)."""
+    m = _DATE.search(date)
+    if not m:
+        return None
+    hour, minute, half, day, month, year = m.groups()
+    h = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+    try:
+        return datetime.strptime(f"{day} {month} {year} {h}:{minute}", "%d %B %Y %H:%M")
+    except ValueError:
+        return None
+
+
+def conversation_messages(conv: Conversation) -> dict[int, list[dict[str, Any]]]:
+    """Each session's turns as ``Profile.ingest`` messages, by session number."""
+    speakers = list(dict.fromkeys(t.speaker for t in conv.turns))
+    out: dict[int, list[dict[str, Any]]] = {}
+    for t in conv.turns:
+        text = t.text + (f" [shares {t.caption}]" if t.caption else "")
+        msg: dict[str, Any] = {"role": "user" if t.speaker == speakers[0] else "assistant",
+                               "content": text, "name": t.speaker}
+        when = session_time(t.date)
+        if when is not None:
+            msg["timestamp"] = when.isoformat()
+        out.setdefault(t.session, []).append(msg)
+    return out
+
+
+def profile_path(
+    convs: Sequence[Conversation], vectors: VectorCache, *, modes: Sequence[str] | None = None,
+    extract: bool = True,
+) -> dict[str, Any]:
+    """Path (b): ``Profile.recall_conversation`` on ingested messages, in each mode.
+    ``extract=False`` stores the messages with the profile's episodic tier's
+    ``add_messages`` (no memory extraction: the same messages, much faster to write)."""
+    from langmem_edge import AgentMemory
+    from langmem_edge.memory.episodic.messages import message_id
+    from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
+
+    folder = tempfile.mkdtemp(prefix="langmem-edge-locomo-profile-")
+    out: dict[str, Any] = {}
+    try:
+        store = ChromaStore.from_path(folder, index={
+            "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
+        memory = AgentMemory(store)
+        backs: dict[str, dict[str, str]] = {}
+        start = time.perf_counter()
+        for conv in convs:
+            profile = memory.profile(conv.sample_id.replace("-", "_"))
+            back: dict[str, str] = {}
+            by_session = conversation_messages(conv)
+            turns = {s: [t for t in conv.turns if t.session == s] for s in by_session}
+            for s, messages in by_session.items():
+                sid = f"session_{s}"
+                if extract:
+                    profile.ingest(messages, session_id=sid)
+                else:
+                    profile._episodic().add_messages(messages, sid)
+                for t, m in zip(turns[s], messages, strict=True):
+                    back.setdefault(message_id(sid, m["role"], m["content"]), t.dia_id)
+            backs[conv.sample_id] = back
+        print(f"path (b): ingest of {len(convs)} conversations took "
+              f"{time.perf_counter() - start:.1f} s")
+        import inspect
+
+        from langmem_edge.memory.profile import Profile
+
+        mode_type = inspect.signature(Profile.recall_conversation).parameters["mode"]
+        default_mode = mode_type.default
+        for mode in modes or (None, "semantic", "keyword"):
+            rows, times = [], []
+            for conv in convs:
+                profile = memory.profile(conv.sample_id.replace("-", "_"))
+                for q in conv.questions:
+                    kwargs: dict[str, Any] = {"scope": "all", "limit": RESULTS}
+                    if mode is not None:
+                        kwargs["mode"] = mode
+                    t0 = time.perf_counter()
+                    found = profile.recall_conversation(q.text, **kwargs)
+                    times.append(time.perf_counter() - t0)
+                    ranked = [backs[conv.sample_id].get(m.id, "") for m in found]
+                    rows.append(_row(q.category, ranked, q.evidence))
+            name = f"mode={mode or f'default ({default_mode})'}"
+            out[name] = {"summary": _summary(rows), "recall_ms": 1000 * statistics.median(times)}
+            s = out[name]["summary"]["1-5"]
+            print(f"path (b) recall_conversation, {name}: {s[0]:.3f} / {s[1]:.3f} "
+                  f"(recall p50 {out[name]['recall_ms']:.1f} ms, query embedding included)")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python benchmarks/locomo_paths.py [PATH] [--store] [--profile]``: the user paths with
+    ``CONVERSATION_HYBRID`` (and ``--rrf-k/--vw/--cw`` for a second store config)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from locomo import DEFAULT_PATH, load
+
+    from langmem_edge.retrieval import CONVERSATION_HYBRID
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
+    parser.add_argument("--store", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-extract", action="store_true",
+                        help="path (b) stores messages without memory extraction")
+    parser.add_argument("--rrf-k", type=float)
+    parser.add_argument("--vw", type=float, default=0.5)
+    parser.add_argument("--cw", type=float, default=0.5)
+    parser.add_argument("--styles", default="text,documents")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    convs = load(args.path)
+    vectors = VectorCache()
+    out: dict[str, Any] = {}
+    if args.store:
+        configs: dict[str, Mapping[str, Any]] = {"CONVERSATION_HYBRID": CONVERSATION_HYBRID}
+        if args.rrf_k is not None:
+            configs[f"rrf_k {args.rrf_k}, vector {args.vw}, context {args.cw}"] = (
+                hybrid_config(rrf_k=args.rrf_k, vw=args.vw, cw=args.cw))
+        out["store"] = store_path(convs, vectors, configs,
+                                  context_styles=args.styles.split(","))
+    if args.profile:
+        out["profile"] = profile_path(convs, vectors, extract=not args.no_extract)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    from pathlib import Path
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()

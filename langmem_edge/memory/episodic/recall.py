@@ -1,0 +1,135 @@
+"""Hybrid recall of raw messages: the store's vector ranking fused with BM25 over each
+message and its neighbours (what ``recall_conversation(mode="hybrid")``, the default, does).
+
+Pure functions, no store calls: the tier hands over the messages in scope (its scan) and the
+store's vector hits, and gets back the fused ranking.
+
+Why neighbours: on LoCoMo (``benchmarks/locomo_cv.py``) a question usually paraphrases what
+the *conversation* was about around the turn that answers it, not the turn itself. Each
+message is scored with a ``context`` field holding the text of the
+``context_turns`` messages before and after it in the same session (by ``seq``), at
+``context_weight`` of a word of its own. The context is built at recall time from the scan,
+so it needs no extra writes, follows deletions at once and never re-embeds anything. Each
+message's speaker (``name``) and its day (``"8 May 2023"`` from ``ts``) are keyword fields
+too, so "what did Caroline say in May 2023" matches the message itself.
+
+Fusion is weighted reciprocal rank fusion (:func:`~langmem_edge.retrieval.fusion.rrf_fuse`)
+of the keyword and vector channels, with the knobs cross-validated on LoCoMo
+(``docs/retrieval.md``). Without vector scores (a store with no index) the keyword ranking
+is the result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from langgraph.store.base import Item
+
+from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.fusion import rrf_fuse
+from langmem_edge.retrieval.text import Analyzer
+
+__all__ = [
+    "fuse_messages",
+    "message_fields",
+    "message_keyword_ranking",
+    "temporal_ranking",
+    "time_words",
+]
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+"""Month names the temporal channel reads in a query (capitalised: lower-case "may" is the
+verb)."""
+_TIME_WORD = re.compile(r"\b(" + "|".join(MONTHS) + r"|(?:19|20)\d\d)\b")
+
+
+def time_words(text: str) -> frozenset[str]:
+    """Capitalised month names and four-digit years in ``text``
+    (``"in May 2023"`` -> ``{"May", "2023"}``)."""
+    return frozenset(_TIME_WORD.findall(text))
+
+
+def temporal_ranking(
+    query: str, days: Mapping[str, str], ranked: Sequence[tuple[str, float]]
+) -> list[tuple[str, float]]:
+    """The temporal channel: ``ranked`` (the keyword ranking) kept to the messages whose day
+    (``days``: key -> ``"8 May 2023"``) carries every month and year the query names; empty
+    when the query names none."""
+    words = time_words(query)
+    if not words:
+        return []
+    return [(k, s) for k, s in ranked if words <= time_words(days.get(k, ""))]
+
+
+def _day(ts: str | None) -> str:
+    if not ts:
+        return ""
+    try:
+        when = datetime.fromisoformat(ts)
+    except ValueError:
+        return ""
+    return f"{when.day} {when.strftime('%B')} {when.year}"
+
+
+def message_fields(docs: Sequence[Item], *, context_turns: int) -> dict[str, dict[str, str]]:
+    """Each message's keyword fields by key: ``text``, ``context`` (the text of up to
+    ``context_turns`` messages each side in the same session, by ``seq``), ``name`` and
+    ``date`` where known."""
+    sessions: dict[str, list[Item]] = {}
+    for d in docs:
+        sessions.setdefault(str(d.value.get("session_id", "")), []).append(d)
+    out: dict[str, dict[str, str]] = {}
+    for items in sessions.values():
+        items.sort(key=lambda it: (int(it.value.get("seq", 0)), it.key))
+        for i, it in enumerate(items):
+            fields = {"text": str(it.value.get("text", ""))}
+            lo, hi = max(0, i - context_turns), min(len(items), i + context_turns + 1)
+            near = [str(items[j].value.get("text", "")) for j in range(lo, hi) if j != i]
+            if near:
+                fields["context"] = " ".join(near)
+            if it.value.get("name"):
+                fields["name"] = str(it.value["name"])
+            day = _day(it.value.get("ts"))
+            if day:
+                fields["date"] = day
+            out[it.key] = fields
+    return out
+
+
+def message_keyword_ranking(
+    query: str,
+    fields: Mapping[str, Mapping[str, str]],
+    *,
+    analyzer: Analyzer,
+    field_weights: Mapping[str, float],
+    k1: float,
+    b: float,
+    limit: int | None = None,
+) -> list[tuple[str, float]]:
+    """BM25F ranking of the messages (``key -> fields``) for ``query``, best first."""
+    index = BM25Index(k1=k1, b=b, field_weights=field_weights)
+    for key, parts in fields.items():
+        index.upsert(key, {name: analyzer.terms(text) for name, text in parts.items()})
+    return [(h.id, h.score) for h in index.search(analyzer.query_terms(query), limit=limit)]
+
+
+def fuse_messages(
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    *,
+    vector_weight: float,
+    rrf_k: float,
+    limit: int,
+    temporal: Sequence[tuple[str, float]] = (),
+    temporal_weight: float = 0.0,
+) -> list[tuple[str, float]]:
+    """Weighted RRF of the keyword (weight 1), vector and temporal rankings:
+    ``(key, fused score)``."""
+    hits = rrf_fuse({"keyword": keyword, "vector": vector, "temporal": temporal},
+                    weights={"keyword": 1.0, "vector": vector_weight if vector else 0.0,
+                             "temporal": temporal_weight if temporal else 0.0},
+                    rrf_k=rrf_k, limit=limit)
+    return [(h.id, h.score) for h in hits]
