@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 
 from langmem_edge.memory.config import EpisodicConfig
-from langmem_edge.memory.core.contacts import plan_contact_for, plan_link_contact
+from langmem_edge.memory.core.contacts import ContactMethods
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker, ProfileDocuments
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["Profile"]
 
 
-class Profile(DocumentMethods):
+class Profile(DocumentMethods, ContactMethods):
     """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
 
     def __init__(self, ctx: ProfileContext, episodic: EpisodicConfig, *,
@@ -349,26 +349,6 @@ class Profile(DocumentMethods):
                       limit: int | None = None) -> builtins.list[MemoryRecord]:
         """Async :meth:`lookup`."""
         return await run_async(plan_lookup(self._ctx, key, contact, limit))
-
-    def link_contact(self, channel_id: str, contact: str) -> None:
-        """Record that ``channel_id`` (a gateway's id, ``"telegram:123"``) is ``contact``:
-        :meth:`contact_for` then turns that id into ``contact``. Linking an id again moves it
-        (:mod:`~langmem_edge.memory.core.contacts`)."""
-        run_sync(plan_link_contact(self._ctx.store, self._ctx.layout, channel_id, contact))
-
-    async def alink_contact(self, channel_id: str, contact: str) -> None:
-        """Async :meth:`link_contact`."""
-        await run_async(plan_link_contact(self._ctx.store, self._ctx.layout, channel_id,
-                                          contact))
-
-    def contact_for(self, channel_id: str) -> str:
-        """The contact ``channel_id`` is linked to (:meth:`link_contact`), or ``channel_id``
-        itself when it was never linked: pass it as the run's ``contact``."""
-        return run_sync(plan_contact_for(self._ctx.store, self._ctx.layout, channel_id))
-
-    async def acontact_for(self, channel_id: str) -> str:
-        """Async :meth:`contact_for`."""
-        return await run_async(plan_contact_for(self._ctx.store, self._ctx.layout, channel_id))
 
     def at(self, timestamp: datetime | str | float) -> ProfileView:
         """A read-only view of the profile as of ``timestamp``."""

@@ -15,13 +15,15 @@ deletes its links; export carries them (``contact_link`` lines).
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
 
-__all__ = ["MAX_CHANNEL_ID_CHARS", "plan_contact_for", "plan_link_contact"]
+__all__ = ["MAX_CHANNEL_ID_CHARS", "ContactMethods", "plan_contact_for", "plan_link_contact"]
 
 MAX_CHANNEL_ID_CHARS = 200
 """Longest channel id or contact a link takes (the limit of contact names elsewhere)."""
@@ -53,3 +55,30 @@ def plan_contact_for(store: BaseStore, layout: ProfileLayout, channel_id: str) -
     if value.get("profile") != layout.profile or not isinstance(value.get("contact"), str):
         return channel_id
     return str(value["contact"])
+
+
+class ContactMethods:
+    """``Profile``'s channel-link methods (a mixin: it needs the profile's ``_ctx``, with the
+    ``store`` and the ``layout``)."""
+
+    _ctx: Any
+
+    def link_contact(self, channel_id: str, contact: str) -> None:
+        """Record that ``channel_id`` (a gateway's id, ``"telegram:123"``) is ``contact``:
+        :meth:`contact_for` then turns that id into ``contact``. Linking an id again moves it
+        (:mod:`~langmem_edge.memory.core.contacts`)."""
+        run_sync(plan_link_contact(self._ctx.store, self._ctx.layout, channel_id, contact))
+
+    async def alink_contact(self, channel_id: str, contact: str) -> None:
+        """Async :meth:`link_contact`."""
+        await run_async(plan_link_contact(self._ctx.store, self._ctx.layout, channel_id,
+                                          contact))
+
+    def contact_for(self, channel_id: str) -> str:
+        """The contact ``channel_id`` is linked to (:meth:`link_contact`), or ``channel_id``
+        itself when it was never linked: pass it as the run's ``contact``."""
+        return run_sync(plan_contact_for(self._ctx.store, self._ctx.layout, channel_id))
+
+    async def acontact_for(self, channel_id: str) -> str:
+        """Async :meth:`contact_for`."""
+        return await run_async(plan_contact_for(self._ctx.store, self._ctx.layout, channel_id))

@@ -30,13 +30,12 @@ another process deleted between its read and its write.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from langgraph.store.base import GetOp, PutOp, SearchOp
+from langgraph.store.base import GetOp, SearchOp
 
 from langmem_edge.errors import (
     BackendError,
@@ -68,6 +67,7 @@ from langmem_edge.memory.records import (
     scope_of,
     utcnow,
 )
+from langmem_edge.memory.semantic.access import plan_flush_access
 from langmem_edge.memory.semantic.context import ProfileContext, aad
 from langmem_edge.memory.semantic.verification import VerifyCandidate, plan_verdicts
 
@@ -365,37 +365,6 @@ def plan_settle_key(ctx: ProfileContext, record: MemoryRecord, now: datetime
         return record
     return record.model_copy(update={"status": "superseded", "superseded_by": winner,
                                      "superseded_at": now})
-
-
-def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
-    """Write the profile's pending access bumps; returns how many memories they counted.
-
-    Each memory's count goes to this process's own count item (``layout.access_of(id)``,
-    key = the index's count writer): its cumulative count, written blind. No record is read
-    or written, so a memory deleted meanwhile by another process stays deleted (its count
-    item is an orphan that no read attaches to anything). On failure the bumps stay pending.
-    """
-    index = ctx.index
-    taken = index.take_pending()
-    if not taken:
-        return 0
-    writer = index.count_writer
-    written = []
-    for mid in sorted(taken):
-        count, last = taken[mid]
-        written.append((mid, index.own_count(mid) + count, last))
-    try:
-        yield batch(ctx.store, [PutOp(ctx.layout.access_of(mid), writer,
-                                      {"profile": ctx.profile, "id": mid, "writer": writer,
-                                       "count": total, "last": last}, index=False)
-                                for mid, total, last in written])
-    except Exception as e:
-        index.restore_pending(taken, time.time())
-        logger.warning("writing access counts of %r failed (%s); kept pending", ctx.profile, e)
-        return 0
-    for mid, total, last in written:
-        index.set_counts(mid, [(writer, total, last)])
-    return len(written)
 
 
 def _plan_fresh(ctx: ProfileContext, memory_id: str) -> Plan[dict[str, Any] | None]:
