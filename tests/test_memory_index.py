@@ -207,18 +207,60 @@ def test_writes_after_the_image_are_seen_through_it(make_store) -> None:
     assert fresh.get(got[2].id) is None
 
 
-def test_an_old_image_is_not_used(make_store, monkeypatch) -> None:
-    a = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG)
-    a.profile("p").remember_many([f"note {i}" for i in range(6)])
+def _shifted_clock(monkeypatch) -> dict[str, float]:
+    """``time.time`` plus ``clock["skew"]`` seconds (every process's wall clock here)."""
+    clock = {"skew": 0.0}
     real = time.time
-    monkeypatch.setattr(time, "time", lambda: real() + 16 * 60)  # the reader's clock
+    monkeypatch.setattr(time, "time", lambda: real() + clock["skew"])
+    return clock
+
+
+IMAGE_HEAD = ("langmem_edge", "profiles", "p", "image")
+
+
+def test_an_image_older_than_the_retention_still_finds_the_writes_after_it(
+        make_store, monkeypatch) -> None:
+    clock = _shifted_clock(monkeypatch)
+    a = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG)
+    a.profile("p").remember_many([f"note {i}" for i in range(6)])  # the image, at T0
+    AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG).profile("p").remember(
+        "Keeps bees")  # an entry at T0
+    clock["skew"] = 2 * 3600.0  # that entry is now an hour past the change log's retention
+    no_refresh = {"index": {**IMAGE_CONFIG["index"], "image_refresh_seconds": 10 * 3600.0}}
+    c = AgentMemory(make_store(path="shared"), config=no_refresh).profile("p")
+    c.remember("Plays chess")  # this write prunes; the two-hour-old image is still the anchor
     log = SearchLog(make_store(path="shared"))
     fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
-    assert len(fresh.list().memories) == 6
-    assert log.reads_records()  # loaded record by record (and wrote a new image)
-    log2 = SearchLog(make_store(path="shared"))
-    assert len(AgentMemory(log2.store, config=IMAGE_CONFIG).profile("p").list().memories) == 6
-    assert not log2.reads_records()
+    assert not log.reads_records()  # the old image, then the writes since
+    assert _listing(fresh) == _listing(c)
+    assert {"Keeps bees", "Plays chess"} <= {m.text for m in fresh.list().memories}
+
+
+def test_a_writer_that_prunes_rewrites_an_old_image(make_store, monkeypatch) -> None:
+    clock = _shifted_clock(monkeypatch)
+    store = make_store(path="shared")
+    AgentMemory(store, config=IMAGE_CONFIG).profile("p").remember_many(
+        [f"note {i}" for i in range(6)])
+    first = store.get(IMAGE_HEAD, "head").value
+    clock["skew"] = 20 * 60.0  # older than image_refresh_seconds (15 min)
+    b = AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG).profile("p")
+    b.remember("Keeps bees")
+    head = make_store(path="shared").get(IMAGE_HEAD, "head").value
+    assert head["image"] != first["image"] and head["at"] >= first["at"] + 20 * 60.0
+    assert head["records"] == 7
+    log = SearchLog(make_store(path="shared"))
+    fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
+    assert not log.reads_records()
+    assert _listing(fresh) == _listing(b)
+
+
+def test_a_fresh_image_is_not_rewritten_by_pruning(make_store) -> None:
+    store = make_store(path="shared")
+    AgentMemory(store, config=IMAGE_CONFIG).profile("p").remember_many(
+        [f"note {i}" for i in range(6)])
+    first = store.get(IMAGE_HEAD, "head").value
+    AgentMemory(make_store(path="shared"), config=IMAGE_CONFIG).profile("p").remember("Bees")
+    assert make_store(path="shared").get(IMAGE_HEAD, "head").value["image"] == first["image"]
 
 
 def test_a_full_load_of_a_large_profile_writes_an_image(make_store) -> None:

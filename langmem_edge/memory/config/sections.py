@@ -167,9 +167,11 @@ large items a new process loads instead of every record; ``index/image.py``)."""
 IMAGE_PAGE_RECORDS = 1000
 """Records per item of a profile's index image."""
 
-IMAGE_MAX_AGE_SECONDS = 900.0
-"""An index image older than this (by the wall clocks of its writer and its reader) is not
-used: well inside the change log's retention, so the entries written since are still there."""
+IMAGE_REFRESH_SECONDS = 900.0
+"""An index image older than this is written anew by the next process that prunes the
+profile's change log (pruning follows a write). An image of any age is exact (pruning keeps
+every entry written after it); a fresh one keeps the writes a new process must catch up
+on, and the change log pruning must keep, to about this much time."""
 
 # --- token estimate (episodic tier) --------------------------------------------------------
 
@@ -372,9 +374,8 @@ class IndexCacheConfig(_Section):
     """Records from which a profile gets an index image in the store (2,000)."""
     image_page_records: int = Field(default=IMAGE_PAGE_RECORDS, ge=1)
     """Records per index-image item (1,000)."""
-    image_max_age_seconds: float = Field(default=IMAGE_MAX_AGE_SECONDS, gt=0)
-    """Index images older than this are not used (15 min; never more than
-    ``retention_seconds - reload_after_seconds``)."""
+    image_refresh_seconds: float = Field(default=IMAGE_REFRESH_SECONDS, gt=0)
+    """Index images older than this are rewritten by the next pruning process (15 min)."""
 
     @model_validator(mode="after")
     def _check(self) -> IndexCacheConfig:

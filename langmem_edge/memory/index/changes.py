@@ -52,7 +52,10 @@ since, read as any sync reads them).
 Wall clocks serve housekeeping only: entries and markers older than ``retention_seconds``
 (1 h, by the pruner's clock against the writer's ``at``) are pruned,
 which is safe while writers' clocks are within ``retention - reload_after`` (30 min) of each
-other, since a reader that has not synced for that long reloads.
+other, since a reader that has not synced for that long reloads. Nothing younger than the
+profile's index image by the retention is pruned, so a new process that loads an image of
+any age finds every write since; a pruning process rewrites an image older than
+``image_refresh_seconds`` (15 min) first, so the log pruning keeps stays about that short.
 
 **Rewrites never bring back a deleted record.** ``forget``, ``end_session``, ``reembed`` and
 supersession read a record fresh and write it back changed; another process may delete it
@@ -86,6 +89,8 @@ from langmem_edge.memory.core.labels import plan_delete_prefix
 from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.index.image import (
     HEAD_KEY,
+    image_head,
+    image_head_op,
     image_read_op,
     image_values,
     plan_write_image,
@@ -153,8 +158,7 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
         *probe_ops(index), image_read_op(index), SearchOp(layout.access, limit=RELOAD_LIMIT)])
     generation = _generation_of(gen_item, index.profile)
     markers = _markers(marker_items, index.profile)
-    image = image_values(index, image_items, generation=generation, writers=set(markers),
-                         now=time.time())
+    image = image_values(index, image_items, generation=generation, writers=set(markers))
     old = next((it.value for it in image_items if it.key == HEAD_KEY), {})
     if image is not None:
         values, terms, applied = image
@@ -181,15 +185,20 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
         yield from plan_image(store, index)
 
 
-def plan_image(store: BaseStore, index: ProfileIndex) -> Plan[None]:
+def plan_image(store: BaseStore, index: ProfileIndex) -> Plan[bool]:
     """Write the image of ``index`` (``index/image.py``), just synced or written by this
-    process; a failure is logged, never raised (the image only speeds up other processes'
-    first reads)."""
+    process; returns whether it was written. A failure is logged, never raised (the image
+    only speeds up other processes' first reads)."""
     try:
-        index.image_pages = yield from plan_write_image(store, index, set(index.unsettled),
-                                                        index.image_pages)
+        pages = yield from plan_write_image(store, index, set(index.unsettled),
+                                            index.image_pages)
     except Exception as e:
         logger.warning("writing the index image of %r failed: %s", index.profile, e)
+        return False
+    if pages is None:
+        return False
+    index.image_pages = pages
+    return True
 
 
 def plan_sync(
@@ -341,19 +350,32 @@ def plan_commit(
 
 
 def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
-    """Housekeeping, at most once per ``prune_interval_seconds``: delete entries and markers
-    older than the retention, and settle markers left unsettled for ``settle_after_seconds``
-    (their writer died mid-write). ``now`` is the wall clock; it orders nothing."""
+    """Housekeeping, at most once per ``prune_interval_seconds``: refresh the profile's index
+    image when it is older than ``image_refresh_seconds`` (or missing from a profile that
+    should have one), settle markers left unsettled for ``settle_after_seconds`` (their writer
+    died mid-write), and delete entries, markers and tombstones older than the retention,
+    and older than the current image by the retention too (``index/image.py``: an image of any
+    age must find every entry written after it). ``now`` is the wall clock; it orders
+    nothing."""
     cache = index.cache
     if now - index.last_prune < cache.prune_interval_seconds:
         return
     index.last_prune = now
     layout = index.layout
-    cutoff = now - cache.retention_seconds
     mine = index.writer_ids()
     try:
-        (stuck,) = yield batch(store, [SearchOp(
-            layout.writers, filter={"settled": False}, limit=MAX_WRITERS)])
+        head_item, stuck = yield batch(store, [
+            image_head_op(index), SearchOp(layout.writers, filter={"settled": False},
+                                           limit=MAX_WRITERS)])
+        head = image_head(index, head_item)
+        imaged_at = None if head is None else float(head.get("at", 0.0))
+        if _image_due(index, imaged_at, now):
+            index.image_pages = max(index.image_pages, int((head or {}).get("pages") or 0))
+            if (yield from plan_image(store, index)):
+                imaged_at = now
+        cutoff = now - cache.retention_seconds
+        if imaged_at is not None:
+            cutoff = min(cutoff, imaged_at - cache.retention_seconds)
         settle = [it for it in stuck if it.key not in mine and it.value.get(
             "profile") == index.profile and float(it.value.get("at", now)) <
             now - cache.settle_after_seconds]
@@ -366,7 +388,18 @@ def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
                              (deleted_namespace(index), set())):
             yield from plan_delete_prefix(
                 store, prefix, page=cache.page_size, filter={"at": {"$lt": cutoff}},
-                doomed=lambda it, keep=keep: it.key not in keep
+                doomed=lambda it, keep=keep, cutoff=cutoff: it.key not in keep
                 and float(it.value.get("at", now)) < cutoff)
     except Exception as e:  # pruning is housekeeping: never fail the write that triggered it
         logger.warning("pruning the change log of %r failed: %s", index.profile, e)
+
+
+def _image_due(index: ProfileIndex, imaged_at: float | None, now: float) -> bool:
+    """Whether a pruning process writes a new image: the profile has one older than the
+    refresh age, or has none and is large enough for one. Only an index with a generation
+    and a sync behind it can be imaged."""
+    if index.generation is None or index.synced_at is None:
+        return False
+    if imaged_at is None:
+        return len(index.values) >= index.cache.image_min_records
+    return now - imaged_at >= index.cache.image_refresh_seconds

@@ -11,18 +11,21 @@ file), an image of an index of it: its records' values in items of ``image_page_
     (*R, "image")   "p000000" ...   {"image": id, "values": [record value, ...],
                                      "terms": ["their keyword terms, space-joined", ...]}
 
-**Why loading an image is exact.** An image is the state of an index after a sync: every
-write its ``applied`` numbers confirm is in its values (values may hold more: writes applied
+**Why loading an image is exact.** An image is the state of an index (after a full load, a
+bulk write, or a write that prunes; its last sync at most ``reload_after_seconds`` before):
+every write its ``applied`` numbers confirm is in its values (values may hold more: writes applied
 but not yet confirmed, re-read anyway). Loading it is being a reader whose last sync was when
 the image was made; the sync that follows (the protocol's own, from ``applied``) reads every
-entry written since, which the change log still holds as long as the image is younger than
-its retention. So an image is used only when its head names the profile's current
+entry written since. Those entries are still there however old the image is: pruning
+(``changes.plan_prune``) never removes an entry, marker or tombstone younger than the current
+image's ``at`` minus the retention (the margin covers the image's own sync age and the clock
+skew the protocol tolerates), and a process that prunes writes a new image when the current
+one is older than ``image_refresh_seconds`` (15 min), which keeps the catch-up short and lets
+pruning move on. So an image is used whenever its head names the profile's current
 generation, all its pages carry the head's id (pages are written before the head; a
-concurrent image shows as a mismatch), it is younger than ``image_max_age_seconds`` (15 min,
-by the wall clocks of its writer and its reader: below ``retention - reload_after``, the skew
-the protocol already tolerates), and every writer it saw unsettled still has a marker (else
-that writer's entries may be pruned). Otherwise the process loads every record, as without
-an image, and writes a new image.
+concurrent image shows as a mismatch), and every writer it saw unsettled still has a marker
+(else that writer's entries may be pruned). Otherwise the process loads every record, as
+without an image, and writes a new image.
 
 The pages also hold each record's keyword terms (``text_terms``), so a load neither reads
 every record nor analyses every text; they are used only when the head names the same
@@ -36,13 +39,20 @@ import time
 import uuid
 from typing import Any
 
-from langgraph.store.base import BaseStore, Item, PutOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.retrieval.text import default_analyzer
 
-__all__ = ["HEAD_KEY", "IMAGE", "image_namespace", "image_values", "plan_write_image"]
+__all__ = [
+    "HEAD_KEY",
+    "IMAGE",
+    "image_head",
+    "image_namespace",
+    "image_values",
+    "plan_write_image",
+]
 
 IMAGE = "image"
 """Label of the image's namespace under the profile root."""
@@ -64,6 +74,22 @@ def image_read_op(index: ProfileIndex) -> SearchOp:
     return SearchOp(image_namespace(index), limit=MAX_PAGES)
 
 
+def image_head(index: ProfileIndex, item: Item | None) -> dict[str, Any] | None:
+    """The value of the image head ``item`` when it is this profile's and names its current
+    generation (``index.generation``), else ``None``."""
+    if item is None or item.key != HEAD_KEY:
+        return None
+    head = item.value
+    if head.get("profile") != index.profile or index.generation is None:
+        return None
+    return head if head.get("generation") == index.generation else None
+
+
+def image_head_op(index: ProfileIndex) -> GetOp:
+    """The read of the image's head alone (what pruning needs)."""
+    return GetOp(image_namespace(index), HEAD_KEY)
+
+
 def _page_key(i: int) -> str:
     return f"p{i:06d}"
 
@@ -78,21 +104,14 @@ def image_values(
     *,
     generation: str | None,
     writers: set[str],
-    now: float,
 ) -> tuple[list[dict[str, Any]], list[str | None] | None, dict[str, int]] | None:
     """The values, their keyword terms (``None`` when made by another analyser) and the
     applied numbers of the image in ``items`` (the result of :func:`image_read_op`), or
     ``None`` when it may not be used (see the module docstring).
-    ``generation`` and ``writers`` (the writers with a marker) come from the sync probe;
-    ``now`` is the wall clock."""
+    ``generation`` and ``writers`` (the writers with a marker) come from the sync probe."""
     head = next((it.value for it in items if it.key == HEAD_KEY), None)
     if (head is None or head.get("profile") != index.profile or generation is None
             or head.get("generation") != generation):
-        return None
-    cache = index.cache
-    max_age = min(cache.image_max_age_seconds,
-                  cache.retention_seconds - cache.reload_after_seconds)
-    if not 0 <= now - float(head.get("at", 0.0)) < max_age:
         return None
     if not set(head.get("unsettled") or ()) <= writers:
         return None
@@ -119,10 +138,11 @@ def image_values(
 
 
 def plan_write_image(store: BaseStore, index: ProfileIndex, unsettled: set[str],
-                     old_pages: int = 0) -> Plan[int]:
+                     old_pages: int = 0) -> Plan[int | None]:
     """Write the image of ``index`` (just synced): its pages, then its head; returns how many
-    pages it has. ``unsettled`` are the writers whose markers the sync read unsettled; pages
-    of an older image beyond the new count (``old_pages``) are removed."""
+    pages it has (``None``: the index has no generation, nothing was written).
+    ``unsettled`` are the writers whose markers the sync read unsettled; pages of an older
+    image beyond the new count (``old_pages``) are removed."""
     ns = image_namespace(index)
     with index.lock:
         values = list(index.values.values())
@@ -130,7 +150,7 @@ def plan_write_image(store: BaseStore, index: ProfileIndex, unsettled: set[str],
         applied = dict(index.applied)
         generation = index.generation
     if generation is None:
-        return 0
+        return None
     image_id = uuid.uuid4().hex
     size = index.cache.image_page_records
     chunks = range(0, len(values), size)
