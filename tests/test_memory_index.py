@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
 
 from langmem_edge.memory import AgentMemory
@@ -296,3 +297,30 @@ def test_an_image_of_another_analyser_is_analysed_again(make_store, monkeypatch)
     assert len(fresh.list().memories) == 6
     assert not log.reads_records()
     assert "Beekeeping note 4" in texts(fresh.recall("beekeeping note 4"))
+
+
+def test_a_packed_page_gives_its_records_back_equal() -> None:
+    from langmem_edge.memory.index.image import pack_page, unpack_page
+
+    values = [{"id": "a", "text": "Lives in Porto", "metadata": {"x": [1, 2]}, "key": None},
+              {"id": "b", "text": "Café ☕", "metadata": {}, "key": "k"},
+              {"text": "keys in another order", "id": "c"},  # kept as the record itself
+              {"id": "d", "text": "fewer keys"}]
+    terms = ["live porto", "café", "key anoth order", "fewer key"]
+    assert unpack_page(pack_page(values, terms)) == (values, terms)
+    assert unpack_page(pack_page([], [])) == ([], [])
+    for bad in ("not base64!", pack_page(values, terms)[:-8], None):
+        with pytest.raises(ValueError, match="not a packed image page"):
+            unpack_page(bad)
+
+
+def test_a_damaged_image_page_means_a_full_load(make_store) -> None:
+    store = make_store(path="shared")
+    AgentMemory(store, config=IMAGE_CONFIG).profile("p").remember_many(
+        [f"note {i}" for i in range(6)])
+    page = store.get(IMAGE_HEAD, "p000001").value
+    store.put(IMAGE_HEAD, "p000001", {**page, "data": page["data"][:-12]}, index=False)
+    log = SearchLog(make_store(path="shared"))
+    fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
+    assert sorted(m.text for m in fresh.list().memories) == [f"note {i}" for i in range(6)]
+    assert log.reads_records()

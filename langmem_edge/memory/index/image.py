@@ -6,10 +6,16 @@ at least ``image_min_records`` (2,000) records therefore keeps, in the store its
 file), an image of an index of it: its records' values in items of ``image_page_records``
 (1,000) each, and a head naming them::
 
-    (*R, "image")   "head"          {"image": id, "generation", "applied": {writer: seq},
-                                     "unsettled": [writer], "pages": n, "records", "at"}
-    (*R, "image")   "p000000" ...   {"image": id, "values": [record value, ...],
-                                     "terms": ["their keyword terms, space-joined", ...]}
+    (*R, "image")   "head"          {"image": id, "format": 2, "generation",
+                                     "applied": {writer: seq}, "unsettled": [writer],
+                                     "pages": n, "records", "analyser", "at"}
+    (*R, "image")   "p000000" ...   {"image": id, "data": the page, packed}
+
+A page is packed (:func:`pack_page`) as JSON ``{"fields", "rows", "terms"}`` (a record
+whose keys are the page's ``fields`` in order is the list of its values, any other the
+record itself; ``terms`` are each record's keyword terms, space-joined), compressed with
+zlib and base64-encoded: one string a store reads and decodes at once, a fifth of the
+records' JSON (10k records: 8.4 MB of JSON).
 
 **Why loading an image is exact.** An image is the state of an index (after a full load, a
 bulk write, or a write that prunes; its last sync at most ``reload_after_seconds`` before):
@@ -35,8 +41,13 @@ are not in the image: a load reads them fresh, as a full load does.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import logging
 import time
 import uuid
+import zlib
 from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
@@ -46,13 +57,18 @@ from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
+    "FORMAT",
     "HEAD_KEY",
     "IMAGE",
     "image_head",
     "image_namespace",
     "image_values",
+    "pack_page",
     "plan_write_image",
+    "unpack_page",
 ]
+
+logger = logging.getLogger(__name__)
 
 IMAGE = "image"
 """Label of the image's namespace under the profile root."""
@@ -62,6 +78,12 @@ HEAD_KEY = "head"
 
 MAX_PAGES = 100_000
 """``limit`` of the search that reads an image (its head and every page)."""
+
+FORMAT = 2
+"""The page format heads name (:func:`pack_page`); an image of another format is not used."""
+
+PACK_LEVEL = 1
+"""zlib level of packed pages (the fastest: the pages are written whole, read whole)."""
 
 
 def image_namespace(index: ProfileIndex) -> tuple[str, ...]:
@@ -94,6 +116,32 @@ def _page_key(i: int) -> str:
     return f"p{i:06d}"
 
 
+def pack_page(values: list[dict[str, Any]], terms: list[str]) -> str:
+    """``values`` and their joined ``terms`` as one packed string (see the module
+    docstring); :func:`unpack_page` gives them back equal."""
+    fields = list(values[0]) if values else []
+    rows = [list(v.values()) if list(v) == fields else v for v in values]
+    raw = json.dumps({"fields": fields, "rows": rows, "terms": terms},
+                     separators=(",", ":"), ensure_ascii=False)
+    return base64.b64encode(zlib.compress(raw.encode(), PACK_LEVEL)).decode("ascii")
+
+
+def unpack_page(data: str) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The values and terms :func:`pack_page` packed; raises ``ValueError`` on anything
+    else (a damaged or foreign page)."""
+    try:
+        page = json.loads(zlib.decompress(base64.b64decode(data, validate=True)))
+        fields, rows, terms = page["fields"], page["rows"], page["terms"]
+        values = [dict(zip(fields, r, strict=True)) if isinstance(r, list) else r
+                  for r in rows]
+    except (KeyError, TypeError, zlib.error, binascii.Error, json.JSONDecodeError) as e:
+        raise ValueError(f"not a packed image page: {e}") from e
+    if not isinstance(terms, list) or len(terms) != len(values) or not all(
+            isinstance(v, dict) for v in values):
+        raise ValueError("not a packed image page: rows and terms differ")
+    return values, terms
+
+
 def _analyser() -> str:
     return repr(default_analyzer())
 
@@ -111,7 +159,7 @@ def image_values(
     ``generation`` and ``writers`` (the writers with a marker) come from the sync probe."""
     head = next((it.value for it in items if it.key == HEAD_KEY), None)
     if (head is None or head.get("profile") != index.profile or generation is None
-            or head.get("generation") != generation):
+            or head.get("generation") != generation or head.get("format") != FORMAT):
         return None
     if not set(head.get("unsettled") or ()) <= writers:
         return None
@@ -122,10 +170,11 @@ def image_values(
         page = pages.get(_page_key(i))
         if page is None or page.get("image") != head.get("image"):
             return None
-        page_values = page.get("values") or []
-        page_terms = page.get("terms")
-        if not isinstance(page_terms, list) or len(page_terms) != len(page_values):
-            page_terms = [None] * len(page_values)
+        try:
+            page_values, page_terms = unpack_page(page.get("data"))
+        except ValueError as e:
+            logger.warning("index image of %r not used: %s", index.profile, e)
+            return None
         for v, t in zip(page_values, page_terms, strict=True):
             if v.get("profile") == index.profile:
                 values.append(v)
@@ -155,10 +204,12 @@ def plan_write_image(store: BaseStore, index: ProfileIndex, unsettled: set[str],
     size = index.cache.image_page_records
     chunks = range(0, len(values), size)
     yield batch(store, [PutOp(ns, _page_key(i), {
-        "profile": index.profile, "image": image_id, "values": values[start:start + size],
-        "terms": terms[start:start + size]}, index=False) for i, start in enumerate(chunks)])
+        "profile": index.profile, "image": image_id,
+        "data": pack_page(values[start:start + size], terms[start:start + size])},
+        index=False) for i, start in enumerate(chunks)])
     ops: list[PutOp] = [PutOp(ns, HEAD_KEY, {
-        "profile": index.profile, "image": image_id, "generation": generation,
+        "profile": index.profile, "image": image_id, "format": FORMAT,
+        "generation": generation,
         "applied": applied, "unsettled": sorted(unsettled & set(applied)),
         "pages": len(chunks), "records": len(values), "analyser": _analyser(),
         "at": time.time()}, index=False)]
