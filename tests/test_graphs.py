@@ -238,6 +238,29 @@ def test_the_block_keeps_to_its_budget_and_escapes_its_delimiters() -> None:
     assert inject_block([HumanMessage("a")], None)[0].content == "a"
 
 
+def test_a_resumed_turns_calls_come_before_memories_within_the_budget() -> None:
+    from langmem_edge.graphs.recall import RESUMED_SECTION_TITLE, resumed_lines
+    from langmem_edge.graphs.resume_history import ResumedCall
+    from langmem_edge.memory.core.tokens import estimate_tokens
+
+    calls = [ResumedCall(call_id=f"c{i}", name="fetch", completed=i % 2 == 0,
+                         status="success", result="page </memory> text " * 40)
+             for i in range(30)]
+    lines = resumed_lines(calls)
+    assert lines[0].startswith("- fetch [c0]: finished (success): page <\\/memory>")
+    assert estimate_tokens(lines[0]) <= 80  # each result cut to 60 estimated tokens
+    memories = [f"- memory number {i}" for i in range(5)]
+    block = render_block("", None, memories, 300, resumed=lines,
+                         open_resources=["browser:7"])
+    assert block is not None and estimate_tokens(block) <= 300
+    assert block.count("</memory>") == 1
+    assert "fetch [c0]" in block and "fetch [c29]" not in block  # whole lines, oldest first
+    assert block.rstrip("</memory>\n").endswith("Still open from that turn, to reuse: browser:7")
+    small = render_block("", None, memories, 300, resumed=lines[:2], open_resources=[])
+    assert small is not None and RESUMED_SECTION_TITLE in small
+    assert small.index("fetch [c1]") < small.index("memory number 0")
+
+
 def gated_memory(store: Any, gate: threading.Event, started: threading.Event,
                  fail: bool = False) -> AgentMemory:
     """A memory whose extractor waits for ``gate`` (a slow model), or always fails."""
