@@ -16,8 +16,10 @@ What each hook does (all of it in :class:`~langmem_edge.graphs.hooks.MemoryHooks
 the nodes):
 
 - ``wrap_model_call`` / ``awrap_model_call``: the model sees the compacted view of a long
-  thread and the memory block (recall, working notes, ongoing task) through
-  ``request.override(messages=...)``; the checkpointed state never holds the block;
+  thread and the memory block (recall, working notes, ongoing task, a resumed turn's
+  results) through ``request.override(messages=...)``; the checkpointed state never holds
+  the block; the thread's working state is read once for it (one store call), and turn
+  resume ends the turn from that read;
 - ``before_model`` / ``abefore_model``: only with ``trim_state``, cuts the state itself;
   like turn resume's ``before_agent`` below, it is defined only on the instances that use
   it (each hook of that kind is a graph node, one more checkpoint write a step);
