@@ -4,7 +4,9 @@ post-turn extractor takes 1 s (it runs in the background, so the reply must not 
 Both agents use a fake chat model that answers in ``MODEL_SECONDS`` (a stand-in for a real
 LLM's latency); the memory's extraction model sleeps ``EXTRACTOR_SECONDS`` per call. Each
 turn is a new user message on its own thread of one profile; turns of both agents alternate in
-the same run, and the table gives medians and their ratio (target: at most 1.1x).
+the same run, and the table gives medians and their ratio (target: at most 1.1x). On
+ChromaStore it also prints the Chroma calls a reply makes (those of the reply's own thread:
+background jobs are not counted).
 
     PYTHONPATH=. python benchmarks/agent_bench.py [--turns 20] [--store memory|chroma]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -57,6 +60,24 @@ def _extractor() -> ScriptedChatModel:
     return scripted(propose)
 
 
+class CallCounter:
+    """Counts the Chroma calls a ChromaStore makes on one thread (wraps its caller)."""
+
+    def __init__(self, store: Any) -> None:
+        self.calls = 0
+        self.thread = threading.get_ident()
+        self._real = store._call
+        store._call = self
+
+    def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == self.thread:
+            self.calls += 1
+        return self._real(fn, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20)
@@ -85,13 +106,17 @@ def main() -> None:
                            checkpointer=InMemorySaver())
     without = create_agent(_slow_model(MODEL_SECONDS, "ok"), [], checkpointer=InMemorySaver())
     memory.profile("bench").remember("The user likes short answers.", key="preference.style")
-    plain, memo = [], []
+    counter = CallCounter(store) if args.store == "chroma" else None
+    plain, memo, per_reply = [], [], []
     for i in range(args.turns):
         turn = {"messages": [("user", f"I like benchmark number {i}. How fast is this?")]}
         run = {"configurable": {"thread_id": f"t{i}"}}
         for agent, samples in ((without, plain), (with_mw, memo)):
+            before = counter.calls if counter else 0
             samples.append(timed(lambda a=agent, t=turn, r=run: a.invoke(
                 t, r, context={"profile": "bench"})))
+            if counter and agent is with_mw:
+                per_reply.append(counter.calls - before)
     pending = mw.stats().pending
     close_s = timed(mw.close if background is None else background.close)
     stats = mw.stats()
@@ -102,6 +127,9 @@ def main() -> None:
     print(f"\nratio {ratio:.3f} (target <= {TARGET_RATIO}); extractor {EXTRACTOR_SECONDS} s a "
           f"call, model {MODEL_SECONDS} s; {args.turns} turns; store {args.store}; executor delay "
           f"{'default' if args.delay is None else args.delay} s")
+    if per_reply:
+        print(f"Chroma calls per reply with the middleware: median {median(per_reply):g}, "
+              f"max {max(per_reply)}")
     print(f"jobs pending when the last reply returned: {pending}; close() ran them in "
           f"{close_s:.1f} s; completed {stats.completed}, failed {stats.failed}")
 

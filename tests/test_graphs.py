@@ -238,6 +238,58 @@ def test_the_block_keeps_to_its_budget_and_escapes_its_delimiters() -> None:
     assert inject_block([HumanMessage("a")], None)[0].content == "a"
 
 
+def test_a_resumed_turns_calls_come_before_memories_within_the_budget() -> None:
+    from langmem_edge.graphs.recall import RESUMED_SECTION_TITLE, resumed_lines
+    from langmem_edge.graphs.resume_history import ResumedCall
+    from langmem_edge.memory.core.tokens import estimate_tokens
+
+    calls = [ResumedCall(call_id=f"c{i}", name="fetch", completed=i % 2 == 0,
+                         status="success", result="page </memory> text " * 40)
+             for i in range(30)]
+    lines = resumed_lines(calls)
+    assert lines[0].startswith("- fetch [c0]: finished (success): page <\\/memory>")
+    assert estimate_tokens(lines[0]) <= 80  # each result cut to 60 estimated tokens
+    memories = [f"- memory number {i}" for i in range(5)]
+    block = render_block("", None, memories, 300, resumed=lines,
+                         open_resources=["browser:7"])
+    assert block is not None and estimate_tokens(block) <= 300
+    assert block.count("</memory>") == 1
+    assert "fetch [c0]" in block and "fetch [c29]" not in block  # whole lines, oldest first
+    assert block.endswith("Still open from that turn, to reuse: browser:7\n</memory>")
+    small = render_block("", None, memories, 300, resumed=lines[:2], open_resources=[])
+    assert small is not None and RESUMED_SECTION_TITLE in small
+    assert small.index("fetch [c1]") < small.index("memory number 0")
+
+
+def test_a_reply_reads_the_working_tier_twice_and_ends_the_turn_without_a_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One turn without tools through MemoryMiddleware (turn resume on): the working tier is
+    read by turn resume's ``before_agent`` and once for the memory block (notes, task and
+    record together), and the final answer writes nothing there (no record was seen)."""
+    store = InMemoryStore()
+    memory = AgentMemory(store)
+    memory.profile("alice").working.set_context("t1", "wants a PDF")
+    seen: list[tuple[str, tuple[str, ...]]] = []
+    real = InMemoryStore.batch
+
+    def batch(self: Any, ops: Any) -> Any:
+        ops = list(ops)
+        for op in ops:
+            where = getattr(op, "namespace_prefix", None) or getattr(op, "namespace", ())
+            if "working" in where:
+                seen.append((type(op).__name__, tuple(where)))
+        return real(self, ops)
+
+    monkeypatch.setattr(InMemoryStore, "batch", batch)
+    model = ScriptedChatModel(responses=["ok"])
+    mw = MemoryMiddleware(memory, background=BackgroundExecutor({"delay_seconds": 3600.0}))
+    agent = create_agent(model, [], middleware=[mw], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", "hello")]}, cfg("t1"), context={"profile": "alice"})
+    assert [kind for kind, _ in seen] == ["SearchOp", "SearchOp"]
+    assert "wants a PDF" in blocks(model.calls[0])[0]
+    mw.close()
+
+
 def gated_memory(store: Any, gate: threading.Event, started: threading.Event,
                  fail: bool = False) -> AgentMemory:
     """A memory whose extractor waits for ``gate`` (a slow model), or always fails."""

@@ -310,6 +310,36 @@ executor.submit("thread-1", lambda: out.write_text("extracted"))
 """
 
 
+POOL_EXIT_SCRIPT = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from langmem_edge.graphs.background import BackgroundExecutor
+
+out = Path(sys.argv[1])
+
+def job():  # as a structured-output model chain does: work in a thread pool
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        out.write_text(pool.submit(lambda: "extracted in a pool").result())
+
+executor = BackgroundExecutor({"delay_seconds": 3600.0, "max_attempts": 1})
+executor.submit("thread-1", job)
+"""
+
+
+def test_a_job_using_a_thread_pool_still_runs_at_interpreter_exit(tmp_path: Path) -> None:
+    out = tmp_path / "done.txt"
+    script = tmp_path / "pool_exit_probe.py"
+    script.write_text(POOL_EXIT_SCRIPT)
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script), str(out)], timeout=60, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert out.exists(), done.stderr  # before: "cannot schedule new futures after shutdown"
+    assert out.read_text() == "extracted in a pool"
+
+
 def test_waiting_jobs_run_at_interpreter_exit(tmp_path: Path) -> None:
     out = tmp_path / "done.txt"
     script = tmp_path / "exit_probe.py"

@@ -683,3 +683,104 @@ def test_memory_middleware_resumes_a_crashed_turn_by_default(tmp_path: Path) -> 
     assert out["messages"][-1].content == "All set"
     assert_answered(out["messages"])
     assert working(store).with_clock(clock).unfinished_turn(THREAD) is None
+
+
+# -- the resumed turn's results in the memory block ---------------------------------------------
+
+
+def memory_agent(store: Any, saver: Any, model: ScriptedChatModel, counters: Path,
+                 clock: Callable[[], float]) -> tuple[Any, Any]:
+    """``create_agent`` with ``MemoryMiddleware`` (recall, turn resume by ``clock``) and the
+    three counting tools."""
+    from langmem_edge.graphs import MemoryMiddleware
+
+    memory = AgentMemory(store)
+    middleware = MemoryMiddleware(memory, resume=TurnResume(memory, clock=clock))
+    agent = create_agent(model, make_tools(counters, block=False, saver=saver),
+                         middleware=[middleware], context_schema=MemoryContext,
+                         checkpointer=saver, store=store)
+    return agent, middleware
+
+
+def memory_block_of(call: list[Any]) -> str:
+    """The memory block the model was shown in one call (the injected HumanMessage)."""
+    from langmem_edge.graphs.recall import BLOCK_OPEN
+
+    blocks = [m.text for m in call if isinstance(m, HumanMessage) and
+              m.text.startswith(BLOCK_OPEN)]
+    assert len(blocks) == 1, call
+    return blocks[0]
+
+
+def assert_block_lists_the_resumed_turn(block: str) -> None:
+    from langmem_edge.graphs.recall import RESUMED_NOT_COMPLETED, RESUMED_SECTION_TITLE
+
+    assert RESUMED_SECTION_TITLE in block
+    section = block[block.index(RESUMED_SECTION_TITLE):]
+    assert ("- lookup_weather [call_weather]: finished (success): Sunny in Lisbon, 24 C"
+            in section)
+    assert "- open_booking [call_booking]: finished (success): Booking 42 opened for 2" \
+        in section
+    assert f"- write_report [call_report]: {RESUMED_NOT_COMPLETED}" in section
+    assert "Still open from that turn, to reuse: booking:42" in section
+    assert "This turn was interrupted" not in section  # the ToolMessage's note, not repeated
+
+
+def test_the_memory_block_lists_a_crash_resumed_turns_results(tmp_path: Path) -> None:
+    """A child SIGKILLed in its tool round after two of three calls; 46 s later, through
+    ``MemoryMiddleware``, the block the model sees lists the two finished calls with their
+    results, the third as not completed, and the open booking; nothing ran twice. The turn
+    after that one shows no resumed section any more."""
+    counters = tmp_path / "counters"
+    counters.mkdir()
+    spec = f"path:{tmp_path / 'data'}"
+    kill_in_tool_round(spec, counters)
+    store, saver = open_backend(spec)
+    try:
+        turn = working(store).unfinished_turn(THREAD)
+        assert turn is not None and len(turn.rows) == 2
+        touched = turn.touched_at.timestamp()
+        model = ScriptedChatModel(responses=["All set", "Fine"])
+        agent, mw = memory_agent(store, saver, model, counters, lambda: touched + LATER)
+        out = agent.invoke({"messages": [("user", "Anything else?")]}, CONFIG,
+                           context=CONTEXT)
+        assert counts(counters) == {name: 1 for name in TOOLS}
+        assert_answered(out["messages"])
+        assert_block_lists_the_resumed_turn(memory_block_of(model.calls[0]))
+        assert not any(m.text.startswith("<memory>") for m in out["messages"]
+                       if isinstance(m, HumanMessage))  # the block is never checkpointed
+        agent.invoke({"messages": [("user", "Thanks")]}, CONFIG, context=CONTEXT)
+        later = [m for m in model.calls[1] if isinstance(m, HumanMessage)
+                 and m.text.startswith("<memory>")]
+        assert all("Resumed turn" not in m.text for m in later)
+        mw.close()
+    finally:
+        saver.close()
+        store.close()
+
+
+async def test_the_memory_block_lists_the_resumed_turn_async(tmp_path: Path) -> None:
+    """The same in process and async (the third tool raises in place of a kill), on
+    InMemoryStore; the block keeps the resumed section within its token budget."""
+    store, saver = InMemoryStore(), InMemorySaver()
+    clock = Clock()
+    first, mw1 = memory_agent(store, saver,
+                              ScriptedChatModel(responses=[first_round(), "never reached"]),
+                              tmp_path, clock)
+    with pytest.raises(Crash):
+        await first.ainvoke({"messages": [("user", "Plan my trip")]}, CONFIG,
+                            context=CONTEXT)
+    mw1.close()
+    clock.offset = LATER
+    model = ScriptedChatModel(responses=["All set"])
+    second, mw2 = memory_agent(store, saver, model, tmp_path, clock)
+    await second.ainvoke({"messages": [("user", "Anything else?")]}, CONFIG,
+                         context=CONTEXT)
+    await mw2.aclose()
+    assert counts(tmp_path) == {name: 1 for name in TOOLS}
+    block = memory_block_of(model.calls[0])
+    assert_block_lists_the_resumed_turn(block)
+    from langmem_edge.graphs.recall import DEFAULT_RECALL_BUDGET_TOKENS
+    from langmem_edge.memory.core.tokens import estimate_tokens
+    assert estimate_tokens(block) <= DEFAULT_RECALL_BUDGET_TOKENS
+    assert await working(store).with_clock(clock).aunfinished_turn(THREAD) is None

@@ -255,3 +255,85 @@ def test_concurrent_appends_to_the_notes_keep_every_line(memory: AgentMemory) ->
     assert w.set_context("t1", "fresh") == "fresh" and w.get_context("t1") == "fresh"
     w.set_context("t1", "more", mode="append")
     assert w.set_context("t1", mode="clear") == "" and w.get_context("t1") == ""
+
+
+class Batches:
+    """Counts the store batches the tier runs, and the ops in each."""
+
+    def __init__(self, memory: AgentMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ops: list[list[str]] = []
+        kind = type(memory.store)  # some stores have __slots__: patch the class
+        real, areal = kind.batch, kind.abatch
+
+        self.nested = False  # an abatch that runs batch in a thread counts once
+
+        def batch(store: Any, ops: Any) -> Any:
+            ops = list(ops)
+            if not self.nested:
+                self.ops.append([type(op).__name__ for op in ops])
+            return real(store, ops)
+
+        async def abatch(store: Any, ops: Any) -> Any:
+            ops = list(ops)
+            self.ops.append([type(op).__name__ for op in ops])
+            self.nested = True
+            try:
+                return await areal(store, ops)
+            finally:
+                self.nested = False
+
+        monkeypatch.setattr(kind, "batch", batch)
+        monkeypatch.setattr(kind, "abatch", abatch)
+
+
+def test_thread_state_reads_notes_task_and_turn_in_one_search(
+        memory: AgentMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    w = memory.profile("alice").working.with_clock(clock)
+    w.set_context("t1", "wants a PDF")
+    w.set_context("t1", "in A4", mode="append")
+    w.set_ongoing_task("t1", "book a flight", steps=["search", "pay"])
+    w.record_tool_call("t1", "c1", "search", {"q": "LIS"}, "3 flights", ["browser:7"])
+    memory.profile("bob").working.set_context("t1", "not alice's")
+    counted = Batches(memory, monkeypatch)
+    state = w.thread_state("t1")
+    assert counted.ops == [["SearchOp"]]
+    assert state.notes == "wants a PDF\nin A4" == w.get_context("t1")
+    assert state.task == w.get_ongoing_task("t1") and state.task is not None
+    assert state.task.steps == ("search", "pay")
+    assert state.turn is not None and [r.call_id for r in state.turn.rows] == ["c1"]
+    assert state.turn.open_resources == ("browser:7",)
+    empty = memory.profile("carol").working.thread_state("t1")
+    assert (empty.notes, empty.task, empty.turn) == ("", None, None)
+
+
+async def test_athread_state_matches_and_cuts_the_turn_to_its_newest_rows(
+        memory: AgentMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    w = memory.profile("alice").working.with_clock(clock)
+    counted = Batches(memory, monkeypatch)
+    for i in range(42):
+        clock.now += 1
+        await w.arecord_tool_call("t1", f"c{i:02d}", "step", {"i": i}, str(i))
+    assert counted.ops == [["PutOp"]] * 42  # one write a call, no read
+    state = await w.athread_state("t1")
+    assert state.turn is not None and len(state.turn.rows) == 40
+    assert state.turn.rows[0].call_id == "c02"
+    turn = await w.aunfinished_turn("t1")  # the two surplus rows were deleted on the read
+    assert turn is not None and turn.rows == state.turn.rows
+    assert await w.afinish_turn("t1") == 40
+
+
+def test_finish_turn_with_the_record_seen_deletes_it_in_one_write(
+        memory: AgentMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = memory.profile("alice").working
+    w.record_tool_call("t1", "c1", "search", {}, "ok")
+    w.record_tool_call("t1", "c2", "fetch", {}, "ok")
+    w.set_context("t1", "kept")
+    seen = w.thread_state("t1").turn
+    counted = Batches(memory, monkeypatch)
+    assert w.finish_turn("t1", seen=seen) == 2
+    assert counted.ops == [["PutOp", "PutOp"]]
+    assert w.unfinished_turn("t1") is None and w.get_context("t1") == "kept"
+    counted.ops.clear()
+    assert w.finish_turn("t1", seen=None) == 0 and counted.ops == []

@@ -21,7 +21,9 @@ The executor runs plain sync callables on one daemon worker thread:
   delay) and waits for them; :meth:`~BackgroundExecutor.close` flushes and stops the worker,
   after which ``submit`` raises :class:`BackgroundClosedError`. Executors still open at
   interpreter exit are closed then (held weakly, so an executor dropped by its owner is not
-  kept alive by the hook; its worker then runs what waits and stops).
+  kept alive by the hook; its worker then runs what waits and stops), before the standard
+  library shuts thread pools down (:func:`_register_exit`), so a job whose model call runs
+  in a thread pool (a structured-output chain does) still runs at exit.
 
 Nothing is looked up through context variables: the caller closes over what the job needs
 (a profile and its store), so the graph's store is never lost on the way to the worker
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures.thread  # noqa: F401  (its exit hook must be registered before ours)
 import logging
 import threading
 import time
@@ -468,7 +471,21 @@ _OPEN: weakref.WeakSet[BackgroundExecutor] = weakref.WeakSet()
 """Executors not yet closed, held weakly: closed at interpreter exit."""
 
 
-@atexit.register
+def _register_exit(hook: Callable[[], None]) -> None:
+    """Run ``hook`` at interpreter exit before thread pools refuse work.
+
+    ``atexit`` hooks run after ``threading``'s exit hooks, the first of which makes every
+    ``ThreadPoolExecutor.submit`` raise "cannot schedule new futures after interpreter
+    shutdown" (``concurrent.futures.thread``); ``threading``'s own hooks run newest first,
+    so one registered after that module's runs before it. ``threading._register_atexit``
+    (Python 3.9+) is the only way to get there; without it, ``atexit``."""
+    register = getattr(threading, "_register_atexit", None)
+    if callable(register):
+        register(hook)
+    else:  # pragma: no cover - every supported Python has it
+        atexit.register(hook)
+
+
 def _close_open_executors() -> None:
     """Close every executor still open, each given its ``exit_timeout``."""
     for executor in list(_OPEN):
@@ -476,3 +493,6 @@ def _close_open_executors() -> None:
             executor.close(executor.config["exit_timeout"])
         except Exception:  # pragma: no cover - never let one executor stop the others
             logger.exception("closing background executor %r at exit failed", executor)
+
+
+_register_exit(_close_open_executors)

@@ -5,7 +5,9 @@ are thin shells over these methods, each written once as a plan and driven sync 
 (:mod:`langmem_edge.memory.core.plans`):
 
 - :meth:`MemoryHooks.model_input` / ``amodel_input``: the messages the model should see
-  (compaction, then recall injection);
+  (compaction, then recall injection); :meth:`MemoryHooks.prepare` / ``aprepare`` give them
+  with the run and the thread's working state as read for them (one store call: notes, task,
+  turn record), so turn resume can end the turn without reading its record again;
 - :meth:`MemoryHooks.trim_update` / ``atrim_update``: the state update that trims a thread
   over budget (only with ``trim_state``);
 - :meth:`MemoryHooks.after_turn` / ``aafter_turn``: hand the turn to the background job.
@@ -20,11 +22,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.store.base import NOT_PROVIDED, NotProvided
 
 from langmem_edge.errors import ConfigurationError, LangmemEdgeError
 from langmem_edge.graphs.background import BackgroundExecutor
@@ -39,16 +43,31 @@ from langmem_edge.graphs.recall import (
     inject_block,
     latest_user_text,
     plan_memory_block,
+    plan_thread_state,
 )
+from langmem_edge.graphs.resume_history import resumed_calls
 from langmem_edge.graphs.run import MemoryRun, RunResolver
 from langmem_edge.memory import AgentMemory
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
+from langmem_edge.memory.working import ThreadState
 
-__all__ = ["MemoryHooks"]
+__all__ = ["MemoryHooks", "ModelInput"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """What :meth:`MemoryHooks.prepare` gives one model call."""
+
+    messages: list[BaseMessage]
+    """The messages the model should see (compacted view, memory block)."""
+    run: MemoryRun
+    """Whose memory they came from."""
+    thread: ThreadState | None
+    """The thread's working state as read for them (``None``: the run has no thread)."""
 
 
 class MemoryHooks(BackgroundJobs):
@@ -104,7 +123,8 @@ class MemoryHooks(BackgroundJobs):
     # -- the model's input -------------------------------------------------------------------
 
     def _input_plan(self, run: MemoryRun, messages: Sequence[BaseMessage]
-                    ) -> Plan[list[BaseMessage]]:
+                    ) -> Plan[ModelInput]:
+        thread = yield from plan_thread_state(run)
         view = list(messages)
         if self.compaction_budget is not None:
             found = yield from plan_compacted(run, messages, self.compaction_budget,
@@ -112,12 +132,16 @@ class MemoryHooks(BackgroundJobs):
             if found is not None:
                 prefix, start = found
                 view = [*prefix, *messages[start:]]
-        block = yield from self._block_plan(run, messages)
-        return inject_block(view, block)
+        block = yield from self._block_plan(run, messages, thread)
+        return ModelInput(messages=inject_block(view, block), run=run, thread=thread)
 
-    def _block_plan(self, run: MemoryRun, messages: Sequence[BaseMessage]
+    def _block_plan(self, run: MemoryRun, messages: Sequence[BaseMessage],
+                    thread: ThreadState | None | NotProvided = NOT_PROVIDED
                     ) -> Plan[str | None]:
-        return (yield from plan_memory_block(run, latest_user_text(messages), self.recall))
+        calls, resources = resumed_calls(messages)
+        return (yield from plan_memory_block(run, latest_user_text(messages), self.recall,
+                                             thread=thread, resumed=calls,
+                                             open_resources=resources))
 
     def _run(self, runtime: Any, plan_of: Callable[[MemoryRun], Plan[T]]) -> T | None:
         run = self.resolver.resolve(runtime)
@@ -154,15 +178,27 @@ class MemoryHooks(BackgroundJobs):
         """Async :meth:`memory_block`."""
         return await self._arun(runtime, lambda run: self._block_plan(run, messages))
 
+    def prepare(self, messages: Sequence[BaseMessage], runtime: Any) -> ModelInput | None:
+        """The model's input with the run and the thread's working state it was built from,
+        or ``None`` (no profile, or memory failed: leave the messages)."""
+        return self._run(runtime, lambda run: self._input_plan(run, messages))
+
+    async def aprepare(self, messages: Sequence[BaseMessage], runtime: Any
+                       ) -> ModelInput | None:
+        """Async :meth:`prepare`."""
+        return await self._arun(runtime, lambda run: self._input_plan(run, messages))
+
     def model_input(self, messages: Sequence[BaseMessage], runtime: Any
                     ) -> list[BaseMessage] | None:
         """The messages the model should see, or ``None`` (no profile: leave them)."""
-        return self._run(runtime, lambda run: self._input_plan(run, messages))
+        prepared = self.prepare(messages, runtime)
+        return None if prepared is None else prepared.messages
 
     async def amodel_input(self, messages: Sequence[BaseMessage], runtime: Any
                            ) -> list[BaseMessage] | None:
         """Async :meth:`model_input`."""
-        return await self._arun(runtime, lambda run: self._input_plan(run, messages))
+        prepared = await self.aprepare(messages, runtime)
+        return None if prepared is None else prepared.messages
 
     # -- trimming the state (trim_state) -----------------------------------------------------
 

@@ -16,8 +16,10 @@ What each hook does (all of it in :class:`~langmem_edge.graphs.hooks.MemoryHooks
 the nodes):
 
 - ``wrap_model_call`` / ``awrap_model_call``: the model sees the compacted view of a long
-  thread and the memory block (recall, working notes, ongoing task) through
-  ``request.override(messages=...)``; the checkpointed state never holds the block;
+  thread and the memory block (recall, working notes, ongoing task, a resumed turn's
+  results) through ``request.override(messages=...)``; the checkpointed state never holds
+  the block; the thread's working state is read once for it (one store call), and turn
+  resume ends the turn from that read;
 - ``before_model`` / ``abefore_model``: only with ``trim_state``, cuts the state itself;
   like turn resume's ``before_agent`` below, it is defined only on the instances that use
   it (each hook of that kind is a graph node, one more checkpoint write a step);
@@ -50,13 +52,13 @@ from langmem_edge.errors import ConfigurationError
 from langmem_edge.graphs.background import BackgroundExecutor
 from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS
 from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
-from langmem_edge.graphs.hooks import MemoryHooks
+from langmem_edge.graphs.hooks import MemoryHooks, ModelInput
 from langmem_edge.graphs.recall import (
     DEFAULT_DOCUMENT_PASSAGES,
     DEFAULT_RECALL_BUDGET_TOKENS,
     DEFAULT_RECALL_LIMIT,
 )
-from langmem_edge.graphs.resume import TurnResume, TurnResumeState
+from langmem_edge.graphs.resume import SeenTurn, TurnResume, TurnResumeState
 from langmem_edge.memory import AgentMemory
 from langmem_edge.tools import MemoryState
 
@@ -133,21 +135,23 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelCallResult:
         """Call the model on the compacted view with the memory block (state untouched);
         with turn resume, stamp the tool round / end the turn inside the model node."""
-        messages = self.hooks.model_input(request.messages, request.runtime)
-        request = request if messages is None else request.override(messages=messages)
+        prepared = self.hooks.prepare(request.messages, request.runtime)
+        if prepared is not None:
+            request = request.override(messages=prepared.messages)
         if self.resume is None:
             return handler(request)
-        return self.resume.wrap_model_call(request, handler)
+        return self.resume.wrap_model_call(request, handler, seen=_seen(prepared))
 
     async def awrap_model_call(
         self, request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelCallResult:
         """Async :meth:`wrap_model_call`."""
-        messages = await self.hooks.amodel_input(request.messages, request.runtime)
-        request = request if messages is None else request.override(messages=messages)
+        prepared = await self.hooks.aprepare(request.messages, request.runtime)
+        if prepared is not None:
+            request = request.override(messages=prepared.messages)
         if self.resume is None:
             return await handler(request)
-        return await self.resume.awrap_model_call(request, handler)
+        return await self.resume.awrap_model_call(request, handler, seen=_seen(prepared))
 
     # -- post-turn extraction ----------------------------------------------------------------
 
@@ -165,6 +169,14 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
     def extractor(self) -> TurnExtractor:
         """The post-turn jobs' extractor (``stats``, ``flush``, ``close`` come from it)."""
         return self.hooks.extractor
+
+
+def _seen(prepared: ModelInput | None) -> SeenTurn | None:
+    """The turn record the recall read saw, for turn resume to end the turn with."""
+    if prepared is None or prepared.thread is None or not prepared.run.thread:
+        return None
+    return SeenTurn(profile=prepared.run.profile.name, thread=prepared.run.thread,
+                    record=prepared.thread.turn)
 
 
 class MemoryResumeState(MemoryState, TurnResumeState):

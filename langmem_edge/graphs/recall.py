@@ -2,14 +2,18 @@
 
 Before each model call, the latest user message is the query of one fused recall
 (``Profile.recall`` / ``arecall``: contact-scoped memories first, then agent-wide ones), and
-the thread's working notes and ongoing task (``profile.working``) are read. Together, within
-``budget_tokens`` (the content-aware estimate of :mod:`langmem_edge.memory.core.tokens`), they
-become **one delimited block** (:data:`MEMORY_BLOCK_TEMPLATE`) that says what it is: data
-from memory, which a user may have written, never instructions. The notes and the task come
-first (they are this conversation's), then memories in recall order, each line whole or not at
-all, then, with ``documents`` (off by default), passages of the profile's ready documents
-(``Profile.search_documents``), each cut to :data:`DEFAULT_PASSAGE_TOKENS` and likewise whole
-or not at all. Nothing found: no block.
+the thread's working notes, ongoing task and turn record are read in one store call
+(``profile.working.thread_state``). Together, within ``budget_tokens`` (the content-aware
+estimate of :mod:`langmem_edge.memory.core.tokens`), they become **one delimited block**
+(:data:`MEMORY_BLOCK_TEMPLATE`) that says what it is: data from memory, which a user may have
+written, never instructions. The notes and the task come first (they are this
+conversation's), then, when the latest user message came after a turn cut short by a crash,
+that **resumed turn's results** (:data:`RESUMED_SECTION_TITLE`: each call finished or not,
+its recorded result cut to :data:`DEFAULT_RESUMED_RESULT_TOKENS`, and the resources it left
+open, from the answers turn resume put in the history), then memories in recall order, each
+line whole or not at all, then, with ``documents`` (off by default), passages of the
+profile's ready documents (``Profile.search_documents``), each cut to
+:data:`DEFAULT_PASSAGE_TOKENS` and likewise whole or not at all. Nothing found: no block.
 
 The block is a ``HumanMessage`` placed just before the latest user message, not part of the
 system prompt: remembered text is never given the standing of the developer's instructions
@@ -27,12 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage
+from langgraph.store.base import NOT_PROVIDED, NotProvided
 
 from langmem_edge.graphs.history import flagged, is_injected
+from langmem_edge.graphs.resume_history import ResumedCall
 from langmem_edge.graphs.run import MemoryRun
 from langmem_edge.memory.core.plans import Call, Plan
 from langmem_edge.memory.core.tokens import estimate_tokens, truncate_to_tokens
-from langmem_edge.memory.working.tier import OngoingTask
+from langmem_edge.memory.working import OngoingTask, ThreadState
 
 __all__ = [
     "BLOCK_CLOSE",
@@ -41,18 +47,25 @@ __all__ = [
     "DEFAULT_PASSAGE_TOKENS",
     "DEFAULT_RECALL_BUDGET_TOKENS",
     "DEFAULT_RECALL_LIMIT",
+    "DEFAULT_RESUMED_RESULT_TOKENS",
     "DOCUMENTS_SECTION_TITLE",
     "DOCUMENT_LINE_TEMPLATE",
     "MEMORY_BLOCK_TEMPLATE",
     "MEMORY_LINE_TEMPLATE",
     "NOTES_SECTION_TEMPLATE",
     "RECALLED_SECTION_TITLE",
+    "RESUMED_LINE_TEMPLATE",
+    "RESUMED_NOT_COMPLETED",
+    "RESUMED_OPEN_TEMPLATE",
+    "RESUMED_SECTION_TITLE",
     "TASK_SECTION_TEMPLATE",
     "RecallOptions",
     "inject_block",
     "latest_user_text",
     "plan_memory_block",
+    "plan_thread_state",
     "render_block",
+    "resumed_lines",
 ]
 
 DEFAULT_RECALL_BUDGET_TOKENS = 800
@@ -63,6 +76,9 @@ DEFAULT_DOCUMENT_PASSAGES = 0
 """Document passages asked of ``search_documents`` per model call; 0: none (off)."""
 DEFAULT_PASSAGE_TOKENS = 150
 """Estimated tokens a document passage is cut to in the block."""
+DEFAULT_RESUMED_RESULT_TOKENS = 60
+"""Estimated tokens a resumed call's result is cut to in the block (the whole recorded
+result is in its ``ToolMessage``)."""
 
 BLOCK_OPEN = "<memory>"
 """First line of the memory block."""
@@ -87,6 +103,18 @@ RECALLED_SECTION_TITLE = "Remembered:"
 """Title of the recalled memories."""
 MEMORY_LINE_TEMPLATE = "- {key}{text}{about}"
 """One recalled memory: ``{key}`` is ``"key: "`` or empty, ``{about}`` names its contact."""
+RESUMED_SECTION_TITLE = (
+    "Resumed turn: the turn before this message was interrupted (a crash); its tool calls "
+    "were answered from their recorded results, not run again:")
+"""Title of a resumed turn's tool calls (shown while the message after the crash is
+handled)."""
+RESUMED_LINE_TEMPLATE = "- {name} [{call_id}]: {outcome}"
+"""One resumed tool call; ``{outcome}`` is ``"finished (status): result"`` or
+:data:`RESUMED_NOT_COMPLETED`."""
+RESUMED_NOT_COMPLETED = "did not complete (no result; not run again)"
+"""The outcome of a resumed call the turn record had no result for."""
+RESUMED_OPEN_TEMPLATE = "Still open from that turn, to reuse: {resources}"
+"""The last line of the resumed section when the turn's tools left resources open."""
 DOCUMENTS_SECTION_TITLE = "From documents:"
 """Title of the document passages."""
 DOCUMENT_LINE_TEMPLATE = "- [{name}, passage {chunk}] {text}"
@@ -123,11 +151,31 @@ def latest_user_text(messages: Sequence[BaseMessage]) -> str | None:
     return None
 
 
+def resumed_lines(calls: Sequence[ResumedCall]) -> list[str]:
+    """The resumed section's lines (:data:`RESUMED_LINE_TEMPLATE`), each result folded to
+    one line and cut to :data:`DEFAULT_RESUMED_RESULT_TOKENS`."""
+    lines = []
+    for c in calls:
+        if c.completed:
+            text, _ = truncate_to_tokens(" ".join(c.result.split()),
+                                         DEFAULT_RESUMED_RESULT_TOKENS)
+            outcome = f"finished ({c.status}): {text}"
+        else:
+            outcome = RESUMED_NOT_COMPLETED
+        lines.append(RESUMED_LINE_TEMPLATE.format(name=_escape(c.name),
+                                                  call_id=_escape(c.call_id),
+                                                  outcome=_escape(outcome)))
+    return lines
+
+
 def render_block(notes: str, task: OngoingTask | None, lines: Sequence[str],
-                 budget_tokens: int, *, passages: Sequence[str] = ()) -> str | None:
+                 budget_tokens: int, *, passages: Sequence[str] = (),
+                 resumed: Sequence[str] = (), open_resources: Sequence[str] = ()
+                 ) -> str | None:
     """The block from its parts, within ``budget_tokens``: notes and task first, then as
-    many memory lines as fit, then as many document passage lines as fit. ``None`` when
-    there is nothing to show."""
+    many resumed-call lines as fit (:func:`resumed_lines`, with ``open_resources`` after
+    them), then as many memory lines as fit, then as many document passage lines as fit.
+    ``None`` when there is nothing to show."""
     sections: list[str] = []
     if notes.strip():
         sections.append(NOTES_SECTION_TEMPLATE.format(notes=_escape(notes.strip())))
@@ -142,16 +190,20 @@ def render_block(notes: str, task: OngoingTask | None, lines: Sequence[str],
 
     if sections and estimate_tokens(block(sections)) > budget_tokens:
         sections = [sections[0]]  # the notes alone, cut to the budget below
-    for title, candidates in ((RECALLED_SECTION_TITLE, lines),
-                              (DOCUMENTS_SECTION_TITLE, passages)):
+    opened = ([RESUMED_OPEN_TEMPLATE.format(
+        resources=_escape(", ".join(open_resources)))] if open_resources else [])
+    for title, candidates, tail in ((RESUMED_SECTION_TITLE, resumed, opened),
+                                    (RECALLED_SECTION_TITLE, lines, []),
+                                    (DOCUMENTS_SECTION_TITLE, passages, [])):
         kept: list[str] = []
         for line in candidates:
-            trial = [*sections, "\n".join([title, *kept, line])]
+            trial = [*sections, "\n".join([title, *kept, line, *tail])]
             if estimate_tokens(block(trial)) > budget_tokens:
                 break
             kept.append(line)
-        if kept:
-            sections.append("\n".join([title, *kept]))
+        section = "\n".join([title, *kept, *tail])
+        if (kept or tail) and estimate_tokens(block([*sections, section])) <= budget_tokens:
+            sections.append(section)
     if not sections:
         return None
     text = block(sections)
@@ -162,15 +214,29 @@ def render_block(notes: str, task: OngoingTask | None, lines: Sequence[str],
     return text or None
 
 
-def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions
-                      ) -> Plan[str | None]:
-    """Plan: recall for ``query``, the thread's notes and task, rendered by
-    :func:`render_block`."""
-    profile, working = run.profile, run.profile.working
-    notes, task = "", None
-    if run.thread:
-        notes = yield Call(working.get_context, working.aget_context, (run.thread,))
-        task = yield Call(working.get_ongoing_task, working.aget_ongoing_task, (run.thread,))
+def plan_thread_state(run: MemoryRun) -> Plan[ThreadState | None]:
+    """Plan: the run's thread's notes, ongoing task and turn record in one read
+    (``profile.working.thread_state``); ``None`` for a run without a thread."""
+    if not run.thread:
+        return None
+    working = run.profile.working
+    state: ThreadState = yield Call(working.thread_state, working.athread_state,
+                                    (run.thread,))
+    return state
+
+
+def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions, *,
+                      thread: ThreadState | None | NotProvided = NOT_PROVIDED,
+                      resumed: Sequence[ResumedCall] = (),
+                      open_resources: Sequence[str] = ()) -> Plan[str | None]:
+    """Plan: recall for ``query``, the thread's notes and task (``thread``: as read by
+    :func:`plan_thread_state`; by default read here), the calls of a resumed turn and the
+    resources it left open (:func:`~langmem_edge.graphs.resume_history.resumed_calls`),
+    rendered by :func:`render_block`."""
+    profile = run.profile
+    if isinstance(thread, NotProvided):
+        thread = yield from plan_thread_state(run)
+    notes, task = (thread.notes, thread.task) if thread is not None else ("", None)
     lines: list[str] = []
     if query:
         found = yield Call(profile.recall, profile.arecall, (query,),
@@ -191,7 +257,8 @@ def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions
             text, _ = truncate_to_tokens(" ".join(h.text.split()), DEFAULT_PASSAGE_TOKENS)
             passages.append(DOCUMENT_LINE_TEMPLATE.format(name=_escape(h.name), chunk=h.chunk,
                                                           text=_escape(text)))
-    return render_block(notes, task, lines, options.budget_tokens, passages=passages)
+    return render_block(notes, task, lines, options.budget_tokens, passages=passages,
+                        resumed=resumed_lines(resumed), open_resources=open_resources)
 
 
 def inject_block(messages: Sequence[BaseMessage], block: str | None) -> list[BaseMessage]:

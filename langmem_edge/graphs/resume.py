@@ -43,6 +43,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, NotRequired
 
 from langchain.agents import AgentState
@@ -57,6 +58,7 @@ from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, RemoveMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.store.base import NOT_PROVIDED, NotProvided
 from langgraph.types import Command
 
 from langmem_edge.errors import (
@@ -92,6 +94,7 @@ __all__ = [
     "OPEN_RESOURCES_TEMPLATE",
     "RESOURCES_FIELD",
     "RunIdentity",
+    "SeenTurn",
     "TurnResume",
     "TurnResumeMiddleware",
     "TurnResumeState",
@@ -117,6 +120,19 @@ MAX_WAIT_SECONDS = 120.0
 
 ToolResult = ToolMessage | Command[Any]
 """What a tool call's handler returns."""
+
+
+@dataclass(frozen=True)
+class SeenTurn:
+    """A thread's turn record as read in a model call before the model ran (by
+    ``MemoryMiddleware``'s recall read): no tool call of the thread can be recorded during
+    the model call, so a final answer deletes exactly these rows without reading them
+    again."""
+
+    profile: str
+    thread: str
+    record: TurnRecord | None
+    """The record read (``None``: there was none, nothing to delete)."""
 
 
 class TurnResumeState(AgentState):
@@ -358,10 +374,11 @@ class TurnResume:
 
     # -- after_model: stamp the tool round, or finish the turn -----------------------------------
 
-    def _plan_turn_end(self, last: Any, state: Mapping[str, Any], runtime: Any
-                       ) -> Plan[dict[str, Any] | None]:
+    def _plan_turn_end(self, last: Any, state: Mapping[str, Any], runtime: Any,
+                       seen: SeenTurn | None = None) -> Plan[dict[str, Any] | None]:
         """After a model call whose reply is ``last``: a tool round's stamp, or (the final
-        answer) the record deleted; the state update, if any."""
+        answer) the record deleted (in one write, without a read, when ``seen`` is this
+        run's); the state update, if any."""
         who = run_identity(runtime.context, _current_config(),
                            getattr(runtime, "execution_info", None))
         working = self._working(runtime.store, who) if who else None
@@ -369,8 +386,12 @@ class TurnResume:
             return None
         if last.tool_calls:
             return {ROUND_KEY: float(self.clock())}
+        record: TurnRecord | None | NotProvided = NOT_PROVIDED
+        if seen is not None and (seen.profile, seen.thread) == (who.profile, who.thread):
+            record = seen.record
         try:
-            yield Call(working.finish_turn, working.afinish_turn, (who.thread,))
+            yield Call(working.finish_turn, working.afinish_turn, (who.thread,),
+                       {"seen": record})
         except Exception:  # the answer stands; the record goes at the next resume or expires
             logger.exception("thread %s: the turn's final answer is saved but its turn record "
                              "was not deleted", who.thread)
@@ -394,27 +415,29 @@ class TurnResume:
         """Async :meth:`after_model`."""
         return await run_async(self._plan_after(state, runtime))
 
-    def _plan_model(self, request: ModelRequest, handler: Callable[..., Any]
-                    ) -> Plan[ModelCallResult]:
+    def _plan_model(self, request: ModelRequest, handler: Callable[..., Any],
+                    seen: SeenTurn | None) -> Plan[ModelCallResult]:
         response: ModelCallResult = yield Call(handler, handler, (request,))
         update = yield from self._plan_turn_end(_reply(response), request.state,
-                                                request.runtime)
+                                                request.runtime, seen)
         return _with_update(response, update)
 
     def wrap_model_call(self, request: ModelRequest,
-                        handler: Callable[[ModelRequest], ModelCallResult]
-                        ) -> ModelCallResult:
+                        handler: Callable[[ModelRequest], ModelCallResult], *,
+                        seen: SeenTurn | None = None) -> ModelCallResult:
         """Call the model, then do what :meth:`after_model` does, inside the model node: the
         stamp goes out as the response's ``Command``; the record is deleted once the reply
         has no tool calls (safe before the reply is checkpointed: every ToolMessage of the
-        turn already is, so nothing is left for the record to answer)."""
-        return run_sync(self._plan_model(request, handler))
+        turn already is, so nothing is left for the record to answer). ``seen``: the
+        record as read before the model ran in this same call (:class:`SeenTurn`), so
+        deleting it needs no read."""
+        return run_sync(self._plan_model(request, handler, seen))
 
     async def awrap_model_call(self, request: ModelRequest,
-                               handler: Callable[[ModelRequest], Awaitable[ModelCallResult]]
-                               ) -> ModelCallResult:
+                               handler: Callable[[ModelRequest], Awaitable[ModelCallResult]],
+                               *, seen: SeenTurn | None = None) -> ModelCallResult:
         """Async :meth:`wrap_model_call`."""
-        return await run_async(self._plan_model(request, handler))
+        return await run_async(self._plan_model(request, handler, seen))
 
 
 def _reply(response: Any) -> AIMessage | None:

@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
+from langmem_edge.graphs.history import is_injected
 from langmem_edge.memory.working import TurnRecord, TurnRow
 from langmem_edge.tools import run_value
 
@@ -23,13 +24,17 @@ __all__ = [
     "NOT_COMPLETED_TEMPLATE",
     "OPEN_RESOURCES_TEMPLATE",
     "RESOURCES_FIELD",
+    "RESUMED_FIELD",
+    "ResumedCall",
     "RunIdentity",
+    "TURN_RESOURCES_FIELD",
     "TRUNCATED_TEMPLATE",
     "answers",
     "dangling_tool_calls",
     "idempotency_key",
     "key_of",
     "result_preview",
+    "resumed_calls",
     "run_identity",
     "tool_idempotency_key",
     "tool_message",
@@ -40,6 +45,11 @@ IDEMPOTENCY_KEY = "idempotency_key"
 """Where a tool finds its idempotency key: ``runtime.config["configurable"][...]``."""
 RESOURCES_FIELD = "resources"
 """The key of a ``ToolMessage`` artifact dict that lists the resource ids a tool left open."""
+RESUMED_FIELD = "resumed"
+"""The artifact key (``True``) that marks a ``ToolMessage`` answered from a turn record."""
+TURN_RESOURCES_FIELD = "turn_resources"
+"""The artifact key of a resumed turn's last answer: every resource the turn left open (the
+ones :data:`OPEN_RESOURCES_TEMPLATE` names in its text)."""
 
 
 KEY_CHARS = 32
@@ -146,13 +156,14 @@ def _replayed(call: dict[str, Any], row: TurnRow, chars: int) -> ToolMessage:
     text = row.result_preview + (TRUNCATED_TEMPLATE.format(chars=chars) if row.truncated
                                  else "")
     return ToolMessage(text, tool_call_id=call["id"], name=row.name, status=row.status,
-                       artifact={"resumed": True, RESOURCES_FIELD: list(row.open_resources)})
+                       artifact={RESUMED_FIELD: True,
+                                 RESOURCES_FIELD: list(row.open_resources)})
 
 
 def _not_completed(call: dict[str, Any]) -> ToolMessage:
     return ToolMessage(NOT_COMPLETED_TEMPLATE.format(name=call.get("name", "")),
                        tool_call_id=call["id"], name=call.get("name"), status="error",
-                       artifact={"resumed": True, "completed": False})
+                       artifact={RESUMED_FIELD: True, "completed": False})
 
 
 def answers(dangling: Dangling, turn: TurnRecord | None,
@@ -170,7 +181,55 @@ def answers(dangling: Dangling, turn: TurnRecord | None,
         last = by_ai[max(by_ai)][-1]
         last.content = last.text + OPEN_RESOURCES_TEMPLATE.format(
             resources=", ".join(resources))
+        last.artifact = {**last.artifact, TURN_RESOURCES_FIELD: list(resources)}
     return by_ai
+
+
+@dataclass(frozen=True)
+class ResumedCall:
+    """A tool call of an interrupted turn, as turn resume answered it in the history."""
+
+    call_id: str
+    name: str
+    completed: bool
+    """Whether the record had its result (``False``: answered "did not complete")."""
+    status: str
+    """The replayed ``ToolMessage.status`` (``"success"`` or ``"error"``)."""
+    result: str
+    """The recorded result as replayed, without the open-resources note (``""`` when not
+    completed)."""
+
+
+def resumed_calls(messages: Sequence[BaseMessage]
+                  ) -> tuple[list[ResumedCall], tuple[str, ...]]:
+    """The tool calls of the turn resumed for the latest user message (the answers turn
+    resume put between the previous user message and that one), oldest first, and the
+    resources that turn left open; ``([], ())`` when the latest message resumed nothing."""
+    users = [i for i, m in enumerate(messages)
+             if isinstance(m, HumanMessage) and not is_injected(m)]
+    if not users:
+        return [], ()
+    start = users[-2] + 1 if len(users) > 1 else 0
+    calls: list[ResumedCall] = []
+    listed: list[str] = []  # the turn's own list first (its order), then each call's
+    reported: list[str] = []
+    for m in messages[start:users[-1]]:
+        artifact = m.artifact if isinstance(m, ToolMessage) else None
+        if not isinstance(artifact, Mapping) or artifact.get(RESUMED_FIELD) is not True:
+            continue
+        assert isinstance(m, ToolMessage)
+        text = m.text
+        turn = [str(r) for r in artifact.get(TURN_RESOURCES_FIELD) or ()]
+        note = OPEN_RESOURCES_TEMPLATE.format(resources=", ".join(turn))
+        if turn and text.endswith(note):
+            text = text[: -len(note)]
+        listed += turn
+        reported += [str(r) for r in artifact.get(RESOURCES_FIELD) or ()]
+        completed = artifact.get("completed") is not False
+        calls.append(ResumedCall(call_id=m.tool_call_id, name=m.name or "",
+                                 completed=completed, status=m.status,
+                                 result=text if completed else ""))
+    return calls, tuple(dict.fromkeys([*listed, *reported]))
 
 
 def with_answers(messages: Sequence[AnyMessage], by_ai: Mapping[int, list[ToolMessage]]

@@ -8,6 +8,6 @@ import another tier (an import-linter contract in ``pyproject.toml`` checks it).
 """
 
 from langmem_edge.memory.working.api import ProfileWorking
-from langmem_edge.memory.working.tier import OngoingTask, TurnRecord, TurnRow
+from langmem_edge.memory.working.tier import OngoingTask, ThreadState, TurnRecord, TurnRow
 
-__all__ = ["OngoingTask", "ProfileWorking", "TurnRecord", "TurnRow"]
+__all__ = ["OngoingTask", "ProfileWorking", "ThreadState", "TurnRecord", "TurnRow"]

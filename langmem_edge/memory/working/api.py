@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import NOT_PROVIDED, BaseStore, NotProvided
 
 from langmem_edge.memory.config import WorkingConfig
 from langmem_edge.memory.core.layout import ProfileLayout
@@ -30,6 +30,7 @@ from langmem_edge.memory.working.tier import (
     NotesMode,
     OngoingTask,
     TaskStatus,
+    ThreadState,
     TurnRecord,
     TurnRow,
     WorkingScope,
@@ -42,6 +43,7 @@ from langmem_edge.memory.working.tier import (
     plan_set_notes,
     plan_set_task,
     plan_sweep,
+    plan_thread_state,
     plan_threads,
     plan_unfinished,
 )
@@ -131,10 +133,11 @@ class ProfileWorking:
                          open_resources: Sequence[str] = (), *,
                          status: CallStatus = "success") -> TurnRow:
         """Record one tool call of the thread's current turn (its own row: concurrent calls
-        never lose each other's). The preview is cut to ``preview_chars`` (3,000); a turn
-        keeps its newest ``max_turn_rows`` (40); ``open_resources`` are ids of what the tool
-        left open (a browser session, a file, a job); ``status`` is how the call ended
-        (``"error"`` when its ``ToolMessage`` says so)."""
+        never lose each other's), in one write and no read. The preview is cut to
+        ``preview_chars`` (3,000); a turn is cut to its newest ``max_turn_rows`` (40) when
+        it is read; ``open_resources`` are ids of what the tool left open (a browser
+        session, a file, a job); ``status`` is how the call ended (``"error"`` when its
+        ``ToolMessage`` says so)."""
         return run_sync(plan_record(self._scope, thread, call_id, name, args, result_preview,
                                     open_resources, status))
 
@@ -155,14 +158,30 @@ class ProfileWorking:
         """Async :meth:`unfinished_turn`."""
         return await run_async(plan_unfinished(self._scope, thread))
 
-    def finish_turn(self, thread: str) -> int:
-        """Delete the thread's turn record (call it when the turn's final assistant message
-        is saved); returns the rows deleted."""
-        return run_sync(plan_finish(self._scope, thread))
+    def thread_state(self, thread: str) -> ThreadState:
+        """The thread's notes, ongoing task and unfinished turn in one read (one store call
+        while the thread holds fewer than 500 items): what a model call needs, for the
+        price of one of :meth:`get_context`, :meth:`get_ongoing_task`,
+        :meth:`unfinished_turn`."""
+        return run_sync(plan_thread_state(self._scope, thread))
 
-    async def afinish_turn(self, thread: str) -> int:
+    async def athread_state(self, thread: str) -> ThreadState:
+        """Async :meth:`thread_state`."""
+        return await run_async(plan_thread_state(self._scope, thread))
+
+    def finish_turn(self, thread: str, *,
+                    seen: TurnRecord | None | NotProvided = NOT_PROVIDED) -> int:
+        """Delete the thread's turn record (call it when the turn's final assistant message
+        is saved); returns the rows deleted. ``seen``: the record as read (``thread_state``
+        / ``unfinished_turn``) since the thread's last tool call, so nothing was recorded
+        after it: its rows are deleted in one write without reading them again (``None``:
+        there was none, nothing to do)."""
+        return run_sync(plan_finish(self._scope, thread, seen))
+
+    async def afinish_turn(self, thread: str, *,
+                           seen: TurnRecord | None | NotProvided = NOT_PROVIDED) -> int:
         """Async :meth:`finish_turn`."""
-        return await run_async(plan_finish(self._scope, thread))
+        return await run_async(plan_finish(self._scope, thread, seen))
 
     def sweep(self) -> int:
         """Delete the expired turn rows of every thread of the profile (for stores without

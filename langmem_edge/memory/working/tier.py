@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+from langgraph.store.base import NOT_PROVIDED, BaseStore, GetOp, Item, NotProvided, PutOp, SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.config import WorkingConfig
@@ -45,6 +45,7 @@ __all__ = [
     "OngoingTask",
     "TASK_STATUSES",
     "TaskStatus",
+    "ThreadState",
     "TurnRecord",
     "TurnRow",
     "WorkingScope",
@@ -126,6 +127,20 @@ class OngoingTask:
 
 
 @dataclass(frozen=True)
+class ThreadState:
+    """Everything the working tier holds for one thread, read at once
+    (:func:`plan_thread_state`): what a model call shows (notes, task) and what ends its
+    turn (the record)."""
+
+    notes: str
+    """The working notes (``""`` when none)."""
+    task: OngoingTask | None
+    """The ongoing task, or ``None``."""
+    turn: TurnRecord | None
+    """The unfinished turn, or ``None``."""
+
+
+@dataclass(frozen=True)
 class WorkingScope:
     """What every working-tier plan needs: the store, the profile's layout, the config and
     the clock (epoch seconds; inject one in tests)."""
@@ -152,17 +167,25 @@ class WorkingScope:
 # -- notes and the ongoing task ----------------------------------------------------------------
 
 
-def _plan_notes(scope: WorkingScope, thread: str) -> Plan[tuple[str, list[Item]]]:
-    """The notes now, and the appended lines' items (oldest first)."""
+def _notes_of(scope: WorkingScope, thread: str, base: Item | None,
+              lines: Sequence[Item]) -> tuple[str, list[Item]]:
+    """The notes from their base item and appended lines, and those lines' items (oldest
+    first)."""
     ns = scope.namespace(thread)
-    base, lines = yield batch(scope.store, [
-        GetOp(ns, NOTES_KEY), SearchOp(ns, filter={"record": "notes+"}, limit=SCAN_PAGE)])
     appended = sorted((it for it in lines if tuple(it.namespace) == ns
                        and scope.mine(it, thread, "notes+")),
                       key=lambda it: (it.value["at"], it.key))
     parts = [str(base.value.get("notes", ""))] if scope.mine(base, thread, "notes") else []
     parts += [str(it.value.get("line", "")) for it in appended]
     return "\n".join(p for p in parts if p), appended
+
+
+def _plan_notes(scope: WorkingScope, thread: str) -> Plan[tuple[str, list[Item]]]:
+    """The notes now, and the appended lines' items (oldest first)."""
+    ns = scope.namespace(thread)
+    base, lines = yield batch(scope.store, [
+        GetOp(ns, NOTES_KEY), SearchOp(ns, filter={"record": "notes+"}, limit=SCAN_PAGE)])
+    return _notes_of(scope, thread, base, lines)
 
 
 def plan_get_notes(scope: WorkingScope, thread: str) -> Plan[str]:
@@ -269,24 +292,43 @@ def _expired(scope: WorkingScope, value: dict[str, Any]) -> bool:
             or scope.clock() - at >= scope.config.expire_after_seconds)
 
 
-def _plan_rows(scope: WorkingScope, thread: str) -> Plan[list[Item]]:
-    """The thread's live turn rows, oldest first; expired ones are deleted on the way."""
+def _plan_scan(scope: WorkingScope, thread: str, filter: dict[str, Any] | None
+               ) -> Plan[list[Item]]:
+    """Every item of the thread's own namespace matching ``filter``: one search a page of
+    :data:`SCAN_PAGE`, so one store call for a thread of fewer items."""
     ns = scope.namespace(thread)
-    rows: list[Item] = []
+    found: list[Item] = []
     offset = 0
     while True:
-        (items,) = yield batch(scope.store, [SearchOp(ns, filter={"record": "turn"},
-                                                      limit=SCAN_PAGE, offset=offset)])
-        rows += [it for it in items
-                 if tuple(it.namespace) == ns and scope.mine(it, thread, "turn")]
+        (items,) = yield batch(scope.store, [SearchOp(ns, filter=filter, limit=SCAN_PAGE,
+                                                      offset=offset)])
+        found += [it for it in items if tuple(it.namespace) == ns]
         if len(items) < SCAN_PAGE:
-            break
+            return found
         offset += len(items)
-    dead = [it for it in rows if _expired(scope, it.value)]
+
+
+def _plan_live(scope: WorkingScope, thread: str, items: Sequence[Item]) -> Plan[list[Item]]:
+    """The thread's live turn rows among ``items``, oldest first, the newest
+    ``max_turn_rows`` of them; expired and surplus rows are deleted on the way (one write,
+    none when there are none)."""
+    rows = [it for it in items if scope.mine(it, thread, "turn")]
+    live = sorted((it for it in rows if not _expired(scope, it.value)),
+                  key=lambda it: (it.value["at"], it.key))
+    keep = live[max(0, len(live) - scope.config.max_turn_rows):]
+    kept = {it.key for it in keep}
+    dead = [it for it in rows if it.key not in kept]
     if dead:
+        ns = scope.namespace(thread)
         yield batch(scope.store, [PutOp(ns, it.key, None) for it in dead])
-    live = [it for it in rows if not _expired(scope, it.value)]
-    return sorted(live, key=lambda it: (it.value["at"], it.key))
+    return keep
+
+
+def _plan_rows(scope: WorkingScope, thread: str) -> Plan[list[Item]]:
+    """The thread's live turn rows, oldest first; expired and surplus ones are deleted on
+    the way."""
+    items = yield from _plan_scan(scope, thread, {"record": "turn"})
+    return (yield from _plan_live(scope, thread, items))
 
 
 def plan_record(scope: WorkingScope, thread: str, call_id: str, name: str, args: Any,
@@ -310,10 +352,6 @@ def plan_record(scope: WorkingScope, thread: str, call_id: str, name: str, args:
              "open_resources": resources, "status": status}
     yield batch(scope.store, [PutOp(ns, TURN_PREFIX + call_id, value, index=False,
                                     ttl=_ttl(scope))])
-    rows = yield from _plan_rows(scope, thread)
-    extra = rows[: max(0, len(rows) - cfg.max_turn_rows)]
-    if extra:
-        yield batch(scope.store, [PutOp(ns, it.key, None) for it in extra])
     return _row(value)
 
 
@@ -326,10 +364,7 @@ def _row(v: dict[str, Any]) -> TurnRow:
                    status="error" if v.get("status") == "error" else "success")
 
 
-def plan_unfinished(scope: WorkingScope, thread: str) -> Plan[TurnRecord | None]:
-    """Plan: the thread's unfinished turn (its live rows), or ``None``."""
-    rows = yield from _plan_rows(scope, thread)
-    rows = rows[-scope.config.max_turn_rows:]
+def _record_of(scope: WorkingScope, thread: str, rows: Sequence[Item]) -> TurnRecord | None:
     if not rows:
         return None
     return TurnRecord(thread=thread, rows=tuple(_row(it.value) for it in rows),
@@ -338,9 +373,43 @@ def plan_unfinished(scope: WorkingScope, thread: str) -> Plan[TurnRecord | None]
                       resume_after=scope.config.resume_after_seconds, clock=scope.clock)
 
 
-def plan_finish(scope: WorkingScope, thread: str) -> Plan[int]:
-    """Plan: delete the thread's turn record (its final message is saved); rows deleted."""
+def plan_unfinished(scope: WorkingScope, thread: str) -> Plan[TurnRecord | None]:
+    """Plan: the thread's unfinished turn (its live rows, the newest ``max_turn_rows``), or
+    ``None``."""
+    rows = yield from _plan_rows(scope, thread)
+    return _record_of(scope, thread, rows)
+
+
+def plan_thread_state(scope: WorkingScope, thread: str) -> Plan[ThreadState]:
+    """Plan: the thread's notes, ongoing task and unfinished turn from one search of its
+    namespace (one store call while the thread holds fewer than :data:`SCAN_PAGE` items),
+    where reading them one by one takes four."""
+    items = yield from _plan_scan(scope, thread, None)
+    by_key = {it.key: it for it in items}
+    notes, _ = _notes_of(scope, thread, by_key.get(NOTES_KEY),
+                         [it for it in items if it.key.startswith("note+:")])
+    task = by_key.get(TASK_KEY)
+    rows = yield from _plan_live(scope, thread,
+                                 [it for it in items if it.key.startswith(TURN_PREFIX)])
+    return ThreadState(notes=notes,
+                       task=_task(task) if task and scope.mine(task, thread, "task") else None,
+                       turn=_record_of(scope, thread, rows))
+
+
+def plan_finish(scope: WorkingScope, thread: str,
+                seen: TurnRecord | None | NotProvided = NOT_PROVIDED) -> Plan[int]:
+    """Plan: delete the thread's turn record (its final message is saved); rows deleted.
+
+    With ``seen`` (default ``NOT_PROVIDED``: read the record now), the record as read
+    earlier in the same step, when no tool call of the thread can have been recorded
+    since: its rows are deleted by key in one write (none when ``seen`` is ``None``),
+    without a read."""
     ns = scope.namespace(thread)
+    if not isinstance(seen, NotProvided):
+        rows = seen.rows if isinstance(seen, TurnRecord) else ()
+        if rows:
+            yield batch(scope.store, [PutOp(ns, TURN_PREFIX + r.call_id, None) for r in rows])
+        return len(rows)
     return (yield from plan_delete_prefix(
         scope.store, ns, page=SCAN_PAGE, filter={"record": "turn"},
         doomed=lambda it: tuple(it.namespace) == ns and it.key.startswith(TURN_PREFIX)))
