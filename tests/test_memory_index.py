@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
 from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
 
 from langmem_edge.memory import AgentMemory
@@ -324,3 +326,39 @@ def test_a_damaged_image_page_means_a_full_load(make_store) -> None:
     fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
     assert sorted(m.text for m in fresh.list().memories) == [f"note {i}" for i in range(6)]
     assert log.reads_records()
+
+
+class _DeletingStore(InMemoryStore):
+    """Runs ``hook`` once, just before the batch that puts the record whose text is
+    ``trigger``."""
+
+    trigger = ""
+    hook = None
+
+    def batch(self, ops):
+        ops = list(ops)
+        if self.hook is not None and any(
+                isinstance(op, PutOp) and op.value and op.value.get("text") == self.trigger
+                for op in ops):
+            hook, self.hook = self.hook, None
+            hook()
+        return super().batch(ops)
+
+
+def test_a_write_racing_delete_profile_leaves_nothing_behind() -> None:
+    """Regression: delete_profile removed the records, then the generation; a write whose
+    records were put in between (its sync was before the deletion) survived it, and a fresh
+    process recalled a memory of a deleted profile."""
+    store = _DeletingStore()
+    a = AgentMemory(store, namespace=("race",)).profile("p")
+    a.remember("Old fact")
+    store.trigger = "Lives in Porto"
+    store.hook = lambda: AgentMemory(store, namespace=("race",)).delete_profile("p")
+    a.remember("Lives in Porto")
+    assert store.hook is None  # the deletion ran between the write's sync and its records
+    assert AgentMemory(store, namespace=("race",)).profile("p").list(status="all").memories == []
+    assert store.search(("race",), limit=100) == []  # no marker, entry or generation either
+    assert AgentMemory(store, namespace=("race",)).list_profiles() == []
+    a.remember("A new start")  # the same object writes on, under a new generation
+    assert [m.text for m in AgentMemory(store, namespace=("race",)).profile("p").list().memories
+            ] == ["A new start"]

@@ -173,9 +173,12 @@ class AgentMemory:
         layout = ProfileLayout(self.namespace, name)
         page = self.config.index.page_size
         deleted = 0
-        # by exact prefix, never a match condition (a name may be "*"); the generation
-        # marker (meta) goes last, so a reader never sees a half-deleted profile under the
-        # old generation for longer than the deletion takes
+        # by exact prefix, never a match condition (a name may be "*"). The generation
+        # (meta) goes first: a write of the protocol that finds its generation gone once its
+        # records are put removes them itself, and one that finds it there put them before
+        # this, so the deletion below removes them (index/changes.py, plan_commit). Readers
+        # see the generation change and reload.
+        deleted += yield from plan_delete_prefix(self.store, layout.meta, page=page)
         for part in layout.parts_before_meta():
             deleted += yield from plan_delete_prefix(self.store, part, page=page)
         deleted += yield from plan_delete_prefix(self.store, layout.root, page=page)

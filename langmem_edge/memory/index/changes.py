@@ -70,6 +70,13 @@ reader may see the rewritten copy in between). Tombstones are pruned with the ch
 (after ``retention_seconds``), which bounds how long a rewrite may take between its read
 and its write.
 
+**A deleted profile stays deleted.** ``delete_profile`` removes the generation first, then
+everything else. Batch 3 of every write also reads the generation; a write that finds it is
+no longer the one it wrote under removes what it put (records, entry, marker, and the
+generation if it made it) and writes nothing back. By the argument above: either the
+deletion's scan came after the write's records were put and removed them, or the writer's
+read came after the generation was removed and it removed them itself.
+
 Access counts are not changes of a record: they live in their own items
 (:mod:`langmem_edge.memory.index.profile_index`), so no write here ever rewrites a record to
 count an access.
@@ -302,6 +309,7 @@ def plan_commit(
                     if v["id"] in index.values or v["id"] in index.tombstones]
     graves = deleted_namespace(index)
     back: list[str] = []
+    written_under = index.generation
     writer = index.take_writer()
     try:
         seq = writer.next_seq()
@@ -330,13 +338,19 @@ def plan_commit(
                 index.remove(mid)
             if index.applied.get(writer.writer_id, 0) == seq - 1:
                 index.applied[writer.writer_id] = seq  # this index applied it itself
-        checks = [GetOp(graves, mid) for mid in rewrites]
+        written_under = new_generation or written_under
+        checks = [GetOp(layout.meta, GENERATION_KEY), *(GetOp(graves, m) for m in rewrites)]
         try:
-            _, *found = yield batch(store, [_marker(index, writer.writer_id, seq,
-                                                    settled=True), *checks])
+            _, gen_item, *found = yield batch(store, [_marker(index, writer.writer_id, seq,
+                                                              settled=True), *checks])
         except Exception as e:  # the write is done; readers re-read it until it settles
             logger.warning("settling write %d of %r failed: %s", seq, index.profile, e)
-            found = (yield batch(store, checks)) if checks else []
+            gen_item, *found = yield batch(store, checks)
+        if _generation_of(gen_item, index.profile) != written_under:
+            # delete_profile ran during this write (it removes the generation first)
+            yield from _plan_undo(store, index, writer.writer_id, seq, [v["id"] for v, _ in puts],
+                                  deletes, new_generation, gen_item)
+            return
         back = [mid for mid, it in zip(rewrites, found, strict=True)
                 if it is not None and it.value.get("profile") == index.profile]
     finally:
@@ -347,6 +361,30 @@ def plan_commit(
         yield from plan_commit(store, index, [], back)
         return
     yield from plan_prune(store, index, time.time())
+
+
+def _plan_undo(store: BaseStore, index: ProfileIndex, writer: str, seq: int,
+               put_ids: list[str], deletes: list[str], new_generation: str | None,
+               gen_item: Any) -> Plan[None]:
+    """Remove everything write ``seq`` of ``writer`` put, because the profile was deleted
+    while it ran: ``delete_profile`` removes the generation before anything else, so a write
+    that finds its generation gone after its records were put may have put them after the
+    deletion read past them (and a write that finds it still there was put before, so the
+    deletion removes it). Nothing is written back: no marker, entry or generation, which
+    would make the deleted profile exist again; the index starts over at its next read."""
+    logger.warning("profile %r was deleted during write %d: its %d records removed again",
+                   index.profile, seq, len(put_ids))
+    layout = index.layout
+    graves = deleted_namespace(index)
+    ops: list[Any] = [PutOp(layout.memories, mid, None) for mid in put_ids]
+    ops += [PutOp(graves, mid, None) for mid in deletes]
+    ops += [PutOp(layout.entries(writer), f"{seq:012d}", None),
+            PutOp(layout.writers, writer, None)]
+    if new_generation is not None and _generation_of(gen_item, index.profile) == new_generation:
+        ops.append(PutOp(layout.meta, GENERATION_KEY, None))
+    yield batch(store, ops)
+    with index.lock:
+        index.synced_at = None  # reload at the next read
 
 
 def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
