@@ -19,8 +19,11 @@ Quick: :data:`QUICK_OPS` operations; long: :data:`LONG_OPS`.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import json
+import os
 import random
 import tempfile
 import tracemalloc
@@ -59,6 +62,10 @@ keyword channel, so its prefix masks fill); the rest are vector searches of ``("
 RSS_SAMPLE_EVERY = 1_000
 """Operations between two RSS samples."""
 
+TRIM_ENV = "LANGMEM_EDGE_SOAK_TRIM"
+"""Set to 1: after each RSS sample, glibc's ``malloc_trim(0)`` and a second sample (freed
+heap the allocator kept vs memory in use; the trims change the later samples)."""
+
 WARMUP_FRACTION = 0.1
 """Share of the run before the first memory figure (imports, first loads, caches filling)."""
 
@@ -74,6 +81,16 @@ def _rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _trimmed_rss_mb() -> float:
+    """The RSS after glibc returns the free heap it keeps to the system (NaN without glibc)."""
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    if libc is None or not hasattr(libc, "malloc_trim"):
+        return float("nan")
+    libc.malloc_trim(0)
+    return _rss_mb()
 
 
 def _mb() -> float:
@@ -95,6 +112,8 @@ def test_mixed_operations_keep_caches_bounded_and_memory_flat(long_run: bool) ->
     marks: dict[str, tuple[float, float]] = {}
     peak = {"ids": 0, "indexes": 0, "embeddings": 0, "prefix_masks": 0}
     rss: list[float] = []
+    trimmed: list[float] = []
+    trim = os.environ.get(TRIM_ENV) == "1"
     tracemalloc.start()
     try:
         for n in range(total):
@@ -104,6 +123,8 @@ def test_mixed_operations_keep_caches_bounded_and_memory_flat(long_run: bool) ->
                 marks["half"] = (_mb(), _rss_mb())
             if n % RSS_SAMPLE_EVERY == 0:
                 rss.append(round(_rss_mb(), 1))
+                if trim:
+                    trimmed.append(round(_trimmed_rss_mb(), 1))
             profile = memory.profile(f"user{rng.randrange(PROFILES)}")
             word = f"w{rng.randrange(5 * SOAK_ID_CAPACITY)}"
             if rng.random() < WRITE_SHARE:
@@ -139,6 +160,7 @@ def test_mixed_operations_keep_caches_bounded_and_memory_flat(long_run: bool) ->
                "traced_mb": {k: round(v[0], 1) for k, v in marks.items()},
                "rss_mb": {k: round(v[1], 1) for k, v in marks.items()},
                f"rss_mb_every_{RSS_SAMPLE_EVERY}": rss,
+               **({f"rss_mb_trimmed_every_{RSS_SAMPLE_EVERY}": trimmed} if trim else {}),
                "second_half_growth_mb": round(growth, 2), "cache_peaks": peak,
                "cache_bounds": {"ids": SOAK_ID_CAPACITY, "indexes": CACHED_PROFILES,
                                 "embeddings": SOAK_EMBED_CACHE,
