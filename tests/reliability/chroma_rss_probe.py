@@ -1,4 +1,4 @@
-"""RSS of a bare Chroma ``PersistentClient`` (no langmem_edge) under one kind of operation.
+"""RSS of a bare Chroma ``PersistentClient`` (no langmem_edge store) under one kind of operation.
 
 Tells Chroma's own native memory apart from ours in the soak's RSS growth::
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 import random
 import sys
 import tempfile
-from pathlib import Path
 
 import chromadb
 from chromadb.config import Settings
+
+from .helpers import rss_mb
 
 IDS = 500
 """Ids written before the run (and upserted again by ``same``)."""
@@ -30,14 +31,6 @@ SAMPLE_EVERY = 1_000
 
 QUERY_RESULTS = 5
 """Neighbours a ``read`` query asks for."""
-
-
-def rss_mb() -> float:
-    """This process's resident set size in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main(mode: str, total: int) -> list[float]:

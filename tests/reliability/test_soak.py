@@ -28,14 +28,13 @@ import random
 import tempfile
 import tracemalloc
 from collections import Counter
-from pathlib import Path
 
 from langmem_edge.embeddings import CachedEmbeddings
 from langmem_edge.memory.config.sections import CACHED_PROFILES
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.testing import FakeEmbeddings
 
-from .helpers import DIMS, long_size, open_memory, open_store
+from .helpers import DIMS, long_size, open_memory, open_store, rss_mb
 
 QUICK_OPS = 1_000
 """Operations of the quick variant."""
@@ -76,21 +75,14 @@ WRITE_SHARE = 0.2
 """Share of the operations that write (put, remember, working notes); the rest read."""
 
 
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _trimmed_rss_mb() -> float:
+def _trimmedrss_mb() -> float:
     """The RSS after glibc returns the free heap it keeps to the system (NaN without glibc)."""
     name = ctypes.util.find_library("c")
     libc = ctypes.CDLL(name) if name else None
     if libc is None or not hasattr(libc, "malloc_trim"):
         return float("nan")
     libc.malloc_trim(0)
-    return _rss_mb()
+    return rss_mb()
 
 
 def _mb() -> float:
@@ -118,13 +110,13 @@ def test_mixed_operations_keep_caches_bounded_and_memory_flat(long_run: bool) ->
     try:
         for n in range(total):
             if n == int(total * WARMUP_FRACTION):
-                marks["start"] = (_mb(), _rss_mb())
+                marks["start"] = (_mb(), rss_mb())
             if n == total // 2:
-                marks["half"] = (_mb(), _rss_mb())
+                marks["half"] = (_mb(), rss_mb())
             if n % RSS_SAMPLE_EVERY == 0:
-                rss.append(round(_rss_mb(), 1))
+                rss.append(round(rss_mb(), 1))
                 if trim:
-                    trimmed.append(round(_trimmed_rss_mb(), 1))
+                    trimmed.append(round(_trimmedrss_mb(), 1))
             profile = memory.profile(f"user{rng.randrange(PROFILES)}")
             word = f"w{rng.randrange(5 * SOAK_ID_CAPACITY)}"
             if rng.random() < WRITE_SHARE:
@@ -151,7 +143,7 @@ def test_mixed_operations_keep_caches_bounded_and_memory_flat(long_run: bool) ->
             peak["indexes"] = max(peak["indexes"], len(memory._indexes))
             peak["embeddings"] = max(peak["embeddings"], len(cache._cache))
             peak["prefix_masks"] = max(peak["prefix_masks"], len(masks._mask_cache))
-        marks["end"] = (_mb(), _rss_mb())
+        marks["end"] = (_mb(), rss_mb())
     finally:
         tracemalloc.stop()
         store.close()
