@@ -131,16 +131,19 @@ def test_store_batches_per_chunk_not_per_memory(make_store: Any) -> None:
     store = CountingStore(make_store())
     memory = AgentMemory(store, config={"limits": {"bulk_chunk": 4}})
 
-    def cost(name: str, n: int) -> int:
+    def cost(name: str, n: int, *, keyed: bool = False) -> int:
         p = memory.profile(name)
         p.remember("warm the index up")
         before = store.batches
-        p.remember_many([f"Memory number {i} of {name}" for i in range(n)])
+        p.remember_many([{"text": f"Memory number {i} of {name}",
+                          **({"key": f"fact.k{i}"} if keyed else {})} for i in range(n)])
         return store.batches - before
 
     one, two, four = cost("a", 4), cost("b", 8), cost("c", 16)
     assert four - two == 2 * (two - one)  # linear in chunks
     assert two - one <= 5  # sync probe + three protocol batches (+ a fresh read when needed)
+    # keyed facts: their keys settled (racing writers) with one more sync probe a chunk
+    assert cost("k", 8, keyed=True) - two == 2
     single = memory.profile("d")
     single.remember("warm")
     before = store.batches

@@ -51,13 +51,18 @@ import numpy.typing as npt
 
 from langmem_edge.errors import ConfigurationError
 
-__all__ = ["DEFAULT_B", "DEFAULT_K1", "BM25Index", "ScoredDoc"]
+__all__ = ["DEFAULT_B", "DEFAULT_K1", "MAX_PREFIX_MASKS", "BM25Index", "ScoredDoc"]
 
 DEFAULT_K1 = 1.2
 """BM25 term-frequency saturation (Lucene's default)."""
 
 DEFAULT_B = 0.75
 """BM25 length normalisation, 0 (none) to 1 (full) (Lucene's default)."""
+
+MAX_PREFIX_MASKS = 256
+"""Namespace-prefix masks a :class:`BM25Index` keeps (one per prefix searched since the last
+namespace appeared or vanished); at the bound the cache is cleared and refills. Each mask is
+one byte per namespace number. ``BM25Index(max_prefix_masks=...)`` sets another."""
 
 Namespace = tuple[str, ...]
 
@@ -82,6 +87,8 @@ class BM25Index:
         b: Length normalisation in [0, 1]. Default :data:`DEFAULT_B`.
         field_weights: Weight of each field; fields not listed weigh ``default_field_weight``.
         default_field_weight: Weight of unlisted fields. Default 1.0.
+        max_prefix_masks: Bound of the cached namespace-prefix masks (kept by
+            :meth:`clear`). Default :data:`MAX_PREFIX_MASKS`.
 
     Not thread-safe: the caller serialises writes against reads (``KeywordIndex`` does).
     """
@@ -93,11 +100,14 @@ class BM25Index:
         b: float = DEFAULT_B,
         field_weights: Mapping[str, float] | None = None,
         default_field_weight: float = 1.0,
+        max_prefix_masks: int = MAX_PREFIX_MASKS,
     ) -> None:
         if k1 < 0:
             raise ConfigurationError(f"bm25 k1 must be >= 0, got {k1}")
         if not 0 <= b <= 1:
             raise ConfigurationError(f"bm25 b must be within [0, 1], got {b}")
+        if max_prefix_masks < 1:
+            raise ConfigurationError(f"max_prefix_masks must be >= 1, got {max_prefix_masks}")
         weights = dict(field_weights or {})
         for name, w in [*weights.items(), ("<default>", default_field_weight)]:
             if w < 0:
@@ -123,6 +133,7 @@ class BM25Index:
         self._free_numbers: list[int] = []
         # prefix -> mask over namespace numbers; cleared when a namespace appears or vanishes.
         self._mask_cache: dict[Namespace, _BoolArray] = {}
+        self.max_prefix_masks = max_prefix_masks
         # term -> (slots, weighted tfs) of its posting; dropped whenever the posting changes.
         self._arrays: dict[str, tuple[_IntArray, _FloatArray]] = {}
 
@@ -235,6 +246,7 @@ class BM25Index:
             b=self.b,
             field_weights=self.field_weights,
             default_field_weight=self.default_field_weight,
+            max_prefix_masks=self.max_prefix_masks,
         )
 
     # ----------------------------------------------------------------- reads
@@ -369,7 +381,7 @@ class BM25Index:
                 dtype=np.bool_,
                 count=len(self._number_ns),
             )
-            if len(self._mask_cache) >= 256:
+            if len(self._mask_cache) >= self.max_prefix_masks:
                 self._mask_cache.clear()
             self._mask_cache[prefix] = mask
         return mask

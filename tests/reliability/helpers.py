@@ -65,6 +65,14 @@ def index_config(dims: int = DIMS) -> dict[str, Any]:
     return {"dims": dims, "embed": FakeEmbeddings(dims), "fields": ["text"]}
 
 
+def rss_mb() -> float:
+    """This process's resident set size in MB (``/proc/self/status``; NaN without it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def is_url(location: str) -> bool:
     """Whether ``location`` names a server (``http://...``) rather than a folder."""
     return location.startswith(("http://", "https://"))

@@ -17,12 +17,13 @@ import json
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
-from langmem_edge import AgentMemory
+from langmem_edge import AgentMemory, MemoryRecord
 
 from .concurrency_worker import SHARED_PROFILE
 from .helpers import (
@@ -142,3 +143,38 @@ def test_two_writers_racing_on_one_key_leave_one_active() -> None:
     assert len(history) == 3 and len(active) == 1
     assert active[0].id == max(m.id for m in history if m.text != "Theme is blue")
     assert mine.status == a.get(mine.id).status
+
+
+def _race(first: str, second: str) -> tuple[AgentMemory, list[MemoryRecord]]:
+    """``first`` writes "Theme is green" by key; ``second``'s whole write under the same key
+    lands between the first's sync and its commit. ``bulk`` means ``remember_many``."""
+    store = _RacingStore()
+    a, b = (AgentMemory(store, namespace=("rel",)).profile("p") for _ in range(2))
+    a.remember("Theme is blue", key="preference.theme")
+
+    def write(profile: Any, how: str, text: str) -> MemoryRecord:
+        item = {"text": text, "key": "preference.theme"}
+        if how == "bulk":
+            return profile.remember_many(["Likes tea", item])[1]
+        return profile.remember(**item)
+
+    store.trigger = "Theme is green"
+    later: list[MemoryRecord] = []
+    store.hook = lambda: later.append(write(b, second, "Theme is red"))
+    mine = write(a, first, "Theme is green")
+    assert store.hook is None  # the race happened
+    return AgentMemory(store, namespace=("rel",)), [mine, *later]
+
+
+@pytest.mark.parametrize(("first", "second"), [("bulk", "one"), ("one", "bulk"),
+                                               ("bulk", "bulk")])
+def test_remember_many_racing_on_one_key_leaves_one_active(first: str, second: str) -> None:
+    """Regression: ``remember_many`` did not settle racing keys (fix 1 covered ``remember``
+    only), so a bulk write racing another write under one key left two active."""
+    memory, written = _race(first, second)
+    profile = memory.profile("p")
+    history = profile.history("preference.theme")
+    active = [m for m in history if m.status == "active"]
+    assert len(history) == 3 and len(active) == 1
+    assert active[0].id == max(m.id for m in written)
+    assert [m.status for m in written] == [profile.get(m.id).status for m in written]

@@ -10,7 +10,12 @@ texts in one batch and the chunk costs a constant number of store batches, whate
 1. the sync probe (``plan_sync``: another process's writes since the last chunk);
 2. the stored records the chunk supersedes, read fresh (only when there are any);
 3. the protocol's three batches: unsettled marker; the records and their change entry;
-   settled marker.
+   settled marker;
+4. when the chunk holds keyed facts or instructions, settling its keys
+   (``write.py`` ``plan_settle_keys``): one sync probe for the whole chunk, and only when
+   another writer raced on some of its keys (both left theirs active), one fresh read and
+   one protocol write superseding every loser (the greatest id under a key stays active,
+   as for ``remember``).
 
 The write rules are those of ``remember`` (``write.py``): a fact or instruction under a key
 supersedes the active ones of its scope, so of several items with one key and scope the last
@@ -46,6 +51,7 @@ from langmem_edge.memory.semantic.write import (
     plan_commit_new,
     plan_flush_access,
     plan_fresh_active,
+    plan_settle_keys,
     plan_verify,
     prepare,
     superseded_value,
@@ -147,7 +153,7 @@ def plan_remember_many(
 def _plan_chunk(ctx: ProfileContext, part: list[MemoryRecord], verify: bool, now: datetime
                 ) -> Plan[list[MemoryRecord]]:
     """One chunk: supersession (in the chunk, and of stored records), verification, one
-    write of the protocol."""
+    write of the protocol, then its keys settled."""
     holder: dict[tuple[str, str], int] = {}
     """(scope, key) -> position of the chunk's record now holding it."""
     successor: dict[int, int] = {}
@@ -187,4 +193,5 @@ def _plan_chunk(ctx: ProfileContext, part: list[MemoryRecord], verify: bool, now
             update.update(status="superseded", superseded_by=part[successor[j]].id,
                           superseded_at=now)
         news.append(record.model_copy(update=update))
-    return (yield from plan_commit_new(ctx, news, rewritten))
+    stored_news = yield from plan_commit_new(ctx, news, rewritten)
+    return (yield from plan_settle_keys(ctx, stored_news, now))

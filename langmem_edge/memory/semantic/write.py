@@ -14,7 +14,7 @@ Writing a memory (``plan_write``):
    fails while embedding, it is retried without the embedding: the memory is stored with
    ``embedding_status="pending"`` (the keyword and key channels still find it) and
    ``AgentMemory.reembed()`` backfills it.
-5. Settling the key (``plan_settle_key``): writers that raced under one key and scope both
+5. Settling the key (``plan_settle_keys``): writers that raced under one key and scope both
    left their record active; after its write each syncs again and keeps the greatest id.
 
 Bulk writes (``Profile.remember_many``) follow the same rules in chunks: ``bulk.py``.
@@ -340,31 +340,37 @@ def plan_write(
     record = record.model_copy(update={"supersedes": [o["id"] for o in olds],
                                        "contradicts": contradicts})
     (record,) = yield from plan_commit_new(ctx, [record], olds)
-    record = yield from plan_settle_key(ctx, record, now)
+    (record,) = yield from plan_settle_keys(ctx, [record], now)
     yield from plan_flush_access(ctx)
     return record
 
 
-def plan_settle_key(ctx: ProfileContext, record: MemoryRecord, now: datetime
-                    ) -> Plan[MemoryRecord]:
-    """After a write by key, keep one active record under the key and scope: writers that
-    raced (each synced before the other committed) both left theirs active. The later to
-    commit sees the other at this sync (its marker settled before the later commit ended);
-    every writer keeps the greatest id and supersedes the rest, so two that see each other
-    agree. Returns ``record``, superseded if it lost."""
-    if record.kind not in SUPERSEDABLE_KINDS or not record.key:
-        return record
+def plan_settle_keys(ctx: ProfileContext, records: Sequence[MemoryRecord], now: datetime
+                     ) -> Plan[list[MemoryRecord]]:
+    """After writes by key, keep one active record under each key and scope of ``records``
+    (one sync, and one protocol write only when some raced): writers that raced (each
+    synced before the other committed) both left theirs active. The later to commit sees
+    the other at this sync (its marker settled before the later commit ended); every writer
+    keeps the greatest id and supersedes the rest, so two that see each other agree.
+    Returns ``records``, those that lost superseded."""
+    keyed = [r for r in records
+             if r.kind in SUPERSEDABLE_KINDS and r.key and r.status == "active"]
+    if not keyed:
+        return list(records)
     yield from plan_sync(ctx.store, ctx.index)
-    actives = {*key_superseded(ctx, record), record.id}
-    if len(actives) == 1:
-        return record
-    winner = max(actives)
-    losers = yield from plan_fresh_active(ctx, sorted(actives - {winner}))
-    yield from plan_commit_new(ctx, [], [superseded_value(o, winner, now) for o in losers])
-    if winner == record.id:
-        return record
-    return record.model_copy(update={"status": "superseded", "superseded_by": winner,
-                                     "superseded_at": now})
+    winner_of: dict[str, str] = {}
+    for record in keyed:
+        actives = {*key_superseded(ctx, record), record.id}
+        winner = max(actives)
+        winner_of.update((mid, winner) for mid in actives - {winner})
+    if not winner_of:
+        return list(records)
+    losers = yield from plan_fresh_active(ctx, sorted(winner_of))
+    yield from plan_commit_new(ctx, [], [superseded_value(o, winner_of[o["id"]], now)
+                                         for o in losers])
+    return [r.model_copy(update={"status": "superseded", "superseded_by": winner_of[r.id],
+                                 "superseded_at": now}) if r.id in winner_of else r
+            for r in records]
 
 
 def _plan_fresh(ctx: ProfileContext, memory_id: str) -> Plan[dict[str, Any] | None]:
