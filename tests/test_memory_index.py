@@ -362,3 +362,24 @@ def test_a_write_racing_delete_profile_leaves_nothing_behind() -> None:
     a.remember("A new start")  # the same object writes on, under a new generation
     assert [m.text for m in AgentMemory(store, namespace=("race",)).profile("p").list().memories
             ] == ["A new start"]
+
+
+def test_gc_paused_restores_the_collector_as_it_was() -> None:
+    import gc
+
+    from langmem_edge.memory.index.profile_index import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        raise RuntimeError("a load that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # disabled by its owner: left so
+    finally:
+        gc.enable()

@@ -102,7 +102,7 @@ from langmem_edge.memory.index.image import (
     image_values,
     plan_write_image,
 )
-from langmem_edge.memory.index.profile_index import ProfileIndex
+from langmem_edge.memory.index.profile_index import ProfileIndex, gc_paused
 from langmem_edge.retrieval.index import Marker
 
 __all__ = [
@@ -165,12 +165,13 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
         *probe_ops(index), image_read_op(index), SearchOp(layout.access, limit=RELOAD_LIMIT)])
     generation = _generation_of(gen_item, index.profile)
     markers = _markers(marker_items, index.profile)
-    image = image_values(index, image_items, generation=generation, writers=set(markers))
+    with gc_paused():
+        image = image_values(index, image_items, generation=generation, writers=set(markers))
+        if image is not None:
+            index.reset(generation, image[0], counts, synced_at=now, terms=image[1])
     old = next((it.value for it in image_items if it.key == HEAD_KEY), {})
     if image is not None:
-        values, terms, applied = image
-        index.reset(generation, values, counts, synced_at=now, terms=terms)
-        index.applied = applied
+        index.applied = image[2]
         index.image_pages = int(old.get("pages") or 0)
         yield from _plan_catch_up(store, index, markers)
         return
@@ -184,7 +185,8 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
             values.append(item.value)
         else:
             logger.warning("skipped foreign record %r in profile %r", item.key, index.profile)
-    index.reset(generation, values, counts, synced_at=now)
+    with gc_paused():
+        index.reset(generation, values, counts, synced_at=now)
     index.applied = {w: m.confirmed for w, m in markers.items()}
     index.unsettled = {w for w, m in markers.items() if not m.settled}
     index.image_pages = int(old.get("pages") or 0)
