@@ -403,12 +403,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             label = enc.label + (", vector on text only" if text_only else "")
             if len(on) < len(ids):
                 label += f" [{len(on)} of {len(ids)} conversations]"
+                for base_text_only in (False, True):
+                    base = channels.get(("minilm", base_text_only))
+                    if base is None:
+                        continue
+                    tag = (f"all-MiniLM-L6-v2 (default{', vector on text only' * base_text_only})"
+                           f" [the same {len(on)} conversations]")
+                    results[f"{tag}: vector only"] = cross_validate(
+                        [{"cw": 0.5}], evaluator(base, "vector"), on)
+                    results[f"{tag}: CONVERSATION_HYBRID as shipped"] = cross_validate(
+                        [SHIPPED], evaluator(base, "fused"), on)
                 base = channels[("minilm", False)]
                 tag = f"all-MiniLM-L6-v2 (default) [the same {len(on)} conversations]"
-                results[f"{tag}: vector only"] = cross_validate(
-                    [{"cw": 0.5}], evaluator(base, "vector"), on)
-                results[f"{tag}: CONVERSATION_HYBRID as shipped"] = cross_validate(
-                    [SHIPPED], evaluator(base, "fused"), on)
                 if not args.no_retune:
                     results[f"{tag}: fusion re-tuned"] = cross_validate(
                         FUSION_GRID, evaluator(base, "fused"), on)
