@@ -232,13 +232,17 @@ class VectorCache:
     def _h(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+    def embed(self, texts: list[str]) -> Sequence[Sequence[float]]:
+        """Vectors of texts not in the cache (the default model; a subclass may use another)."""
+        from langmem_edge.embeddings import default_embeddings
+
+        return default_embeddings().embed_documents(texts)
+
     def get(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if self._h(t) not in self.vectors))
         if missing:
-            from langmem_edge.embeddings import default_embeddings
-
             start = time.perf_counter()
-            vecs = default_embeddings().embed_documents(missing)
+            vecs = self.embed(missing)
             self.embed_seconds += time.perf_counter() - start
             for text, vec in zip(missing, vecs, strict=True):
                 self.vectors[self._h(text)] = np.asarray(vec, dtype=np.float32)

