@@ -71,11 +71,13 @@ reader may see the rewritten copy in between). Tombstones are pruned with the ch
 and its write.
 
 **A deleted profile stays deleted.** ``delete_profile`` removes the generation first, then
-everything else. Batch 3 of every write also reads the generation; a write that finds it is
-no longer the one it wrote under removes what it put (records, entry, marker, and the
-generation if it made it) and writes nothing back. By the argument above: either the
-deletion's scan came after the write's records were put and removed them, or the writer's
-read came after the generation was removed and it removed them itself.
+everything else. Batch 3 of every write also reads the generation; a write that finds none
+removes what it put (records, entry, marker) and writes nothing back. By the argument above:
+either the deletion's scan came after the write's records were put and removed them, or the
+writer's read came after the generation was removed and it removed them itself. Not
+covered: the profile made again (another process's first write, a new generation) between
+the deletion's start and the write's read; a generation other than the writer's is no sign
+of a deletion, since two first writes of a profile race to make one.
 
 Access counts are not changes of a record: they live in their own items
 (:mod:`langmem_edge.memory.index.profile_index`), so no write here ever rewrites a record to
@@ -311,7 +313,6 @@ def plan_commit(
                     if v["id"] in index.values or v["id"] in index.tombstones]
     graves = deleted_namespace(index)
     back: list[str] = []
-    written_under = index.generation
     writer = index.take_writer()
     try:
         seq = writer.next_seq()
@@ -340,7 +341,6 @@ def plan_commit(
                 index.remove(mid)
             if index.applied.get(writer.writer_id, 0) == seq - 1:
                 index.applied[writer.writer_id] = seq  # this index applied it itself
-        written_under = new_generation or written_under
         checks = [GetOp(layout.meta, GENERATION_KEY), *(GetOp(graves, m) for m in rewrites)]
         try:
             _, gen_item, *found = yield batch(store, [_marker(index, writer.writer_id, seq,
@@ -348,10 +348,11 @@ def plan_commit(
         except Exception as e:  # the write is done; readers re-read it until it settles
             logger.warning("settling write %d of %r failed: %s", seq, index.profile, e)
             gen_item, *found = yield batch(store, checks)
-        if _generation_of(gen_item, index.profile) != written_under:
-            # delete_profile ran during this write (it removes the generation first)
-            yield from _plan_undo(store, index, writer.writer_id, seq, [v["id"] for v, _ in puts],
-                                  deletes, new_generation, gen_item)
+        if _generation_of(gen_item, index.profile) is None:
+            # delete_profile ran during this write (it removes the generation first). A
+            # generation other than ours is no sign of it: two first writes race to make one
+            yield from _plan_undo(store, index, writer.writer_id, seq,
+                                  [v["id"] for v, _ in puts], deletes)
             return
         back = [mid for mid, it in zip(rewrites, found, strict=True)
                 if it is not None and it.value.get("profile") == index.profile]
@@ -366,14 +367,13 @@ def plan_commit(
 
 
 def _plan_undo(store: BaseStore, index: ProfileIndex, writer: str, seq: int,
-               put_ids: list[str], deletes: list[str], new_generation: str | None,
-               gen_item: Any) -> Plan[None]:
+               put_ids: list[str], deletes: list[str]) -> Plan[None]:
     """Remove everything write ``seq`` of ``writer`` put, because the profile was deleted
     while it ran: ``delete_profile`` removes the generation before anything else, so a write
-    that finds its generation gone after its records were put may have put them after the
-    deletion read past them (and a write that finds it still there was put before, so the
-    deletion removes it). Nothing is written back: no marker, entry or generation, which
-    would make the deleted profile exist again; the index starts over at its next read."""
+    that finds no generation after its records were put may have put them after the
+    deletion read past them (and a write that finds one was put before, so the deletion
+    removes it). Nothing is written back: no marker, entry or generation, which would make
+    the deleted profile exist again; the index starts over at its next read."""
     logger.warning("profile %r was deleted during write %d: its %d records removed again",
                    index.profile, seq, len(put_ids))
     layout = index.layout
@@ -382,8 +382,6 @@ def _plan_undo(store: BaseStore, index: ProfileIndex, writer: str, seq: int,
     ops += [PutOp(graves, mid, None) for mid in deletes]
     ops += [PutOp(layout.entries(writer), f"{seq:012d}", None),
             PutOp(layout.writers, writer, None)]
-    if new_generation is not None and _generation_of(gen_item, index.profile) == new_generation:
-        ops.append(PutOp(layout.meta, GENERATION_KEY, None))
     yield batch(store, ops)
     with index.lock:
         index.synced_at = None  # reload at the next read
