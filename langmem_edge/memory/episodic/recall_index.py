@@ -40,12 +40,14 @@ record) are not seen until the session record moves, as with the page cache.
 from __future__ import annotations
 
 import threading
+import time
+import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.layout import ProfileLayout
@@ -57,12 +59,15 @@ from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import Analyzer
 
 __all__ = [
+    "MARK_RECHECK_SECONDS",
     "MAX_INDEXED_MESSAGES",
     "MAX_INDEXED_PROFILES",
+    "MESSAGES_MARK_KEY",
     "MessageIndex",
     "SessionRead",
     "indexed_keyword_plan",
     "message_index_for",
+    "messages_mark_op",
 ]
 
 MAX_INDEXED_MESSAGES = 50_000
@@ -72,6 +77,15 @@ bounds the memory one profile's index takes (about 1 KB a message)."""
 MAX_INDEXED_PROFILES = 64
 """Profiles whose message index one store's cache keeps (least recently used dropped
 first)."""
+
+MESSAGES_MARK_KEY = "messages"
+"""Key of the profile's messages mark in ``(*R, "meta")``."""
+
+MARK_RECHECK_SECONDS = 30.0
+"""Longest time (this process's monotonic clock) a profile-wide recall trusts an unchanged
+messages mark without listing the session records again: bounds how long a write the mark
+does not show (a writer that died between its two batches, or a library version that writes
+no mark) stays unseen."""
 
 SessionRead = tuple[int, int] | None
 """What a session needs read before a search: the appended ``(lo, hi)`` seq range, or None
@@ -87,6 +101,16 @@ class _Session:
     def __init__(self) -> None:
         self.record: dict[str, Any] | None = None
         self.order: list[str] = []
+
+
+def messages_mark_op(layout: ProfileLayout) -> PutOp:
+    """The put of a fresh profile messages mark, ``(*R, "meta")`` / ``"messages"``: a random
+    token, written (not embedded) in the batch of every message write and again right after
+    it, so a profile-wide recall that finds the token it saw before its last listing of the
+    session records knows no write completed since (see the module docstring)."""
+    return PutOp(layout.meta, MESSAGES_MARK_KEY,
+                 {"kind": "messages-mark", "profile": layout.profile,
+                  "token": uuid.uuid4().hex}, index=False)
 
 
 class MessageIndex:
@@ -109,6 +133,24 @@ class MessageIndex:
         self._items: dict[str, Item] = {}
         self._terms: dict[str, Fields] = {}
         self._lock = threading.Lock()
+        self._listed: tuple[str | None, float] | None = None  # (mark token, when) of a listing
+
+    def current(self, token: str | None) -> bool:
+        """Whether a profile-wide recall that just read mark ``token`` may skip listing the
+        session records: the mark read before the last listing is the same, that listing is
+        younger than :data:`MARK_RECHECK_SECONDS`, and every indexed session was read
+        whole."""
+        with self._lock:
+            listed = self._listed
+            return (listed is not None and listed[0] == token
+                    and time.monotonic() - listed[1] < MARK_RECHECK_SECONDS
+                    and all(e.record is not None for e in self._sessions.values()))
+
+    def listed(self, token: str | None, at: float) -> None:
+        """Record a listing of every session record, done after reading mark ``token`` at
+        monotonic time ``at``."""
+        with self._lock:
+            self._listed = (token, at)
 
     def plan_reads(self, records: Mapping[str, Mapping[str, Any]]) -> dict[str, SessionRead]:
         """What to read for the sessions in scope (``session id -> record`` just read):
@@ -252,12 +294,23 @@ def indexed_keyword_plan(
     the ranking."""
     profile = layout.profile
     sessions, page = layout.sessions, config.scan_page_size
+    extra = {k: v for k, v in flt.items() if k != "profile"}
+    accept = (lambda it: all(it.value.get(k) == v for k, v in extra.items())
+              ) if extra else None
+    token: str | None = None
+    listed_at = 0.0
     if session_id is not None:
         near, meta = yield StoreStep((search, GetOp(sessions, session_id)))
         found = [meta] if meta is not None else []
     else:
+        near, mark = yield StoreStep((search, GetOp(layout.meta, MESSAGES_MARK_KEY)))
+        token = mark.value.get("token") if mark is not None else None
+        if index.current(token):
+            return near, index.search(query, namespace_prefix=prefix, limit=depth,
+                                      accept=accept)
+        listed_at = time.monotonic()
         # unfiltered: a pushed-down filter costs ChromaStore a pass over the collection
-        near, found = yield StoreStep((search, SearchOp(sessions, limit=page)))
+        (found,) = yield StoreStep((SearchOp(sessions, limit=page),))
         while len(found) % page == 0 and 0 < len(found) < MAX_INDEXED_MESSAGES:
             (more,) = yield StoreStep((SearchOp(sessions, limit=page, offset=len(found)),))
             found = [*found, *more]
@@ -282,13 +335,12 @@ def indexed_keyword_plan(
         ops += step
         spans.append((sid, len(step)))
     results = (yield StoreStep(tuple(ops))) if ops else []
-    at = 0
+    pos = 0
     for sid, n in spans:
-        items = [it for part in results[at:at + n] for it in part or []
+        items = [it for part in results[pos:pos + n] for it in part or []
                  if it.value.get("profile") == profile]
-        at += n
+        pos += n
         index.apply(sid, layout.session_messages(sid), records[sid], reads[sid], items)
-    extra = {k: v for k, v in flt.items() if k != "profile"}
-    accept = (lambda it: all(it.value.get(k) == v for k, v in extra.items())
-              ) if extra else None
+    if session_id is None:
+        index.listed(token, listed_at)
     return near, index.search(query, namespace_prefix=prefix, limit=depth, accept=accept)

@@ -115,6 +115,7 @@ from langmem_edge.memory.episodic.recall_index import (
     MessageIndex,
     indexed_keyword_plan,
     message_index_for,
+    messages_mark_op,
 )
 from langmem_edge.memory.episodic.rules import rule_based_memories
 from langmem_edge.retrieval.bm25 import BM25Index
@@ -263,8 +264,10 @@ class EpisodicTier:
                          extracted_to=_mark_after(mark, start, end, extract, confirm_later))
             if contact is not None:
                 value.setdefault("contact", contact)
-            yield StoreStep((*(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
+            yield StoreStep((messages_mark_op(self.layout),
+                             *(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
                              PutOp(self.sessions_namespace, sid, value, index=False)))
+            yield StoreStep((messages_mark_op(self.layout),))
         elif behind and not confirm_later:
             yield from self._confirm_plan(sid, end)
         return IngestOutcome(messages=new, memories=memories, resumed=behind,
@@ -423,7 +426,8 @@ class EpisodicTier:
             ops.append(PutOp(self.sessions_namespace, sid, None))
             ops.append(PutOp(self.overlays_namespace(sid)[:-1], sid, None))  # overlays mark
         if ops:
-            yield StoreStep(tuple(ops))
+            yield StoreStep((messages_mark_op(self.layout), *ops))
+            yield StoreStep((messages_mark_op(self.layout),))
         return len(msgs)
 
     def _delete_messages_plan(self, session_id: str, message_ids: Iterable[str]) -> Plan[int]:
@@ -447,7 +451,8 @@ class EpisodicTier:
             value = dict(meta.value)
             value["count"] = max(0, int(value.get("count", 0)) - len(items))
             ops.append(PutOp(self.sessions_namespace, sid, value, index=False))
-        yield StoreStep(tuple(ops))
+        yield StoreStep((messages_mark_op(self.layout), *ops))
+        yield StoreStep((messages_mark_op(self.layout),))
         return len(items)
 
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool
