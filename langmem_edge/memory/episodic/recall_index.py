@@ -14,8 +14,8 @@ never rewritten: an ingest appends messages with ``seq`` from the session record
 ``next_seq`` on and moves ``next_seq`` and ``count`` by the same amount in the same batch; a
 deletion removes messages and lowers ``count``; :meth:`~.tier.EpisodicTier.delete_session`
 removes the record, and a session created again gets a new ``epoch``. Every indexed recall
-first reads the session records in scope (in the batch of its vector search) and, per
-session, compares them with the record its messages were read under
+reads the session records in scope (below: usually not at all) and, per session, compares
+them with the record its messages were read under
 (:func:`~.pages.appended_only`):
 
 - the same record: nothing to read;
@@ -28,8 +28,21 @@ session, compares them with the record its messages were read under
 
 In a session that never lost a message (``count == next_seq``) a read must return every
 ``seq`` it covers; a short read (a write not yet visible) is used for this call and the
-session read again at the next. The price is one read of the profile's session records per
-call (small, unembedded items) instead of every message.
+session read again at the next.
+
+**The messages mark** spares a profile-wide recall the listing of the session records (one
+unfiltered search) when nothing changed. Every message write (ingest, deletions,
+``import_jsonl``) puts a fresh random token at ``(*R, "meta")`` / ``"messages"``
+(:func:`messages_mark_op`) in its own batch and again in a batch right after it. A
+profile-wide recall reads the mark by key in the batch of its vector search; if it holds
+the token read before the index's last listing, every write that completed before this
+read had completed its second batch before that listing began (else the token would have
+moved since), so the listing saw it: the index is used as it is. Otherwise the records are
+listed and compared as above. A ``scope="conversation"`` recall reads its one session
+record by key instead. The mark is trusted for at most :data:`MARK_RECHECK_SECONDS`, which
+bounds how long a write it does not show stays unseen: a writer that died between its two
+batches, or a library version from before the mark. The price of exactness is one read by
+key per recall (the records listing when something changed), instead of every message.
 
 Limits: profiles with more than :data:`MAX_INDEXED_MESSAGES` messages in scope, stores that
 expire items by default, and ``EpisodicConfig(recall_index=False)`` are scanned as before.

@@ -31,7 +31,8 @@ Limits: ``max_messages_per_call`` (500) messages and ``max_message_bytes`` (32 K
 message; above either, :class:`~langmem_edge.errors.LimitExceededError` names the message and
 nothing is written. Everything is validated before the first write, extraction runs before
 the messages are written (a failing model leaves nothing behind), and the messages and the
-session record are then written in one ``batch``. Two processes ingesting *new* messages into
+session record are then written in one ``batch`` (with the profile's messages mark, put
+again in a batch right after it: :mod:`.recall_index`). Two processes ingesting *new* messages into
 the same session at the same moment may give two messages the same ``seq`` (ties are ordered
 by id); ingest a session from one writer at a time.
 
