@@ -245,6 +245,46 @@ def profile_path(
     return out
 
 
+def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: int
+                        ) -> dict[str, dict[str, float]]:
+    """Path (b)'s latency with the modes interleaved question by question (``default``,
+    ``hybrid-scan``, ``semantic`` in turn, on one conversation's first ``questions``
+    questions), so every mode runs under the same machine load: p50 / p95 ms per mode and
+    each mode's p50 over ``semantic``'s. The first call (which loads the message index) is
+    made before timing."""
+    from langmem_edge import AgentMemory
+    from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
+
+    folder = tempfile.mkdtemp(prefix="langmem-edge-locomo-latency-")
+    try:
+        store = ChromaStore.from_path(folder, index={
+            "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
+        name = conv.sample_id.replace("-", "_")
+        indexed = AgentMemory(store).profile(name)
+        scanned = AgentMemory(store, config={"episodic": {"recall_index": False}}).profile(name)
+        for s, messages in conversation_messages(conv).items():
+            indexed._episodic().add_messages(messages, f"session_{s}")
+        texts = [q.text for q in conv.questions][:questions]
+        indexed.recall_conversation(texts[0], scope="all")
+        calls = {"default": (indexed, {}), "hybrid-scan": (scanned, {}),
+                 "semantic": (indexed, {"mode": "semantic"})}
+        times: dict[str, list[float]] = {mode: [] for mode in calls}
+        for text in texts:
+            for mode, (profile, extra) in calls.items():
+                t0 = time.perf_counter()
+                profile.recall_conversation(text, scope="all", limit=RESULTS, **extra)
+                times[mode].append(1000 * (time.perf_counter() - t0))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    base = statistics.median(times["semantic"])
+    out = {mode: {"p50_ms": statistics.median(v), "p95_ms": _percentile(v, 0.95),
+                  "vs_semantic": statistics.median(v) / base} for mode, v in times.items()}
+    for mode, r in out.items():
+        print(f"path (b) interleaved, mode={mode}: p50 {r['p50_ms']:.1f} ms, p95 "
+              f"{r['p95_ms']:.1f} ms, {r['vs_semantic']:.2f}x semantic's p50")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """``python benchmarks/locomo_paths.py [PATH] [--store] [--profile]``: the user paths with
     ``CONVERSATION_HYBRID`` (and ``--rrf-k/--vw/--cw`` for a second store config)."""
@@ -268,6 +308,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--styles", default="text,documents")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="path (b)'s modes, comma-separated (default: all of MODES)")
+    parser.add_argument("--latency", type=int, metavar="N",
+                        help="path (b)'s modes interleaved on the first conversation's first "
+                             "N questions (latency under the same load)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     convs = load(args.path)
@@ -283,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.profile:
         out["profile"] = profile_path(convs, vectors, extract=not args.no_extract,
                                       modes=args.modes.split(","))
+    if args.latency:
+        out["latency"] = interleaved_latency(convs[0], vectors, questions=args.latency)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, default=str))
 
