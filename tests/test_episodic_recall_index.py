@@ -222,3 +222,16 @@ def test_imported_messages_are_seen_by_the_next_recall(tmp_path: Any) -> None:
     assert alice.recall_conversation("freezing", scope="all") == []  # index loaded
     import_jsonl(memory, tmp_path / "alice.jsonl")
     assert "freezing" in alice.recall_conversation("freezing", scope="all")[0].content
+
+
+def test_a_profile_above_the_index_limit_is_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _counting()
+    indexed, scanned = _tiers(store)
+    indexed.add_messages(TALK, "s1")
+    monkeypatch.setattr(recall_index, "MAX_INDEXED_MESSAGES", len(TALK) - 1)
+    _same(indexed, scanned, scope="all")
+    store.reads.clear()
+    indexed.recall_conversation("pottery", scope="all")
+    assert (*ROOT, "messages") in store.reads  # scanned, as without the index
+    key = next(k for k in recall_index._STORES[store].indexes)
+    assert len(recall_index._STORES[store].indexes[key]) == 0
