@@ -166,13 +166,28 @@ def conversation_messages(conv: Conversation) -> dict[int, list[dict[str, Any]]]
     return out
 
 
+MODES = ("default", "hybrid-scan", "semantic", "keyword")
+"""Path (b)'s modes: ``default`` (``recall_conversation``'s default, hybrid with the message
+index), ``hybrid-scan`` (hybrid with ``EpisodicConfig(recall_index=False)``: every message in
+scope read and analysed per call, the behaviour before the index), ``semantic``,
+``keyword``."""
+
+
+def _percentile(times: Sequence[float], q: float) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def profile_path(
-    convs: Sequence[Conversation], vectors: VectorCache, *, modes: Sequence[str] | None = None,
+    convs: Sequence[Conversation], vectors: VectorCache, *, modes: Sequence[str] = MODES,
     extract: bool = True,
 ) -> dict[str, Any]:
-    """Path (b): ``Profile.recall_conversation`` on ingested messages, in each mode.
-    ``extract=False`` stores the messages with the profile's episodic tier's
-    ``add_messages`` (no memory extraction: the same messages, much faster to write)."""
+    """Path (b): ``Profile.recall_conversation`` on ingested messages, in each mode
+    (:data:`MODES`), all measured in this run over the same store. ``extract=False`` stores
+    the messages with the profile's episodic tier's ``add_messages`` (no memory extraction:
+    the same messages, much faster to write). Latency is per call, query embedding included;
+    ``first_ms`` is the median over conversations of each profile's first call in the mode
+    (for ``default``, the one that loads the profile's message index)."""
     from langmem_edge import AgentMemory
     from langmem_edge.memory.episodic.messages import message_id
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
@@ -183,6 +198,7 @@ def profile_path(
         store = ChromaStore.from_path(folder, index={
             "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         memory = AgentMemory(store)
+        scan = AgentMemory(store, config={"episodic": {"recall_index": False}})
         backs: dict[str, dict[str, str]] = {}
         start = time.perf_counter()
         for conv in convs:
@@ -201,32 +217,71 @@ def profile_path(
             backs[conv.sample_id] = back
         print(f"path (b): ingest of {len(convs)} conversations took "
               f"{time.perf_counter() - start:.1f} s")
-        import inspect
-
-        from langmem_edge.memory.profile import Profile
-
-        mode_type = inspect.signature(Profile.recall_conversation).parameters["mode"]
-        default_mode = mode_type.default
-        for mode in modes or (None, "semantic", "keyword"):
-            rows, times = [], []
+        for mode in modes:
+            rows, times, firsts = [], [], []
+            owner = scan if mode == "hybrid-scan" else memory
             for conv in convs:
-                profile = memory.profile(conv.sample_id.replace("-", "_"))
-                for q in conv.questions:
+                profile = owner.profile(conv.sample_id.replace("-", "_"))
+                for i, q in enumerate(conv.questions):
                     kwargs: dict[str, Any] = {"scope": "all", "limit": RESULTS}
-                    if mode is not None:
+                    if mode in ("semantic", "keyword"):
                         kwargs["mode"] = mode
                     t0 = time.perf_counter()
                     found = profile.recall_conversation(q.text, **kwargs)
-                    times.append(time.perf_counter() - t0)
+                    (firsts if i == 0 else times).append(time.perf_counter() - t0)
                     ranked = [backs[conv.sample_id].get(m.id, "") for m in found]
                     rows.append(_row(q.category, ranked, q.evidence))
-            name = f"mode={mode or f'default ({default_mode})'}"
-            out[name] = {"summary": _summary(rows), "recall_ms": 1000 * statistics.median(times)}
-            s = out[name]["summary"]["1-5"]
-            print(f"path (b) recall_conversation, {name}: {s[0]:.3f} / {s[1]:.3f} "
-                  f"(recall p50 {out[name]['recall_ms']:.1f} ms, query embedding included)")
+            out[mode] = {"summary": _summary(rows),
+                         "recall_ms": 1000 * statistics.median(times),
+                         "p95_ms": 1000 * _percentile(times, 0.95),
+                         "first_ms": 1000 * statistics.median(firsts)}
+            s = out[mode]["summary"]["1-5"]
+            print(f"path (b) recall_conversation, mode={mode}: {s[0]:.3f} / {s[1]:.3f} "
+                  f"(recall p50 {out[mode]['recall_ms']:.1f} ms, p95 "
+                  f"{out[mode]['p95_ms']:.1f} ms, first call {out[mode]['first_ms']:.1f} ms; "
+                  "query embedding included)")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: int
+                        ) -> dict[str, dict[str, float]]:
+    """Path (b)'s latency with the modes interleaved question by question (``default``,
+    ``hybrid-scan``, ``semantic`` in turn, on one conversation's first ``questions``
+    questions), so every mode runs under the same machine load: p50 / p95 ms per mode and
+    each mode's p50 over ``semantic``'s. The first call (which loads the message index) is
+    made before timing."""
+    from langmem_edge import AgentMemory
+    from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
+
+    folder = tempfile.mkdtemp(prefix="langmem-edge-locomo-latency-")
+    try:
+        store = ChromaStore.from_path(folder, index={
+            "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
+        name = conv.sample_id.replace("-", "_")
+        indexed = AgentMemory(store).profile(name)
+        scanned = AgentMemory(store, config={"episodic": {"recall_index": False}}).profile(name)
+        for s, messages in conversation_messages(conv).items():
+            indexed._episodic().add_messages(messages, f"session_{s}")
+        texts = [q.text for q in conv.questions][:questions]
+        indexed.recall_conversation(texts[0], scope="all")
+        calls = {"default": (indexed, {}), "hybrid-scan": (scanned, {}),
+                 "semantic": (indexed, {"mode": "semantic"})}
+        times: dict[str, list[float]] = {mode: [] for mode in calls}
+        for text in texts:
+            for mode, (profile, extra) in calls.items():
+                t0 = time.perf_counter()
+                profile.recall_conversation(text, scope="all", limit=RESULTS, **extra)
+                times[mode].append(1000 * (time.perf_counter() - t0))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    base = statistics.median(times["semantic"])
+    out = {mode: {"p50_ms": statistics.median(v), "p95_ms": _percentile(v, 0.95),
+                  "vs_semantic": statistics.median(v) / base} for mode, v in times.items()}
+    for mode, r in out.items():
+        print(f"path (b) interleaved, mode={mode}: p50 {r['p50_ms']:.1f} ms, p95 "
+              f"{r['p95_ms']:.1f} ms, {r['vs_semantic']:.2f}x semantic's p50")
     return out
 
 
@@ -251,6 +306,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vw", type=float, default=0.5)
     parser.add_argument("--cw", type=float, default=0.5)
     parser.add_argument("--styles", default="text,documents")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="path (b)'s modes, comma-separated (default: all of MODES)")
+    parser.add_argument("--latency", type=int, metavar="N",
+                        help="path (b)'s modes interleaved on the first conversation's first "
+                             "N questions (latency under the same load)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     convs = load(args.path)
@@ -264,7 +324,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         out["store"] = store_path(convs, vectors, configs,
                                   context_styles=args.styles.split(","))
     if args.profile:
-        out["profile"] = profile_path(convs, vectors, extract=not args.no_extract)
+        out["profile"] = profile_path(convs, vectors, extract=not args.no_extract,
+                                      modes=args.modes.split(","))
+    if args.latency:
+        out["latency"] = interleaved_latency(convs[0], vectors, questions=args.latency)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, default=str))
 

@@ -69,6 +69,7 @@ from langmem_edge.memory.core.plans import Call, Plan, batch, run_async, run_syn
 from langmem_edge.memory.core.validate import check_profile_name
 from langmem_edge.memory.documents import Document
 from langmem_edge.memory.documents.plans import DocumentScope, plan_restore
+from langmem_edge.memory.episodic.recall_index import messages_mark_op
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.records import MemoryRecord, utcnow
@@ -505,8 +506,13 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
                     for ln, _ in new:
                         yield from plan_restore(scope, ln.value)
                 elif new:
-                    yield batch(store, [PutOp(ns, key, ln.value, index=kind.embed)
-                                        for ln, (ns, key) in new])
+                    # messages and session records move the messages mark (recall_index.py)
+                    marks = [messages_mark_op(layout)] if kind.name in (
+                        "message", "session") else []
+                    yield batch(store, [*marks, *(PutOp(ns, key, ln.value, index=kind.embed)
+                                                  for ln, (ns, key) in new)])
+                    if marks:
+                        yield batch(store, [messages_mark_op(layout)])
                 written[type_name] += len(new)
                 done += len(chunk)
                 if on_progress is not None:

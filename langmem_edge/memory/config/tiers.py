@@ -136,6 +136,10 @@ class EpisodicConfig(BaseModel):
     year the query names); 0 (the default: it gained nothing cross-validated) turns it off."""
     recall_depth: int = Field(50, ge=1)
     """Hybrid recall: results each channel hands to fusion."""
+    recall_index: bool = True
+    """Hybrid recall: keep a per-process keyword index of each profile's messages, exact by
+    the session records (``memory/episodic/recall_index.py``); False scans the messages in
+    scope at every call (at most ``keyword_scan_limit``)."""
 
     def __init__(self, **data: Any) -> None:
         try:

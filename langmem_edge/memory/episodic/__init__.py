@@ -6,6 +6,8 @@
 - :mod:`.rules`: the model-free fallbacks (rule-based extraction, extractive summaries).
 - :mod:`.compaction`: the context window and its overlays, with the pre-compaction flush.
 - :mod:`.pages`: the per-process cache of complete history pages a window reads again.
+- :mod:`.recall`: hybrid recall's fields and fusion; :mod:`.recall_index`: the per-process
+  message index its keyword side reads, exact by the session records and the messages mark.
 
 It never imports another tier: the memories it extracts are handed to ``memory/profile.py``,
 which writes them through the semantic tier. See ``docs/episodic.md``.

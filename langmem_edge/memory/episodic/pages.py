@@ -49,7 +49,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore, Item
 
@@ -63,6 +63,7 @@ __all__ = [
     "PageCache",
     "appended_only",
     "page_cache_for",
+    "store_cache",
 ]
 
 MAX_CACHED_SESSIONS = 256
@@ -200,18 +201,28 @@ class PageCache:
 _CACHES: weakref.WeakKeyDictionary[BaseStore, PageCache] = weakref.WeakKeyDictionary()
 _CACHES_LOCK = threading.Lock()
 
+C = TypeVar("C")
 
-def page_cache_for(store: BaseStore) -> PageCache | None:
-    """The page cache of ``store`` in this process; None when pages must always be read (the
-    store expires items by default, or cannot be referenced weakly)."""
+
+def store_cache(store: BaseStore, caches: weakref.WeakKeyDictionary[BaseStore, C],
+                make: Callable[[], C]) -> C | None:
+    """The per-process cache of ``store`` held (weakly) in ``caches``, made on first use;
+    None when nothing may be cached: the store expires items by default (they may vanish
+    without a trace in a session record) or cannot be referenced weakly."""
     ttl = getattr(store, "ttl_config", None) or {}
     if ttl.get("default_ttl") is not None:
         return None
     with _CACHES_LOCK:
         try:
-            cache = _CACHES.get(store)
+            cache = caches.get(store)
             if cache is None:
-                cache = _CACHES[store] = PageCache()
+                cache = caches[store] = make()
         except TypeError:  # not weakly referenceable
             return None
         return cache
+
+
+def page_cache_for(store: BaseStore) -> PageCache | None:
+    """The page cache of ``store`` in this process; None when pages must always be read (the
+    store expires items by default, or cannot be referenced weakly)."""
+    return store_cache(store, _CACHES, PageCache)

@@ -34,6 +34,7 @@ from langmem_edge.retrieval.text import Analyzer
 __all__ = [
     "fuse_messages",
     "message_fields",
+    "message_day",
     "message_keyword_ranking",
     "temporal_ranking",
     "time_words",
@@ -64,7 +65,8 @@ def temporal_ranking(
     return [(k, s) for k, s in ranked if words <= time_words(days.get(k, ""))]
 
 
-def _day(ts: str | None) -> str:
+def message_day(ts: str | None) -> str:
+    """A message's day from its ISO ``ts`` (``"8 May 2023"``); empty when unknown."""
     if not ts:
         return ""
     try:
@@ -92,7 +94,7 @@ def message_fields(docs: Sequence[Item], *, context_turns: int) -> dict[str, dic
                 fields["context"] = " ".join(near)
             if it.value.get("name"):
                 fields["name"] = str(it.value["name"])
-            day = _day(it.value.get("ts"))
+            day = message_day(it.value.get("ts"))
             if day:
                 fields["date"] = day
             out[it.key] = fields

@@ -31,7 +31,8 @@ Limits: ``max_messages_per_call`` (500) messages and ``max_message_bytes`` (32 K
 message; above either, :class:`~langmem_edge.errors.LimitExceededError` names the message and
 nothing is written. Everything is validated before the first write, extraction runs before
 the messages are written (a failing model leaves nothing behind), and the messages and the
-session record are then written in one ``batch``. Two processes ingesting *new* messages into
+session record are then written in one ``batch`` (with the profile's messages mark, put
+again in a batch right after it: :mod:`.recall_index`). Two processes ingesting *new* messages into
 the same session at the same moment may give two messages the same ``seq`` (ties are ordered
 by id); ingest a session from one writer at a time.
 
@@ -110,6 +111,12 @@ from langmem_edge.memory.episodic.recall import (
     message_fields,
     message_keyword_ranking,
     temporal_ranking,
+)
+from langmem_edge.memory.episodic.recall_index import (
+    MessageIndex,
+    indexed_keyword_plan,
+    message_index_for,
+    messages_mark_op,
 )
 from langmem_edge.memory.episodic.rules import rule_based_memories
 from langmem_edge.retrieval.bm25 import BM25Index
@@ -258,8 +265,10 @@ class EpisodicTier:
                          extracted_to=_mark_after(mark, start, end, extract, confirm_later))
             if contact is not None:
                 value.setdefault("contact", contact)
-            yield StoreStep((*(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
+            yield StoreStep((messages_mark_op(self.layout),
+                             *(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
                              PutOp(self.sessions_namespace, sid, value, index=False)))
+            yield StoreStep((messages_mark_op(self.layout),))
         elif behind and not confirm_later:
             yield from self._confirm_plan(sid, end)
         return IngestOutcome(messages=new, memories=memories, resumed=behind,
@@ -293,13 +302,14 @@ class EpisodicTier:
             out += in_range(found, lo, hi)
         return out
 
-    def _scan_plan(self, namespace: tuple[str, ...], flt: dict[str, Any], cap: int
-                   ) -> Plan[list[Item]]:
+    def _scan_plan(self, namespace: tuple[str, ...], flt: dict[str, Any], cap: int, *,
+                   start: int = 0) -> Plan[list[Item]]:
+        """Up to ``cap`` items of ``namespace`` matching ``flt``, in pages, from ``start``."""
         items: list[Item] = []
         while len(items) < cap:
             want = min(self.config.scan_page_size, cap - len(items))
-            (page,) = yield StoreStep((SearchOp(namespace, filter=flt, limit=want,
-                                                offset=len(items)),))
+            (page,) = yield StoreStep((SearchOp(namespace, filter=flt or None, limit=want,
+                                                offset=start + len(items)),))
             items += page
             if len(page) < want:
                 break
@@ -339,7 +349,8 @@ class EpisodicTier:
             return [StoredMessage.from_value(it.key, it.value, score=getattr(it, "score", None))
                     for it in items if it.value.get("profile") == self.profile]
         if mode == "hybrid":
-            return (yield from self._hybrid_plan(query, prefix, flt, limit))
+            return (yield from self._hybrid_plan(
+                query, prefix, flt, limit, prefix[-1] if scope == "conversation" else None))
         docs = yield from self._scan_plan(prefix, flt, self.config.keyword_scan_limit)
         docs = [d for d in docs if d.value.get("profile") == self.profile]
         index = BM25Index(k1=self.config.bm25_k1, b=self.config.bm25_b)
@@ -352,31 +363,57 @@ class EpisodicTier:
         return [StoredMessage.from_value(d.key, d.value, score=s) for s, d in ranked[:limit]]
 
     def _hybrid_plan(self, query: str, prefix: tuple[str, ...], flt: dict[str, Any],
-                     limit: int) -> Plan[list[StoredMessage]]:
+                     limit: int, session_id: str | None) -> Plan[list[StoredMessage]]:
         """The store's vector ranking fused with BM25 over each message and its neighbours
-        (:mod:`.recall`); without vector scores (a store with no index), BM25 alone."""
+        (:mod:`.recall`); without vector scores (a store with no index), BM25 alone. The
+        keyword side uses this process's message index (:mod:`.recall_index`) when it may,
+        else scans the messages in scope."""
         cfg = self.config
         depth = max(cfg.recall_depth, limit)
-        (near,) = yield StoreStep((SearchOp(prefix, filter=flt, limit=depth, query=query),))
+        search = SearchOp(prefix, filter=flt, limit=depth, query=query)
+        index = self._message_index() if cfg.recall_index else None
+        ranked = None
+        if index is None:
+            (near,) = yield StoreStep((search,))
+        else:
+            near, ranked = yield from indexed_keyword_plan(
+                index, query, search=search, prefix=prefix, flt=flt, depth=depth,
+                session_id=session_id, layout=self.layout, config=cfg)
         vector = [(it.key, float(it.score)) for it in near
                   if it.score is not None and it.value.get("profile") == self.profile]
-        docs = yield from self._scan_plan(prefix, flt, cfg.keyword_scan_limit)
-        docs = [d for d in docs if d.value.get("profile") == self.profile]
-        by_key = {d.key: d for d in docs} | {it.key: it for it in near
-                                             if it.value.get("profile") == self.profile}
-        fields = message_fields(docs, context_turns=cfg.recall_context_turns)
-        keyword = message_keyword_ranking(
-            query, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
-            limit=depth, field_weights={"context": cfg.recall_context_weight,
-                                        "name": cfg.recall_name_weight,
-                                        "date": cfg.recall_date_weight})
-        days = {key: f.get("date", "") for key, f in fields.items()}
+        if ranked is not None and index is not None:
+            keyword, days = ranked, {key: index.day(key) for key, _ in ranked}
+            by_key = {key: item for key, _ in ranked if (item := index.item(key))}
+        else:
+            docs = yield from self._scan_plan(prefix, flt, cfg.keyword_scan_limit)
+            docs = [d for d in docs if d.value.get("profile") == self.profile]
+            by_key = {d.key: d for d in docs}
+            fields = message_fields(docs, context_turns=cfg.recall_context_turns)
+            keyword = message_keyword_ranking(
+                query, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
+                limit=depth, field_weights=self._recall_field_weights())
+            days = {key: f.get("date", "") for key, f in fields.items()}
+        by_key |= {it.key: it for it in near if it.value.get("profile") == self.profile}
         fused = fuse_messages(keyword, vector, vector_weight=cfg.recall_vector_weight,
                               rrf_k=cfg.recall_rrf_k, limit=limit,
                               temporal=temporal_ranking(query, days, keyword),
                               temporal_weight=cfg.recall_temporal_weight)
         return [StoredMessage.from_value(key, by_key[key].value, score=score)
                 for key, score in fused]
+
+    def _recall_field_weights(self) -> dict[str, float]:
+        cfg = self.config
+        return {"context": cfg.recall_context_weight, "name": cfg.recall_name_weight,
+                "date": cfg.recall_date_weight}
+
+    def _message_index(self) -> MessageIndex | None:
+        cfg = self.config
+        weights = self._recall_field_weights()
+        key = (self.messages_namespace(), self.profile, cfg.bm25_k1, cfg.bm25_b,
+               cfg.recall_context_turns, tuple(sorted(weights.items())))
+        return message_index_for(self.store, key, lambda: MessageIndex(
+            analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b, field_weights=weights,
+            context_turns=cfg.recall_context_turns))
 
     def _delete_session_plan(self, session_id: str) -> Plan[int]:
         sid = validate_session_id(session_id)
@@ -390,7 +427,8 @@ class EpisodicTier:
             ops.append(PutOp(self.sessions_namespace, sid, None))
             ops.append(PutOp(self.overlays_namespace(sid)[:-1], sid, None))  # overlays mark
         if ops:
-            yield StoreStep(tuple(ops))
+            yield StoreStep((messages_mark_op(self.layout), *ops))
+            yield StoreStep((messages_mark_op(self.layout),))
         return len(msgs)
 
     def _delete_messages_plan(self, session_id: str, message_ids: Iterable[str]) -> Plan[int]:
@@ -414,7 +452,8 @@ class EpisodicTier:
             value = dict(meta.value)
             value["count"] = max(0, int(value.get("count", 0)) - len(items))
             ops.append(PutOp(self.sessions_namespace, sid, value, index=False))
-        yield StoreStep(tuple(ops))
+        yield StoreStep((messages_mark_op(self.layout), *ops))
+        yield StoreStep((messages_mark_op(self.layout),))
         return len(items)
 
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool

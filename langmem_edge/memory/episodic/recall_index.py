@@ -1,0 +1,359 @@
+"""Per-process keyword index of a profile's messages, kept exact by the session records.
+
+Hybrid recall (:mod:`.recall`) ranks every message in scope with BM25 over its text, its
+neighbours' text, its speaker and its day. Reading and analysing every message of the profile
+at every call (what ``keyword_scan_limit`` bounds, 5,000 rows) costs far more than the vector
+search it is fused with, so each process keeps, per store (weakly) and per profile, a
+:class:`MessageIndex`: the messages' items, their analysed terms and one
+:class:`~langmem_edge.retrieval.bm25.BM25Index` whose documents are namespaced by session
+(so a ``scope="conversation"`` search has that session's statistics, a profile-wide one the
+profile's).
+
+**Why it is exact** (the argument of :mod:`.pages`, applied to whole sessions). Messages are
+never rewritten: an ingest appends messages with ``seq`` from the session record's
+``next_seq`` on and moves ``next_seq`` and ``count`` by the same amount in the same batch; a
+deletion removes messages and lowers ``count``; :meth:`~.tier.EpisodicTier.delete_session`
+removes the record, and a session created again gets a new ``epoch``. Every indexed recall
+reads the session records in scope (below: usually not at all) and, per session, compares
+them with the record its messages were read under
+(:func:`~.pages.appended_only`):
+
+- the same record: nothing to read;
+- grown by appends alone: read only the new ``seq`` range (one equality search per history
+  page, as a window does) and re-score the last ``context_turns`` old messages, whose
+  neighbours changed;
+- anything else (a deletion, a new epoch, a record without an epoch, a session not indexed
+  yet): read the whole session again;
+- a record gone: drop the session.
+
+In a session that never lost a message (``count == next_seq``) a read must return every
+``seq`` it covers; a short read (a write not yet visible) is used for this call and the
+session read again at the next.
+
+**The messages mark** spares a profile-wide recall the listing of the session records (one
+unfiltered search) when nothing changed. Every message write (ingest, deletions,
+``import_jsonl``) puts a fresh random token at ``(*R, "meta")`` / ``"messages"``
+(:func:`messages_mark_op`) in its own batch and again in a batch right after it. A
+profile-wide recall reads the mark by key in the batch of its vector search; if it holds
+the token read before the index's last listing, every write that completed before this
+read had completed its second batch before that listing began (else the token would have
+moved since), so the listing saw it: the index is used as it is. Otherwise the records are
+listed and compared as above. A ``scope="conversation"`` recall reads its one session
+record by key instead. The mark is trusted for at most :data:`MARK_RECHECK_SECONDS`, which
+bounds how long a write it does not show stays unseen: a writer that died between its two
+batches, or a library version from before the mark. The price of exactness is one read by
+key per recall (the records listing when something changed), instead of every message.
+
+Limits: profiles with more than :data:`MAX_INDEXED_MESSAGES` messages in scope, stores that
+expire items by default, and ``EpisodicConfig(recall_index=False)`` are scanned as before.
+Writes that bypass the tier (a raw ``put`` into a messages namespace without its session
+record) are not seen until the session record moves, as with the page cache.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.plans import Plan, StoreStep
+from langmem_edge.memory.episodic.compaction import page_ops
+from langmem_edge.memory.episodic.pages import appended_only, store_cache
+from langmem_edge.memory.episodic.recall import message_day
+from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.text import Analyzer
+
+__all__ = [
+    "MARK_RECHECK_SECONDS",
+    "MAX_INDEXED_MESSAGES",
+    "MAX_INDEXED_PROFILES",
+    "MESSAGES_MARK_KEY",
+    "MessageIndex",
+    "SessionRead",
+    "indexed_keyword_plan",
+    "message_index_for",
+    "messages_mark_op",
+]
+
+MAX_INDEXED_MESSAGES = 50_000
+"""Messages in scope above which recall scans (``keyword_scan_limit``) instead of indexing:
+bounds the memory one profile's index takes (about 1 KB a message)."""
+
+MAX_INDEXED_PROFILES = 64
+"""Profiles whose message index one store's cache keeps (least recently used dropped
+first)."""
+
+MESSAGES_MARK_KEY = "messages"
+"""Key of the profile's messages mark in ``(*R, "meta")``."""
+
+MARK_RECHECK_SECONDS = 30.0
+"""Longest time (this process's monotonic clock) a profile-wide recall trusts an unchanged
+messages mark without listing the session records again: bounds how long a write the mark
+does not show (a writer that died between its two batches, or a library version that writes
+no mark) stays unseen."""
+
+SessionRead = tuple[int, int] | None
+"""What a session needs read before a search: the appended ``(lo, hi)`` seq range, or None
+for the whole session."""
+
+Fields = dict[str, list[str]]
+
+
+class _Session:
+    """One session's messages in ``(seq, key)`` order and the record they were read under
+    (None: read it whole at the next search)."""
+
+    def __init__(self) -> None:
+        self.record: dict[str, Any] | None = None
+        self.order: list[str] = []
+
+
+def messages_mark_op(layout: ProfileLayout) -> PutOp:
+    """The put of a fresh profile messages mark, ``(*R, "meta")`` / ``"messages"``: a random
+    token, written (not embedded) in the batch of every message write and again right after
+    it, so a profile-wide recall that finds the token it saw before its last listing of the
+    session records knows no write completed since (see the module docstring)."""
+    return PutOp(layout.meta, MESSAGES_MARK_KEY,
+                 {"kind": "messages-mark", "profile": layout.profile,
+                  "token": uuid.uuid4().hex}, index=False)
+
+
+class MessageIndex:
+    """BM25 over one profile's messages, each with its neighbours, speaker and day.
+
+    Args:
+        analyzer: The analyser of texts and queries.
+        k1: BM25 term-frequency saturation.
+        b: BM25 length normalisation.
+        field_weights: BM25F weights of ``context``, ``name`` and ``date`` (``text`` weighs 1).
+        context_turns: Neighbouring messages each side (same session) in ``context``.
+    """
+
+    def __init__(self, *, analyzer: Analyzer, k1: float, b: float,
+                 field_weights: Mapping[str, float], context_turns: int) -> None:
+        self.analyzer = analyzer
+        self.context_turns = context_turns
+        self._bm25 = BM25Index(k1=k1, b=b, field_weights=field_weights)
+        self._sessions: dict[str, _Session] = {}
+        self._items: dict[str, Item] = {}
+        self._terms: dict[str, Fields] = {}
+        self._lock = threading.Lock()
+        self._listed: tuple[str | None, float] | None = None  # (mark token, when) of a listing
+
+    def current(self, token: str | None) -> bool:
+        """Whether a profile-wide recall that just read mark ``token`` may skip listing the
+        session records: the mark read before the last listing is the same, that listing is
+        younger than :data:`MARK_RECHECK_SECONDS`, and every indexed session was read
+        whole."""
+        with self._lock:
+            listed = self._listed
+            return (listed is not None and listed[0] == token
+                    and time.monotonic() - listed[1] < MARK_RECHECK_SECONDS
+                    and all(e.record is not None for e in self._sessions.values()))
+
+    def listed(self, token: str | None, at: float) -> None:
+        """Record a listing of every session record, done after reading mark ``token`` at
+        monotonic time ``at``."""
+        with self._lock:
+            self._listed = (token, at)
+
+    def plan_reads(self, records: Mapping[str, Mapping[str, Any]]) -> dict[str, SessionRead]:
+        """What to read for the sessions in scope (``session id -> record`` just read):
+        ``{session id: (lo, hi) | None}``; sessions absent need nothing."""
+        out: dict[str, SessionRead] = {}
+        with self._lock:
+            for sid, record in records.items():
+                entry = self._sessions.get(sid)
+                old = entry.record if entry is not None else None
+                if old is None or not appended_only(old, record):
+                    out[sid] = None
+                elif int(record["next_seq"]) > int(old["next_seq"]):
+                    out[sid] = (int(old["next_seq"]), int(record["next_seq"]))
+        return out
+
+    def forget_missing(self, sessions: Sequence[str], scope: Sequence[str] | None) -> None:
+        """Drop the indexed sessions of ``scope`` (None: all) that are not in ``sessions``
+        (their records are gone)."""
+        keep = set(sessions)
+        with self._lock:
+            for sid in [s for s in self._sessions if (scope is None or s in scope)
+                        and s not in keep]:
+                self._drop(sid)
+
+    def apply(self, sid: str, namespace: tuple[str, ...], record: Mapping[str, Any],
+              read: SessionRead, items: Sequence[Item]) -> None:
+        """Index what was read for session ``sid`` under ``record``: the whole session
+        (``read`` None) or the appended range ``read``."""
+        lo, hi = read if read is not None else (0, int(record["next_seq"]))
+        items = [it for it in items if lo <= int(it.value.get("seq", -1)) < hi]
+        whole = int(record.get("count", -1)) < int(record["next_seq"]) or len(
+            {it.key for it in items}) == hi - lo
+        with self._lock:
+            if read is None:
+                self._drop(sid)
+            entry = self._sessions.setdefault(sid, _Session())
+            fresh = [it for it in items if it.key not in self._items]
+            for it in fresh:
+                self._items[it.key] = it
+                self._terms[it.key] = self._own_terms(it)
+            if fresh:
+                entry.order = sorted({*entry.order, *(it.key for it in fresh)},
+                                     key=lambda k: (int(self._items[k].value["seq"]), k))
+                new = {it.key for it in fresh}
+                first = next(i for i, k in enumerate(entry.order) if k in new)
+                self._rescore(entry, namespace, max(0, first - self.context_turns))
+            entry.record = dict(record) if whole else None
+
+    def search(self, query: str, *, namespace_prefix: tuple[str, ...], limit: int,
+               accept: Callable[[Item], bool] | None = None) -> list[tuple[str, float]]:
+        """BM25F ranking of the indexed messages under ``namespace_prefix`` for ``query``
+        (statistics over that prefix), best first; ``accept`` keeps messages (role,
+        contact) before ranks are counted."""
+        keep = None if accept is None else (lambda key: accept(self._items[key]))
+        with self._lock:
+            hits = self._bm25.search(self.analyzer.query_terms(query),
+                                     namespace_prefix=namespace_prefix, limit=limit,
+                                     accept=keep)
+        return [(h.id, h.score) for h in hits]
+
+    def item(self, key: str) -> Item | None:
+        """The indexed message item ``key``, if indexed."""
+        return self._items.get(key)
+
+    def day(self, key: str) -> str:
+        """The day of indexed message ``key`` (``"8 May 2023"``), empty when unknown."""
+        item = self._items.get(key)
+        return message_day(item.value.get("ts")) if item is not None else ""
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    # internals (called under the lock) -------------------------------------------------------
+    def _own_terms(self, item: Item) -> Fields:
+        terms = self.analyzer.terms
+        fields: Fields = {"text": terms(str(item.value.get("text", "")))}
+        if item.value.get("name"):
+            fields["name"] = terms(str(item.value["name"]))
+        day = message_day(item.value.get("ts"))
+        if day:
+            fields["date"] = terms(day)
+        return fields
+
+    def _rescore(self, entry: _Session, namespace: tuple[str, ...], start: int) -> None:
+        """(Re-)index the messages of ``entry`` from position ``start``: their context is
+        the text terms of ``context_turns`` neighbours each side."""
+        order, n = entry.order, self.context_turns
+        for i in range(start, len(order)):
+            own = self._terms[order[i]]
+            near = [t for j in range(max(0, i - n), min(len(order), i + n + 1)) if j != i
+                    for t in self._terms[order[j]]["text"]]
+            fields = {**own, "context": near} if near else own
+            self._bm25.upsert(order[i], fields, namespace=namespace)
+
+    def _drop(self, sid: str) -> None:
+        entry = self._sessions.pop(sid, None)
+        for key in entry.order if entry is not None else ():
+            self._bm25.remove(key)
+            self._items.pop(key, None)
+            self._terms.pop(key, None)
+
+
+class _Indexes:
+    """One store's message indexes, by profile and settings, least recently used dropped."""
+
+    def __init__(self) -> None:
+        self.indexes: OrderedDict[tuple[Any, ...], MessageIndex] = OrderedDict()
+        self.lock = threading.Lock()
+
+
+_STORES: weakref.WeakKeyDictionary[BaseStore, _Indexes] = weakref.WeakKeyDictionary()
+
+
+def message_index_for(store: BaseStore, key: tuple[Any, ...],
+                      make: Callable[[], MessageIndex]) -> MessageIndex | None:
+    """The message index of ``store`` for ``key`` (the profile's messages namespace and the
+    settings that shape the index) in this process, made on first use; None when messages
+    may not be cached (:func:`~.pages.store_cache`)."""
+    indexes = store_cache(store, _STORES, _Indexes)
+    if indexes is None:
+        return None
+    with indexes.lock:
+        found = indexes.indexes.get(key)
+        if found is None:
+            found = indexes.indexes[key] = make()
+            while len(indexes.indexes) > MAX_INDEXED_PROFILES:
+                indexes.indexes.popitem(last=False)
+        indexes.indexes.move_to_end(key)
+        return found
+
+
+def indexed_keyword_plan(
+    index: MessageIndex, query: str, *, search: SearchOp, prefix: tuple[str, ...],
+    flt: Mapping[str, Any], depth: int, session_id: str | None, layout: ProfileLayout,
+    config: EpisodicConfig,
+) -> Plan[tuple[list[Item], list[tuple[str, float]] | None]]:
+    """Run ``search`` (the vector side) with the read of the session records in scope, bring
+    ``index`` up to date with them and rank by it: ``(vector hits, keyword ranking)``; the
+    ranking is None when the scope holds more than :data:`MAX_INDEXED_MESSAGES` messages
+    (the caller scans instead). ``flt`` beyond ``profile`` (role, contact) is applied to
+    the ranking."""
+    profile = layout.profile
+    sessions, page = layout.sessions, config.scan_page_size
+    extra = {k: v for k, v in flt.items() if k != "profile"}
+    accept = (lambda it: all(it.value.get(k) == v for k, v in extra.items())
+              ) if extra else None
+    token: str | None = None
+    listed_at = 0.0
+    if session_id is not None:
+        near, meta = yield StoreStep((search, GetOp(sessions, session_id)))
+        found = [meta] if meta is not None else []
+    else:
+        near, mark = yield StoreStep((search, GetOp(layout.meta, MESSAGES_MARK_KEY)))
+        token = mark.value.get("token") if mark is not None else None
+        if index.current(token):
+            return near, index.search(query, namespace_prefix=prefix, limit=depth,
+                                      accept=accept)
+        listed_at = time.monotonic()
+        # unfiltered: a pushed-down filter costs ChromaStore a pass over the collection
+        (found,) = yield StoreStep((SearchOp(sessions, limit=page),))
+        while len(found) % page == 0 and 0 < len(found) < MAX_INDEXED_MESSAGES:
+            (more,) = yield StoreStep((SearchOp(sessions, limit=page, offset=len(found)),))
+            found = [*found, *more]
+            if not more:
+                break
+    records = {it.key: it.value for it in found
+               if it.value.get("profile") == profile and "next_seq" in it.value}
+    if sum(int(r.get("count", r["next_seq"])) for r in records.values()) > (
+            MAX_INDEXED_MESSAGES):
+        return near, None
+    index.forget_missing(list(records), None if session_id is None else [session_id])
+    reads = index.plan_reads(records)
+    ops: list[SearchOp] = []
+    spans: list[tuple[str, int]] = []
+    for sid, read in reads.items():
+        ns, rec = layout.session_messages(sid), records[sid]
+        if read is None:
+            step: tuple[SearchOp, ...] = (SearchOp(ns, filter={"profile": profile},
+                                                   limit=int(rec["next_seq"]) + page),)
+        else:
+            step = page_ops(ns, profile, *read, int(rec.get("page_size", config.page_size)))
+        ops += step
+        spans.append((sid, len(step)))
+    results = (yield StoreStep(tuple(ops))) if ops else []
+    pos = 0
+    for sid, n in spans:
+        items = [it for part in results[pos:pos + n] for it in part or []
+                 if it.value.get("profile") == profile]
+        pos += n
+        index.apply(sid, layout.session_messages(sid), records[sid], reads[sid], items)
+    if session_id is None:
+        index.listed(token, listed_at)
+    return near, index.search(query, namespace_prefix=prefix, limit=depth, accept=accept)
