@@ -367,7 +367,7 @@ def test_a_write_racing_delete_profile_leaves_nothing_behind() -> None:
 def test_gc_paused_restores_the_collector_as_it_was() -> None:
     import gc
 
-    from langmem_edge.memory.index.profile_index import gc_paused
+    from langmem_edge.memory.index.changes import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

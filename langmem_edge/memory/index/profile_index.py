@@ -22,13 +22,11 @@ record leaves a dead row; the index rebuilds its rows when dead ones outnumber l
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -46,7 +44,6 @@ __all__ = [
     "Admissible",
     "ProfileIndex",
     "ended_at",
-    "gc_paused",
     "key_terms",
     "text_terms",
 ]
@@ -94,22 +91,6 @@ def text_terms(text: str) -> list[str]:
     for word in text.split():
         out.extend(_word_terms(word))
     return out
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a load makes its objects (a 100k-record
-    profile: millions of dicts, lists and strings, none of them cyclic garbage), then
-    restore it as it was. Each collection the allocations would trigger walks every object
-    alive so far: with it running, decoding an image of 100k records took three times as
-    long. Another thread's garbage waits at most the load's length."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def ended_at(value: dict[str, Any], status: str) -> float:
