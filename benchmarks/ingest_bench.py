@@ -158,44 +158,55 @@ def main() -> None:
                         help="steady-state window calls whose p50 is reported")
     parser.add_argument("--backends", default="memory,chroma",
                         help="comma-separated: memory (InMemoryStore), chroma (embedded)")
+    parser.add_argument("--windows-only", action="store_true",
+                        help="skip part 1 (ingest throughput); measure window assembly only")
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not args.windows_only:
+        ingest_part(backends, args.n, args.rounds)
+    window_part(backends, args.window_n, args.budget, args.window_repeats)
 
+
+def ingest_part(backends: list[str], n: int, rounds_per: int) -> None:
+    """Part 1: ingest throughput against the model's own, printed as a table."""
     default_embeddings().embed_documents(["warm-up sentence"])  # load the model once
     rows = []
     seed = 1
     for backend in backends:
         for extract in (False, True):
             rounds = []
-            for _ in range(args.rounds):
+            for _ in range(rounds_per):
                 with tempfile.TemporaryDirectory() as folder:
-                    rounds.append(bench_ingest(backend, args.n, seed, extract, folder))
+                    rounds.append(bench_ingest(backend, n, seed, extract, folder))
                 seed += 1
             model_rate = median([r[0] for r in rounds])
             tier_rate = median([r[1] for r in rounds])
             ratio = median([r[1] / r[0] for r in rounds])
             rows.append([backend, "ingest (rule-based extraction)" if extract else
-                         "add_messages", args.n, f"{model_rate:,.0f}", f"{tier_rate:,.0f}",
+                         "add_messages", n, f"{model_rate:,.0f}", f"{tier_rate:,.0f}",
                          f"{ratio:.2f}"])
-    rules = bench_rules(args.n)
-    print(f"\n### Ingest throughput ({args.n} messages, batches of {BATCH}, default model)\n")
+    rules = bench_rules(n)
+    print(f"\n### Ingest throughput ({n} messages, batches of {BATCH}, default model)\n")
     print(table(["backend", "call", "messages", "model alone (msg/s)", "tier (msg/s)",
                  "tier / model (median of rounds)"], rows))
     print(f"\nRule-based extraction alone: {rules:,.0f} messages/s.")
 
+
+def window_part(backends: list[str], n: int, budget: int, repeats: int) -> None:
+    """Part 2: window assembly, printed as a table."""
     rows = []
     for backend in backends:
         with tempfile.TemporaryDirectory() as folder:
             start = time.perf_counter()
-            r = bench_window(backend, args.window_n, args.budget, folder, args.window_repeats)
+            r = bench_window(backend, n, budget, folder, repeats)
             setup = time.perf_counter() - start
-        rows.append([backend, args.window_n, args.budget, f"{r['first'] * 1000:.1f}",
+        rows.append([backend, n, budget, f"{r['first'] * 1000:.1f}",
                      f"{r['steady'] * 1000:.1f}", f"{r['page'] * 1000:.2f}",
                      f"{r['steady'] / r['page']:.1f}x", int(r["rows"]), int(r["tail"]),
                      f"{r['baseline'] * 1000:.1f}", f"{r['baseline'] / r['steady']:.1f}x",
                      f"{r['after_turn'] * 1000:.1f}"])
         print(f"(window setup on {backend}: {setup:.1f} s)", file=sys.stderr)
-    print(f"\n### Window assembly ({args.window_n} messages, budget {args.budget} tokens)\n")
+    print(f"\n### Window assembly ({n} messages, budget {budget} tokens)\n")
     print(table(["backend", "messages", "budget", "first window, with overlay (ms)",
                  "steady window p50 (ms)", "one 10-row page (ms)", "steady / page",
                  "rows scanned", "tail messages", "baseline: no page cache p50 (ms)",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from episodic_helpers import BACKENDS, scripted, store_fixture
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from langgraph.store.base import BaseStore, SearchOp
+from langgraph.store.base import BaseStore, GetOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from langmem_edge.errors import ExtractionError, InvalidInputError
@@ -18,7 +18,15 @@ from langmem_edge.memory.core.plans import run_sync
 from langmem_edge.memory.core.tokens import estimate_tokens
 from langmem_edge.memory.episodic.compaction import ContextWindow, uncovered_ranges, window_plan
 from langmem_edge.memory.episodic.extraction import StoredMessage
-from langmem_edge.memory.episodic.pages import PageCache, appended_only, page_cache_for
+from langmem_edge.memory.episodic.pages import (
+    RECENT_PAGES,
+    PageCache,
+    appended_only,
+    page_cache_for,
+    recent_after_append,
+    recent_after_delete,
+    recent_keys,
+)
 from langmem_edge.memory.episodic.tier import EpisodicConfig, EpisodicTier
 from langmem_edge.testing import FakeEmbeddings
 
@@ -190,23 +198,31 @@ def test_short_gap_waits(store: BaseStore) -> None:
 def test_history_is_read_in_pages_of_10_up_to_200_rows() -> None:
     class CountingStore(InMemoryStore):
         searches: list[SearchOp] = []
+        gets: list[GetOp] = []
 
         def batch(self, ops: Any) -> Any:
             ops = list(ops)
             self.searches.extend(op for op in ops if isinstance(op, SearchOp))
+            self.gets.extend(op for op in ops if isinstance(op, GetOp))
             return super().batch(ops)
 
     store = CountingStore()
     tier = EpisodicTier(store, ROOT)
     fill(tier, 1000)
     store.searches.clear()
+    store.gets.clear()
     w = tier.window("s", 1_000_000, compact=False)
     assert w.rows_scanned == 200
     assert [m.seq for m in w.tail] == list(range(800, 1000))
     head, *pages = [op for op in store.searches if op.namespace_prefix[-2] == "messages"]
     assert head.filter == {"profile": "alice", "page": "0"}  # the first two messages
-    assert len(pages) == 20 and all(op.limit == 10 for op in pages)
-    assert [op.filter["page"] for op in pages] == [str(p) for p in range(99, 79, -1)]
+    # the newest RECENT_PAGES pages by key (their ids are in the session record), the rest
+    # one search of 10 rows each
+    by_key = [op for op in store.gets if op.namespace[-2] == "messages"]
+    assert len(by_key) == RECENT_PAGES * 10
+    assert len(pages) == 20 - RECENT_PAGES and all(op.limit == 10 for op in pages)
+    assert [op.filter["page"] for op in pages] == [
+        str(p) for p in range(99 - RECENT_PAGES, 79, -1)]
 
 
 def test_flush_lifts_at_most_10_durable_facts_at_0_6(store: BaseStore) -> None:
@@ -328,7 +344,8 @@ def test_a_steady_window_reads_no_history_page_again() -> None:
     fill(tier, 1000)
     first = tier.window("s", 1000, compact=False)
     pages_read = store.searched.count(tier.messages_namespace("s"))
-    assert pages_read == first.rows_scanned // 10 + 1  # the tail's pages and the head's
+    # the tail's pages and the head's, the newest RECENT_PAGES by key
+    assert pages_read == first.rows_scanned // 10 + 1 - RECENT_PAGES
     store.searched.clear()
     again = tier.window("s", 1000, compact=False)
     assert again == first
@@ -337,7 +354,7 @@ def test_a_steady_window_reads_no_history_page_again() -> None:
     store.searched.clear()
     grown = tier.window("s", 1000, compact=False)
     assert grown.tail[-1].content == "one more turn"
-    assert store.searched.count(tier.messages_namespace("s")) == 1  # only the newest page
+    assert store.searched == []  # the newest page again by key, the overlays from the cache
     assert grown == uncached(tier, "s", 1000)
 
 
@@ -440,7 +457,7 @@ def test_a_session_from_before_the_epoch_is_read_until_its_next_ingest() -> None
     fill(tier, 100)
     record = store.get(tier.sessions_namespace, "s")
     assert record is not None
-    old = {k: v for k, v in record.value.items() if k != "epoch"}
+    old = {k: v for k, v in record.value.items() if k not in ("epoch", "recent")}
     store.put(tier.sessions_namespace, "s", old, index=False)
     tier.window("s", 1000, compact=False)
     store.searched.clear()
@@ -454,3 +471,69 @@ def test_a_session_from_before_the_epoch_is_read_until_its_next_ingest() -> None
     store.searched.clear()
     assert tier.window("s", 1000, compact=False).tail[-1].content == "a later turn"
     assert store.searched == []
+
+
+# -- pages by key: the session record lists its newest messages' ids -----------------------
+
+
+def test_recent_ids_cover_the_newest_pages_and_follow_appends_and_deletions() -> None:
+    rec = recent_after_append(None, 0, [f"m{i}" for i in range(7)], 10)
+    assert rec == {"from": 0, "ids": [f"m{i}" for i in range(7)]}
+    record = {"next_seq": 7, "recent": rec}
+    assert recent_keys(record, 0, 10) == [f"m{i}" for i in range(7)]
+    rec = recent_after_append(record, 7, [f"m{i}" for i in range(7, 31)], 10)
+    assert rec["from"] == 30 - (RECENT_PAGES - 1) * 10  # pages 2 and 3: the newest two
+    record = {"next_seq": 31, "recent": rec}
+    assert recent_keys(record, 20, 30) == [f"m{i}" for i in range(20, 30)]
+    assert recent_keys(record, 30, 40) == ["m30"]
+    assert recent_keys(record, 10, 20) is None  # before the span: searched
+    assert recent_keys({"next_seq": 32, "recent": rec}, 30, 40) is None  # span out of date
+    assert recent_keys({"next_seq": 31}, 30, 40) is None  # a record from before it
+    blanked = recent_after_delete(record, {21, 30})
+    assert blanked is not None
+    assert recent_keys({"next_seq": 31, "recent": blanked}, 20, 40) == [
+        f"m{i}" for i in range(20, 30) if i != 21]
+    assert recent_after_delete({"next_seq": 31}, {1}) is None
+    # a span that does not reach the append (another writer's gap) starts again
+    assert recent_after_append({"recent": {"from": 0, "ids": ["a"]}}, 5, ["f"], 10) == {
+        "from": 5, "ids": ["f"]}
+
+
+def test_the_window_after_a_turn_reads_no_page_by_search_on_either_store(
+        two_views: tuple[BaseStore, ...]) -> None:
+    reader, writer = (EpisodicTier(s, ROOT) for s in two_views)
+    fill(writer, 200)
+    budget = 1000
+    assert reader.window("s", budget, compact=False) == uncached(reader, "s", budget)
+    for turn in range(12):  # crosses a page boundary more than once
+        writer.add_messages([{"role": "user", "content": f"question {turn} " + "q" * 30},
+                             {"role": "assistant", "content": f"answer {turn} " + "a" * 30}],
+                            "s")
+        w = reader.window("s", budget, compact=False)
+        assert w.tail[-1].content.startswith(f"answer {turn}")
+        assert w == uncached(reader, "s", budget)
+    victims = [w.tail[-1].id, w.tail[-3].id]
+    writer.delete_messages("s", victims)
+    w = reader.window("s", budget, compact=False)
+    assert not {m.id for m in w.tail} & set(victims)
+    assert w == uncached(reader, "s", budget)
+
+
+def test_a_writer_that_does_not_keep_recent_ids_is_read_by_search() -> None:
+    store = CountingStore()
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 100)
+    tier.window("s", 1000, compact=False)
+    record = store.get(tier.sessions_namespace, "s")
+    assert record is not None
+    # an older writer appends without moving ``recent``: the span no longer ends at next_seq
+    extra = StoredMessage(id="x" * 32, session_id="s", role="user", content="from an old writer",
+                          seq=100, ts=datetime(2026, 1, 2, tzinfo=UTC))
+    store.put(tier.messages_namespace("s"), extra.id, extra.to_value("alice", 10))
+    store.put(tier.sessions_namespace, "s",
+              {**record.value, "next_seq": 101, "count": 101}, index=False)
+    store.searched.clear()
+    w = tier.window("s", 1000, compact=False)
+    assert w.tail[-1].content == "from an old writer"
+    assert store.searched.count(tier.messages_namespace("s")) == 1
+    assert w == uncached(tier, "s", 1000)

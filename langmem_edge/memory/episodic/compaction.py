@@ -55,7 +55,7 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -74,7 +74,7 @@ from langmem_edge.memory.episodic.extraction import (
     StoredMessage,
     model_extraction_plan,
 )
-from langmem_edge.memory.episodic.pages import PageCache
+from langmem_edge.memory.episodic.pages import PageCache, recent_keys
 from langmem_edge.memory.episodic.rules import extractive_summary, rule_based_memories
 
 __all__ = [
@@ -83,6 +83,7 @@ __all__ = [
     "WindowMessage",
     "fill_head",
     "fill_tail",
+    "history_ops",
     "in_range",
     "overlay_id",
     "overlays_mark",
@@ -323,9 +324,25 @@ def page_ops(ns: tuple[str, ...], profile: str, lo: int, hi: int, page_size: int
                  for b in range(lo // page_size, (hi - 1) // page_size + 1))
 
 
-def in_range(pages: Sequence[Sequence[Item] | None], lo: int, hi: int) -> list[StoredMessage]:
-    """The messages of ``pages`` with ``lo <= seq < hi``, in seq order."""
-    found = [StoredMessage.from_value(it.key, it.value) for items in pages for it in items or []]
+def history_ops(ns: tuple[str, ...], profile: str, lo: int, hi: int, page_size: int,
+                record: Mapping[str, Any] | None) -> tuple[GetOp | SearchOp, ...]:
+    """Ops reading the messages with ``lo <= seq < hi`` under session ``record``: by key when
+    the record lists their ids (``recent``, :mod:`.pages`), else :func:`page_ops`; filter the
+    results with :func:`in_range`."""
+    keys = recent_keys(record, lo, hi)
+    if keys is None:
+        return page_ops(ns, profile, lo, hi, page_size)
+    return tuple(GetOp(ns, key) for key in keys)
+
+
+def in_range(results: Sequence[Sequence[Item] | Item | None], lo: int, hi: int, *,
+             profile: str | None = None) -> list[StoredMessage]:
+    """The messages with ``lo <= seq < hi`` in the results of :func:`page_ops` or
+    :func:`history_ops` (pages of items, or items read by key), in seq order; with
+    ``profile``, only that profile's."""
+    items = [it for r in results for it in ((r,) if isinstance(r, Item) else r or ())]
+    found = [StoredMessage.from_value(it.key, it.value) for it in items
+             if profile is None or it.value.get("profile") == profile]
     return sorted((m for m in found if lo <= m.seq < hi), key=lambda m: (m.seq, m.id))
 
 
@@ -395,11 +412,14 @@ def window_plan(
         got = {b: known[b] for b in wanted if b in known}
         missing = [b for b in dict.fromkeys(wanted) if b not in got]
         if missing:
-            found = yield StoreStep(tuple(op for b in missing for op in
-                                          page_ops(messages_ns, profile, b * ps,
-                                                   (b + 1) * ps, ps)))
-            for b, items in zip(missing, found, strict=True):
-                got[b] = tuple(in_range([items], b * ps, (b + 1) * ps))
+            steps = [history_ops(messages_ns, profile, b * ps, (b + 1) * ps, ps, meta.value)
+                     for b in missing]
+            found = yield StoreStep(tuple(op for step in steps for op in step))
+            pos = 0
+            for b, step in zip(missing, steps, strict=True):
+                got[b] = tuple(in_range(found[pos:pos + len(step)], b * ps, (b + 1) * ps,
+                                        profile=profile))
+                pos += len(step)
                 if pages is not None:
                     pages.keep(messages_ns, meta.value, b, ps, got[b])
         return got
@@ -447,8 +467,9 @@ def window_plan(
     todo = next((g for g in gaps if g[1] - g[0] + 1 >= config.min_range_messages), None)
     if compact and todo is not None:
         lo, hi_seq = todo[0], min(todo[1], todo[0] + config.max_range_messages - 1)
-        found = yield StoreStep(page_ops(messages_ns, profile, lo, hi_seq + 1, ps))
-        range_msgs = in_range(found, lo, hi_seq + 1)
+        found = yield StoreStep(history_ops(messages_ns, profile, lo, hi_seq + 1, ps,
+                                            meta.value))
+        range_msgs = in_range(found, lo, hi_seq + 1, profile=profile)
         overlay, flushed = yield from _compact_plan(session_id, lo, hi_seq, range_msgs,
                                                     over_b, config, model)
         yield StoreStep((PutOp(overlays_ns, overlay.id, overlay.to_value(profile),

@@ -25,11 +25,24 @@ first batch) proves they are unchanged:
   the session only grows; the newest page only while ``next_seq`` has not moved (an append
   may have added to it: it is read again).
 
-- **Overlays** are kept too, listed under an exact (session record, overlays mark) pair. The
-  mark, ``(*R, "overlays")`` / session id, gets a fresh random token after every overlay write
-  (:func:`~.compaction.overlays_mark`), and a deletion of overlays moves the session record,
-  so a window reading both by key (one ``get`` of two ids) knows whether to list the
-  overlays again. A steady window is thus that one read and no search at all.
+- **Overlays** are kept too, listed under a (session record, overlays mark) pair. The mark,
+  ``(*R, "overlays")`` / session id, gets a fresh random token after every overlay write
+  (:func:`~.compaction.overlays_mark`), and a deletion of overlays lowers the session
+  record's ``count`` in the same batch, so a window reading both by key (one ``get`` of two
+  ids) lists the overlays again only when the mark moved or the record shows more than
+  appends. A steady window is thus that one read and no search at all, and so is the window
+  after a turn (plus the newest page by key, below).
+
+- **Pages by key.** The session record also lists the ids of its newest messages
+  (``recent``: ``{"from": seq, "ids": [...]}``, one id per ``seq`` from ``from`` to
+  ``next_seq - 1``, ``None`` where a message was deleted), covering at least the newest
+  :data:`RECENT_PAGES` pages. Ingest extends it in the batch that writes the messages and moves
+  ``next_seq``, a deletion blanks the ids it removes in the batch that lowers ``count``. A
+  history page inside that span is read by key (:func:`recent_keys`; one ``get`` of at most a
+  page's ids) instead of a filtered search: the page a new turn wrote to, which every window
+  after a turn must read again, costs a read by id whatever the session's size. Pages before
+  the span, and sessions whose record has no ``recent`` yet (written before it existed: the
+  next ingest starts one), are searched as before.
 
 Sessions created before the ``epoch`` field existed are read page by page until their next
 ingest gives them one, and nothing is cached on a store with a default TTL (items may expire
@@ -59,10 +72,14 @@ __all__ = [
     "MAX_CACHED_PAGES",
     "MAX_CACHED_SESSIONS",
     "MAX_CACHED_TOKENS",
+    "RECENT_PAGES",
     "SESSION_IDENTITY_FIELDS",
     "PageCache",
     "appended_only",
     "page_cache_for",
+    "recent_after_append",
+    "recent_after_delete",
+    "recent_keys",
     "store_cache",
 ]
 
@@ -78,6 +95,10 @@ MAX_CACHED_PAGES = 64
 """Pages kept per session (least recently used dropped first): 640 messages at the default
 page size, more than a window reads (``max_rows_scanned``, 200, plus the head)."""
 
+RECENT_PAGES = 2
+"""Newest history pages whose message ids the session record lists (``recent``): two, so a
+turn that fills one page and starts the next is still read by key."""
+
 SESSION_IDENTITY_FIELDS = ("epoch", "profile", "session_id", "page_size", "first_ts")
 """Session-record fields that never change while the session exists."""
 
@@ -92,6 +113,46 @@ def appended_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     grown = int(new["next_seq"]) - int(old["next_seq"])
     counted = int(new.get("count", 0)) - int(old.get("count", 0))
     return grown >= 0 and grown == counted
+
+
+def recent_after_append(record: Mapping[str, Any] | None, start: int, ids: list[str],
+                        page_size: int) -> dict[str, Any]:
+    """The ``recent`` field of a session record after messages ``ids`` were appended at seq
+    ``start`` onwards: the old span extended when it reaches ``start`` (else a new one), then
+    cut to the newest :data:`RECENT_PAGES` pages."""
+    old = (record or {}).get("recent")
+    if isinstance(old, dict) and int(old["from"]) + len(old["ids"]) == start:
+        first, listed = int(old["from"]), [*old["ids"], *ids]
+    else:
+        first, listed = start, list(ids)
+    end = start + len(ids)
+    keep_from = max(first, ((end - 1) // page_size - RECENT_PAGES + 1) * page_size)
+    return {"from": keep_from, "ids": listed[keep_from - first:]}
+
+
+def recent_after_delete(record: Mapping[str, Any], seqs: set[int]) -> dict[str, Any] | None:
+    """The ``recent`` field of ``record`` with the ids of deleted ``seqs`` blanked (None when
+    the record has none)."""
+    old = record.get("recent")
+    if not isinstance(old, dict):
+        return None
+    first = int(old["from"])
+    return {"from": first,
+            "ids": [None if first + i in seqs else mid for i, mid in enumerate(old["ids"])]}
+
+
+def recent_keys(record: Mapping[str, Any] | None, lo: int, hi: int) -> list[str] | None:
+    """The ids of the messages with ``lo <= seq < hi`` when the session record lists them all
+    (``recent``), skipping deleted ones; None when the range starts before the listed span, or
+    the span does not end at the record's ``next_seq`` (a writer that does not keep ``recent``
+    appended since): read it with a search."""
+    old = record.get("recent") if record is not None else None
+    if record is None or not isinstance(old, dict):
+        return None
+    first, ids = int(old["from"]), old["ids"]
+    if lo < first or first + len(ids) != int(record["next_seq"]):
+        return None
+    return [mid for mid in ids[lo - first:hi - first] if mid is not None]
 
 
 def _read_up_to(record: Mapping[str, Any], page: int, size: int) -> int:
@@ -178,12 +239,13 @@ class PageCache:
 
     def overlays(self, namespace: tuple[str, ...], record: Mapping[str, Any],
                  mark: Mapping[str, Any] | None) -> list[Item] | None:
-        """The overlay items listed under exactly this session record and overlays mark, or
-        None (list them again)."""
+        """The overlay items listed under this overlays mark and a session record that
+        ``record`` only grew from by appends (a deletion of overlays moves the record
+        otherwise), or None (list them again)."""
         with self._lock:
             entry = self._sessions.get(namespace)
             found = entry.overlays if entry is not None else None
-        if found is None or found[0] != record or found[1] != mark:
+        if found is None or found[1] != mark or not appended_only(found[0], record):
             return None
         return list(found[2])
 

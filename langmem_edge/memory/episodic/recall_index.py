@@ -65,7 +65,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, StoreStep
-from langmem_edge.memory.episodic.compaction import page_ops
+from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
 from langmem_edge.memory.episodic.recall import message_day
 from langmem_edge.retrieval.bm25 import BM25Index
@@ -336,21 +336,23 @@ def indexed_keyword_plan(
         return near, None
     index.forget_missing(list(records), None if session_id is None else [session_id])
     reads = index.plan_reads(records)
-    ops: list[SearchOp] = []
+    ops: list[GetOp | SearchOp] = []
     spans: list[tuple[str, int]] = []
     for sid, read in reads.items():
         ns, rec = layout.session_messages(sid), records[sid]
         if read is None:
-            step: tuple[SearchOp, ...] = (SearchOp(ns, filter={"profile": profile},
-                                                   limit=int(rec["next_seq"]) + page),)
+            step: tuple[GetOp | SearchOp, ...] = (SearchOp(ns, filter={"profile": profile},
+                                                           limit=int(rec["next_seq"]) + page),)
         else:
-            step = page_ops(ns, profile, *read, int(rec.get("page_size", config.page_size)))
+            step = history_ops(ns, profile, *read, int(rec.get("page_size", config.page_size)),
+                               rec)
         ops += step
         spans.append((sid, len(step)))
     results = (yield StoreStep(tuple(ops))) if ops else []
     pos = 0
     for sid, n in spans:
-        items = [it for part in results[pos:pos + n] for it in part or []
+        items = [it for part in results[pos:pos + n]
+                 for it in ((part,) if isinstance(part, Item) else part or ())
                  if it.value.get("profile") == profile]
         pos += n
         index.apply(sid, layout.session_messages(sid), records[sid], reads[sid], items)

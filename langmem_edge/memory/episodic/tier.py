@@ -12,7 +12,8 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 - ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
   ``page_size``, first/last timestamps, contact, and ``epoch`` (a random token given when the
   session is created, or at the first ingest of a session from before it: a session deleted
-  and created again is told apart from the old one by the page cache, :mod:`.pages`). It is
+  and created again is told apart from the old one by the page cache, :mod:`.pages`), and
+  ``recent``, the ids of the newest two pages' messages (read by key, :mod:`.pages`). It is
   what makes ordering possible on any backend.
 
 Every value carries ``profile`` and every read filters on it (a second guard besides the
@@ -89,6 +90,7 @@ from langmem_edge.memory.core.plans import Plan, StoreStep, run_async, run_sync
 from langmem_edge.memory.episodic.compaction import (
     ContextWindow,
     Overlay,
+    history_ops,
     in_range,
     page_ops,
     window_plan,
@@ -105,7 +107,11 @@ from langmem_edge.memory.episodic.messages import (
     orphaned_messages,
     validate_session_id,
 )
-from langmem_edge.memory.episodic.pages import page_cache_for
+from langmem_edge.memory.episodic.pages import (
+    page_cache_for,
+    recent_after_append,
+    recent_after_delete,
+)
 from langmem_edge.memory.episodic.recall import (
     fuse_messages,
     message_fields,
@@ -233,8 +239,8 @@ class EpisodicTier:
         mark = int(meta.value.get("extracted_to", start)) if meta else 0
         behind: list[StoredMessage] = []
         if extract and mark < start:
-            found = yield StoreStep(page_ops(ns, self.profile, mark, start, ps))
-            behind = in_range(found, mark, start)
+            found = yield StoreStep(history_ops(ns, self.profile, mark, start, ps, meta.value))
+            behind = in_range(found, mark, start, profile=self.profile)
         todo = [*behind, *new]
         memories: list[ExtractedMemory] = []
         if extract and todo:
@@ -242,8 +248,9 @@ class EpisodicTier:
             context: list[StoredMessage] = []
             k = min(self.config.extraction_context_messages, first)
             if k:
-                found = yield StoreStep(page_ops(ns, self.profile, first - k, first, ps))
-                context = in_range(found, first - k, first)
+                found = yield StoreStep(history_ops(ns, self.profile, first - k, first, ps,
+                                                    meta.value if meta else None))
+                context = in_range(found, first - k, first, profile=self.profile)
             if self.model is not None:
                 memories = yield from model_extraction_plan(
                     todo, self.model, config=self.config,
@@ -262,7 +269,8 @@ class EpisodicTier:
             value.setdefault("epoch", uuid.uuid4().hex)  # sessions from before it get one now
             value.update(next_seq=end, count=int(value["count"]) + len(new),
                          last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat(),
-                         extracted_to=_mark_after(mark, start, end, extract, confirm_later))
+                         extracted_to=_mark_after(mark, start, end, extract, confirm_later),
+                         recent=recent_after_append(value, start, [m.id for m in new], ps))
             if contact is not None:
                 value.setdefault("contact", contact)
             yield StoreStep((messages_mark_op(self.layout),
@@ -451,6 +459,9 @@ class EpisodicTier:
         if meta is not None:
             value = dict(meta.value)
             value["count"] = max(0, int(value.get("count", 0)) - len(items))
+            recent = recent_after_delete(value, seqs)
+            if recent is not None:
+                value["recent"] = recent
             ops.append(PutOp(self.sessions_namespace, sid, value, index=False))
         yield StoreStep((messages_mark_op(self.layout), *ops))
         yield StoreStep((messages_mark_op(self.layout),))

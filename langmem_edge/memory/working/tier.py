@@ -334,7 +334,10 @@ def _plan_rows(scope: WorkingScope, thread: str) -> Plan[list[Item]]:
 def plan_record(scope: WorkingScope, thread: str, call_id: str, name: str, args: Any,
                 result_preview: str, open_resources: Sequence[str],
                 status: CallStatus = "success") -> Plan[TurnRow]:
-    """Plan: write one tool call's row; keep at most ``max_turn_rows``, the newest."""
+    """Plan: write one tool call's row (one put, no read). The ``max_turn_rows`` cap is
+    applied when the turn is read (:func:`plan_unfinished`, :func:`plan_thread_state`), which
+    deletes the surplus; until then a round of more calls keeps them all (each row expires
+    with its TTL, 24 h)."""
     ns = scope.namespace(thread)
     cfg = scope.config
     check_text(call_id, "call_id", cfg.max_name_chars)
