@@ -21,6 +21,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from langmem_edge import AgentMemory, ChromaSaver, ChromaStore
+from langmem_edge.errors import ConfigurationError
 from langmem_edge.graphs import (
     MemoryExtractionNode,
     MemoryHooks,
@@ -288,6 +289,32 @@ def test_a_reply_reads_the_working_tier_twice_and_ends_the_turn_without_a_read(
     assert [kind for kind, _ in seen] == ["SearchOp", "SearchOp"]
     assert "wants a PDF" in blocks(model.calls[0])[0]
     mw.close()
+
+
+@pytest.mark.parametrize("recall_model", [False, True])
+def test_the_memory_block_calls_the_memorys_model_only_when_asked(recall_model: bool) -> None:
+    """Recall on the reply's path makes no model call by default (HyDE and a written answer
+    would each be a model round trip before the agent's own); ``recall_model=True`` opts in."""
+    store = InMemoryStore(index=INDEX)
+    memory_model = ScriptedChatModel(responses=["The user's favourite colour is teal."])
+    memory = AgentMemory(store, model=memory_model)
+    memory.profile("alice").remember(FACT, key="preference.colour")
+    model = ScriptedChatModel(responses=["ok"])
+    mw = MemoryMiddleware(memory, recall_model=recall_model,
+                          background=BackgroundExecutor({"delay_seconds": 3600.0}))
+    agent = create_agent(model, [], middleware=[mw], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", QUESTION)]}, cfg("t1"), context=CTX)
+    assert "teal" in blocks(model.calls[0])[0]
+    if recall_model:
+        assert memory_model.calls  # HyDE and the answer
+    else:
+        assert memory_model.calls == []
+    mw.close()
+
+
+def test_recall_model_must_be_a_bool() -> None:
+    with pytest.raises(ConfigurationError, match="recall_model"):
+        MemoryMiddleware(AgentMemory(InMemoryStore()), recall_model="yes")  # type: ignore[arg-type]
 
 
 def gated_memory(store: Any, gate: threading.Event, started: threading.Event,

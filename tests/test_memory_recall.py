@@ -192,6 +192,22 @@ def test_thinking_levels_with_a_model(store: BaseStore) -> None:
     assert "Adopted a dog called Rex last spring" in str(answer_call[-1].content)
 
 
+def test_use_model_false_makes_no_model_call_and_true_adds_hyde_at_low(store: BaseStore) -> None:
+    model = judge_model(hyde="The user adopted a dog called Rex", answer="Rex")
+    p = AgentMemory(store, model=model).profile("p")
+    p.remember("Adopted a dog called Rex last spring")
+    p.remember("Rex the dog loves the beach")
+    off = p.recall("dog Rex", use_model=False, fill=False)
+    assert model.calls == []
+    assert off.count == 2 and off.answer.splitlines() == texts(off)
+    on = p.recall("what is the name of my pet?", thinking_level="low", use_model=True,
+                  fill=False)
+    assert len(calls_of(model, "memory note")) == 1  # HyDE at low, since asked
+    assert on.answer == "Rex"
+    with pytest.raises(InvalidInputError, match="use_model"):
+        p.recall("dog", use_model="no")  # type: ignore[arg-type]
+
+
 def test_model_free_answer_is_the_top_texts(memory: AgentMemory) -> None:
     p = memory.profile("p")
     for i in range(7):

@@ -65,6 +65,7 @@ def create_memory_agent(
     trim_state: bool = False,
     background: BackgroundExecutor | None = None,
     documents: int = DEFAULT_DOCUMENT_PASSAGES,
+    recall_model: bool = False,
 ) -> Any:
     """A ``create_agent`` agent with memory (see the module docstring).
 
@@ -84,7 +85,7 @@ def create_memory_agent(
         memory_model: Chat model of a memory made over ``store`` or the run's store
             (extraction, summaries); ``None``: model-free.
         resume, recall_budget_tokens, recall_limit, compaction_budget_tokens, trim_state,
-            background, documents: The :class:`~langmem_edge.graphs.MemoryMiddleware`
+            background, documents, recall_model: The :class:`~langmem_edge.graphs.MemoryMiddleware`
             options, with its defaults (turn resume on, no document passages).
 
     Returns:
@@ -96,7 +97,8 @@ def create_memory_agent(
     mw = MemoryMiddleware(memory, resume=resume, model=memory_model,
                           recall_budget_tokens=recall_budget_tokens, recall_limit=recall_limit,
                           compaction_budget_tokens=compaction_budget_tokens,
-                          trim_state=trim_state, background=background, documents=documents)
+                          trim_state=trim_state, background=background, documents=documents,
+                          recall_model=recall_model)
     extra: list[Any] = []
     if memory is not None and memory_tools:
         include = None if memory_tools is True else list(memory_tools)  # type: ignore[arg-type]

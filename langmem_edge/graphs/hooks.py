@@ -81,6 +81,8 @@ class MemoryHooks(BackgroundJobs):
         recall_limit: Memories asked of recall. Default 10.
         documents: Passages of the profile's ready documents shown in the memory block
             (``search_documents``); 0 (default): none.
+        recall_model: Let the block's recall call the memory's model (HyDE, the raw-message
+            channel), a model round trip before each model call. Default ``False``.
         compaction_budget_tokens: Estimated tokens of a thread's messages above which the
             model sees head + overlays + tail; ``None`` turns compaction off. Default 8,000.
         trim_state: Also cut the checkpointed messages to that view (destructive, like
@@ -100,7 +102,10 @@ class MemoryHooks(BackgroundJobs):
         trim_state: bool = False,
         background: BackgroundExecutor | None = None,
         documents: int = DEFAULT_DOCUMENT_PASSAGES,
+        recall_model: bool = False,
     ) -> None:
+        if not isinstance(recall_model, bool):
+            raise ConfigurationError(f"recall_model must be True or False, got {recall_model!r}")
         if isinstance(documents, bool) or not isinstance(documents, int) or documents < 0:
             raise ConfigurationError(f"documents must be an integer >= 0 (0: off), got "
                                      f"{documents!r}")
@@ -113,7 +118,7 @@ class MemoryHooks(BackgroundJobs):
             raise ConfigurationError("trim_state needs a compaction_budget_tokens")
         self.resolver = RunResolver(memory, model=model)
         self.recall = RecallOptions(budget_tokens=recall_budget_tokens, limit=recall_limit,
-                                    documents=documents)
+                                    documents=documents, use_model=recall_model)
         self.compaction_budget = compaction_budget_tokens
         self.trim_state = trim_state
         self.entry_cache = EntryCache()

@@ -91,6 +91,8 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
             (stopped by :meth:`close`).
         documents: Passages of the profile's ready documents in the memory block
             (``docs/documents.md``); 0 (default): none.
+        recall_model: Let the block's recall call the memory's model (HyDE, the raw-message
+            channel): a model round trip before each model call. Default ``False``.
     """
 
     state_schema = MemoryState
@@ -114,13 +116,14 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
         trim_state: bool = False,
         background: BackgroundExecutor | None = None,
         documents: int = DEFAULT_DOCUMENT_PASSAGES,
+        recall_model: bool = False,
     ) -> None:
         super().__init__()
         self.hooks = MemoryHooks(memory, model=model, recall_budget_tokens=recall_budget_tokens,
                                  recall_limit=recall_limit,
                                  compaction_budget_tokens=compaction_budget_tokens,
                                  trim_state=trim_state, background=background,
-                                 documents=documents)
+                                 documents=documents, recall_model=recall_model)
         if resume is True:
             resume = TurnResume(memory)
         elif resume is not False and not isinstance(resume, TurnResume):

@@ -131,11 +131,15 @@ class RecallOptions:
         limit: Memories asked of recall. Default :data:`DEFAULT_RECALL_LIMIT` (10).
         documents: Document passages asked of ``search_documents``; 0 (default) leaves
             documents out.
+        use_model: Whether recall may call the memory's model (HyDE, the raw-message
+            channel, a written answer the block does not show): each call is a model round
+            trip before the agent's own. Default ``False``: recall without it.
     """
 
     budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS
     limit: int = DEFAULT_RECALL_LIMIT
     documents: int = DEFAULT_DOCUMENT_PASSAGES
+    use_model: bool = False
 
 
 def _escape(text: str) -> str:
@@ -241,7 +245,7 @@ def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions,
     if query:
         found = yield Call(profile.recall, profile.arecall, (query,),
                            {"limit": options.limit, "contact": run.contact,
-                            "session_id": run.thread})
+                            "session_id": run.thread, "use_model": options.use_model})
         for c in found.candidates:
             record = c.memory
             key = f"{record.key}: " if record is not None and record.key else ""

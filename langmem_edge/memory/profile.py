@@ -231,6 +231,7 @@ class Profile(DocumentMethods, ContactMethods):
         thinking_level: str | None = None,
         session_id: str | None = None,
         fill: bool | None = None,
+        use_model: bool | None = None,
     ) -> RecallResult:
         """Recall memories for ``query``: ``RecallResult(count, answer, candidates)``.
 
@@ -247,11 +248,16 @@ class Profile(DocumentMethods, ContactMethods):
                 medium and high add the HyDE and raw-message channels.
             session_id: The current session: tasks of other sessions rank lower.
             fill: Override the relevance fill switch.
+            use_model: Whether recall may call the memory's model. ``None`` (default): the
+                thinking level decides the HyDE and message channels, and a model writes the
+                answer; ``False``: no model call (no model channels, the answer is the top
+                memories joined); ``True``: the model channels at every level.
         """
         req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
                             tags=tags, scorer=scorer, thinking_level=thinking_level,
                             reference_date=to_utc(reference_date, "reference_date"),
-                            session_id=session_id, fill=fill, as_of=None)
+                            session_id=session_id, fill=fill, as_of=None,
+                            use_model=use_model)
         return run_sync(plan_recall(self._ctx, req))
 
     async def arecall(
@@ -268,12 +274,14 @@ class Profile(DocumentMethods, ContactMethods):
         thinking_level: str | None = None,
         session_id: str | None = None,
         fill: bool | None = None,
+        use_model: bool | None = None,
     ) -> RecallResult:
         """Async :meth:`recall`."""
         req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
                             tags=tags, scorer=scorer, thinking_level=thinking_level,
                             reference_date=to_utc(reference_date, "reference_date"),
-                            session_id=session_id, fill=fill, as_of=None)
+                            session_id=session_id, fill=fill, as_of=None,
+                            use_model=use_model)
         return await run_async(plan_recall(self._ctx, req))
 
     # -- reading -----------------------------------------------------------------------------

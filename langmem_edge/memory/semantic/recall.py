@@ -9,9 +9,13 @@ Channels (each yields up to ``depth[thinking_level]`` hits; 20 / 50 / 150):
 * ``key``: memories whose key is the query, or whose key words all occur in the query.
 * ``temporal``: when the query holds a relative date ("last week", anchored on
   ``reference_date``), memories whose ``valid_from`` falls in that window, newest first.
-* ``hyde`` and ``messages`` (with a model, at thinking level medium and high): a
-  hypothetical answer written by the model, vector-searched; and the episodic tier's raw
-  messages of this profile, vector-searched.
+* ``hyde`` and ``messages`` (with a model, at thinking level medium and high, or at any
+  level with ``use_model=True``): a hypothetical answer written by the model,
+  vector-searched; and the episodic tier's raw messages of this profile, vector-searched.
+
+With a model the answer is written by it (else it is the top memories, joined).
+``use_model=False`` makes no model call at all (neither channel, the joined answer): what
+recall on a reply's path wants, where each model call is a round trip before the reply.
 
 Every channel drops superseded, forgotten and expired memories (or, in an ``at(ts)`` view,
 memories not valid at ``ts``), memories under the confidence floor (0.1), and memories out
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -82,6 +86,7 @@ class RecallRequest:
     session_id: str | None = None
     as_of: datetime | None = None
     fill: bool | None = None
+    use_model: bool | None = None
 
 
 @dataclass
@@ -145,11 +150,10 @@ def _check(ctx: ProfileContext, req: RecallRequest) -> RecallRequest:
             raise InvalidInputError(f"unknown kind(s) {bad}; allowed: {list(KINDS)}")
     check_optional_name(req.contact, "contact", MAX_NAME_CHARS)
     check_optional_name(req.writer, "writer", MAX_NAME_CHARS)
-    return RecallRequest(
-        query=req.query, limit=limit, contact=req.contact, kind=kinds, writer=req.writer,
-        tags=tuple(req.tags or ()), scorer=req.scorer, reference_date=req.reference_date,
-        thinking_level=level, session_id=req.session_id, as_of=req.as_of, fill=req.fill,
-    )
+    if req.use_model is not None and not isinstance(req.use_model, bool):
+        raise InvalidInputError(f"use_model must be True, False or None, got {req.use_model!r}")
+    return replace(req, limit=limit, kind=kinds, tags=tuple(req.tags or ()),
+                   thinking_level=level)
 
 
 def keyword_channel(index: ProfileIndex, query: str, depth: int, accept: Admissible
@@ -273,7 +277,8 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
                    cfg.min_confidence, t, as_of is not None)
     assert req.limit is not None and req.thinking_level is not None
     depth = cfg.depth[req.thinking_level] * (cfg.at_depth_factor if as_of is not None else 1)
-    use_model = ctx.model is not None and req.thinking_level in ("medium", "high")
+    use_model = ctx.model is not None and (
+        req.thinking_level in ("medium", "high") if req.use_model is None else req.use_model)
     channels: dict[str, list[tuple[str, float]]] = {}
 
     hyde_text = None
@@ -490,7 +495,7 @@ def _plan_answer(ctx: ProfileContext, req: RecallRequest, candidates: list[Candi
     matched = [c.text for c in candidates if c.matched]
     if not matched:
         return ""
-    if ctx.model is not None:
+    if ctx.model is not None and req.use_model is not False:
         try:
             (reply,) = yield invoke(ctx.model, answer_messages(
                 req.query, [c.text for c in candidates], reference), "answer")
