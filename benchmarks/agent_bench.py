@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _common import median, table, timed  # noqa: E402
-from episodic_helpers import scripted  # noqa: E402  (the scripted extraction model)
+from episodic_helpers import scripted, system_text  # noqa: E402  (the scripted extraction model)
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import BaseMessage  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
@@ -50,14 +50,23 @@ def _slow_model(seconds: float, reply: Any) -> ScriptedChatModel:
 
 
 def _extractor() -> ScriptedChatModel:
-    """The memory's model: extraction takes ``EXTRACTOR_SECONDS``; its checks pass."""
+    """The memory's model: extraction takes ``EXTRACTOR_SECONDS``; every other call (checks,
+    summaries, and whatever recall would ask of it) ``MODEL_SECONDS``, as a real model's."""
 
     def propose(messages: list[BaseMessage]) -> list[dict[str, Any]]:
         time.sleep(EXTRACTOR_SECONDS)
         return [{"text": "The user likes benchmarks.", "fact_type": "preference",
                  "message_numbers": [1]}]
 
-    return scripted(propose)
+    answer = scripted(propose).respond
+    assert answer is not None
+
+    def respond(messages: list[BaseMessage]) -> Any:
+        if not system_text(messages).startswith("You extract"):
+            time.sleep(MODEL_SECONDS)
+        return answer(messages)
+
+    return ScriptedChatModel(respond=respond)
 
 
 class CallCounter:
