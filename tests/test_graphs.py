@@ -262,11 +262,12 @@ def test_a_resumed_turns_calls_come_before_memories_within_the_budget() -> None:
     assert small.index("fetch [c1]") < small.index("memory number 0")
 
 
-def test_a_reply_reads_the_working_tier_twice_and_ends_the_turn_without_a_read(
+def test_a_reply_reads_the_working_tier_once_and_ends_the_turn_without_a_read(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """One turn without tools through MemoryMiddleware (turn resume on): the working tier is
-    read by turn resume's ``before_agent`` and once for the memory block (notes, task and
-    record together), and the final answer writes nothing there (no record was seen)."""
+    read once, by turn resume's ``before_agent`` (notes, task and record together), which
+    hands what it read to the memory block; the final answer writes nothing there (no record
+    was seen)."""
     store = InMemoryStore()
     memory = AgentMemory(store)
     memory.profile("alice").working.set_context("t1", "wants a PDF")
@@ -286,8 +287,37 @@ def test_a_reply_reads_the_working_tier_twice_and_ends_the_turn_without_a_read(
     mw = MemoryMiddleware(memory, background=BackgroundExecutor({"delay_seconds": 3600.0}))
     agent = create_agent(model, [], middleware=[mw], checkpointer=InMemorySaver())
     agent.invoke({"messages": [("user", "hello")]}, cfg("t1"), context={"profile": "alice"})
-    assert [kind for kind, _ in seen] == ["SearchOp", "SearchOp"]
+    assert [kind for kind, _ in seen] == ["SearchOp"]
     assert "wants a PDF" in blocks(model.calls[0])[0]
+    mw.close()
+
+
+def test_the_handed_over_state_serves_one_model_call_only() -> None:
+    """A turn with a tool: the first model call uses the state ``before_agent`` read, the
+    second reads again and shows the notes the tool wrote in between."""
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+
+    store = InMemoryStore()
+    memory = AgentMemory(store)
+    memory.profile("alice").working.set_context("t1", "first notes")
+
+    @tool
+    def take_note(text: str) -> str:
+        """Write the thread's working notes."""
+        memory.profile("alice").working.set_context("t1", text)
+        return "noted"
+
+    model = ScriptedChatModel(responses=[
+        AIMessage(content="", tool_calls=[{"name": "take_note", "args": {"text": "second notes"},
+                                           "id": "c1"}]),
+        "done"])
+    mw = MemoryMiddleware(memory, background=BackgroundExecutor({"delay_seconds": 3600.0}))
+    agent = create_agent(model, [take_note], middleware=[mw], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", "hello")]}, cfg("t1"), context={"profile": "alice"})
+    assert "first notes" in blocks(model.calls[0])[0]
+    assert "second notes" in blocks(model.calls[1])[0]
+    assert mw.hooks.handoff.take(memory, "alice", "t1", "anything") is None
     mw.close()
 
 
@@ -439,3 +469,22 @@ def test_only_the_hooks_in_use_become_graph_nodes() -> None:
     assert nodes() == {extraction, resume}  # turn resume is on by default
     assert nodes(resume=False, trim_state=True) == {extraction, trim}
     assert nodes(trim_state=True) == {extraction, resume, trim}
+
+
+def test_a_handoff_is_taken_once_keyed_by_the_turns_message_and_bounded() -> None:
+    from langmem_edge.graphs.run import MAX_HANDOFFS, ThreadStateHandoff
+    from langmem_edge.memory.working import ThreadState
+
+    memory, other = AgentMemory(InMemoryStore()), AgentMemory(InMemoryStore())
+    handoff = ThreadStateHandoff()
+    state = ThreadState(notes="n", task=None, turn=None)
+    handoff.put(memory, "alice", "t1", "m1", state)
+    handoff.put(memory, "alice", "t1", None, state)  # no message id: nothing kept
+    assert handoff.take(other, "alice", "t1", "m1") is None  # another store
+    assert handoff.take(memory, "alice", "t1", "m2") is None  # another turn
+    assert handoff.take(memory, "alice", "t1", "m1") is state
+    assert handoff.take(memory, "alice", "t1", "m1") is None  # once
+    for i in range(MAX_HANDOFFS + 1):
+        handoff.put(memory, "alice", "t1", f"x{i}", state)
+    assert handoff.take(memory, "alice", "t1", "x0") is None  # the oldest went
+    assert handoff.take(memory, "alice", "t1", f"x{MAX_HANDOFFS}") is state

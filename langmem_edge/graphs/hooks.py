@@ -41,12 +41,13 @@ from langmem_edge.graphs.recall import (
     DEFAULT_RECALL_LIMIT,
     RecallOptions,
     inject_block,
+    latest_user_message,
     latest_user_text,
     plan_memory_block,
     plan_thread_state,
 )
 from langmem_edge.graphs.resume_history import resumed_calls
-from langmem_edge.graphs.run import MemoryRun, RunResolver
+from langmem_edge.graphs.run import MemoryRun, RunResolver, ThreadStateHandoff
 from langmem_edge.memory import AgentMemory
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 from langmem_edge.memory.working import ThreadState
@@ -122,6 +123,7 @@ class MemoryHooks(BackgroundJobs):
         self.compaction_budget = compaction_budget_tokens
         self.trim_state = trim_state
         self.entry_cache = EntryCache()
+        self.handoff = ThreadStateHandoff()
         self.extractor = TurnExtractor(background, compaction_budget=compaction_budget_tokens,
                                        cache=self.entry_cache)
 
@@ -129,7 +131,13 @@ class MemoryHooks(BackgroundJobs):
 
     def _input_plan(self, run: MemoryRun, messages: Sequence[BaseMessage]
                     ) -> Plan[ModelInput]:
-        thread = yield from plan_thread_state(run)
+        asked = latest_user_message(messages)
+        thread = None
+        if run.thread:
+            thread = self.handoff.take(run.memory, run.profile.name, run.thread,
+                                       asked.id if asked is not None else None)
+        if thread is None:
+            thread = yield from plan_thread_state(run)
         view = list(messages)
         if self.compaction_budget is not None:
             found = yield from plan_compacted(run, messages, self.compaction_budget,

@@ -220,11 +220,15 @@ class _Resuming(_Named):
 
     def before_agent(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
         """Turn resume's ``before_agent`` (nothing without ``resume``)."""
-        return None if self.resume is None else self.resume.before_agent(state, runtime)
+        if self.resume is None:
+            return None
+        return self.resume.before_agent(state, runtime, handoff=self.hooks.handoff)
 
     async def abefore_agent(self, state: MemoryState, runtime: Any) -> dict[str, Any] | None:
         """Async :meth:`before_agent`."""
-        return None if self.resume is None else await self.resume.abefore_agent(state, runtime)
+        if self.resume is None:
+            return None
+        return await self.resume.abefore_agent(state, runtime, handoff=self.hooks.handoff)
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:

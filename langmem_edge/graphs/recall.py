@@ -61,6 +61,7 @@ __all__ = [
     "TASK_SECTION_TEMPLATE",
     "RecallOptions",
     "inject_block",
+    "latest_user_message",
     "latest_user_text",
     "plan_memory_block",
     "plan_thread_state",
@@ -146,13 +147,21 @@ def _escape(text: str) -> str:
     return text.replace(BLOCK_CLOSE, "<\\/memory>").replace(BLOCK_OPEN, "<\\memory>")
 
 
-def latest_user_text(messages: Sequence[BaseMessage]) -> str | None:
-    """The text of the latest user message, or ``None``."""
+def latest_user_message(messages: Sequence[BaseMessage]) -> HumanMessage | None:
+    """The latest user message (not an injected memory block), or ``None``."""
     for message in reversed(messages):
         if isinstance(message, HumanMessage) and not is_injected(message):
-            text = message.text
-            return text if text.strip() else None
+            return message
     return None
+
+
+def latest_user_text(messages: Sequence[BaseMessage]) -> str | None:
+    """The text of the latest user message, or ``None``."""
+    message = latest_user_message(messages)
+    if message is None:
+        return None
+    text = message.text
+    return text if text.strip() else None
 
 
 def resumed_lines(calls: Sequence[ResumedCall]) -> list[str]:

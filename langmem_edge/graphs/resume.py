@@ -67,6 +67,7 @@ from langmem_edge.errors import (
     TurnInProgressError,
     UnsupportedDurabilityError,
 )
+from langmem_edge.graphs.recall import latest_user_message
 from langmem_edge.graphs.resume_history import (
     IDEMPOTENCY_KEY,
     NOT_COMPLETED_TEMPLATE,
@@ -84,9 +85,10 @@ from langmem_edge.graphs.resume_history import (
     tool_message,
     with_answers,
 )
+from langmem_edge.graphs.run import ThreadStateHandoff
 from langmem_edge.memory import AgentMemory
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
-from langmem_edge.memory.working import ProfileWorking, TurnRecord
+from langmem_edge.memory.working import ProfileWorking, ThreadState, TurnRecord
 
 __all__ = [
     "IDEMPOTENCY_KEY",
@@ -221,14 +223,23 @@ class TurnResume:
     # -- before_agent: the rule of the turn record ----------------------------------------------
 
     def _plan_rule(self, who: RunIdentity, working: ProfileWorking, store: Any,
-                   state: Mapping[str, Any]
+                   state: Mapping[str, Any], handoff: Callable[[ThreadState], None] | None = None
                    ) -> Plan[tuple[Dangling, TurnRecord | None] | None]:
         """The rule of the turn record: ``None`` when the last turn is finished; raises
         :class:`TurnInProgressError` while it runs (or waits, with ``wait``); otherwise the
-        dangling calls and the record to answer them from."""
+        dangling calls and the record to answer them from. With ``handoff``, the first read
+        is the thread's whole working state, given to ``handoff`` when the turn is
+        finished (the model call then need not read it again)."""
         messages = list(state.get(self.messages_key) or [])
         dangling = dangling_tool_calls(messages)
-        turn = yield Call(working.unfinished_turn, working.aunfinished_turn, (who.thread,))
+        if handoff is None:
+            turn = yield Call(working.unfinished_turn, working.aunfinished_turn, (who.thread,))
+        else:
+            seen: ThreadState = yield Call(working.thread_state, working.athread_state,
+                                           (who.thread,))
+            turn = seen.turn
+            if not dangling and turn is None:
+                handoff(seen)
         if not dangling and turn is None:
             return None
         resume_after = self._resume_after(store)
@@ -254,7 +265,8 @@ class TurnResume:
                 return dangling, None  # the running turn finished meanwhile
             turn = now_turn
 
-    def _plan_before(self, state: Mapping[str, Any], runtime: Any
+    def _plan_before(self, state: Mapping[str, Any], runtime: Any,
+                     handoff: ThreadStateHandoff | None = None
                      ) -> Plan[dict[str, Any] | None]:
         config = _current_config()
         who = run_identity(runtime.context, config, getattr(runtime, "execution_info", None))
@@ -268,12 +280,20 @@ class TurnResume:
                 "so a crash would leave no checkpoint and no tool results to resume the turn "
                 "from; run it with durability='sync' or 'async' (the default)",
                 durability=durability)
-        found = yield from self._plan_rule(who, working, runtime.store, state)
+        memory = self._memory(runtime.store)
+        assert memory is not None
+        give = None
+        if handoff is not None:
+            asked = latest_user_message(list(state.get(self.messages_key) or []))
+            message_id = asked.id if asked is not None else None
+
+            def give(seen: ThreadState) -> None:
+                handoff.put(memory, who.profile, who.thread, message_id, seen)
+
+        found = yield from self._plan_rule(who, working, runtime.store, state, give)
         if found is None:
             return None
         dangling, turn = found
-        memory = self._memory(runtime.store)
-        assert memory is not None
         by_ai = answers(dangling, turn, memory.config.working.preview_chars)
         if turn is not None:
             yield Call(working.finish_turn, working.afinish_turn, (who.thread,))
@@ -285,16 +305,20 @@ class TurnResume:
         return {self.messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rebuilt],
                 ROUND_KEY: None}
 
-    def before_agent(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
+    def before_agent(self, state: Mapping[str, Any], runtime: Any, *,
+                     handoff: ThreadStateHandoff | None = None) -> dict[str, Any] | None:
         """Before the turn: refuse ``durability="exit"``; if the thread's last turn is
         unfinished, raise :class:`TurnInProgressError` (touched within 45 s) or return the
-        state update that answers its dangling tool calls from the record."""
-        return run_sync(self._plan_before(state, runtime))
+        state update that answers its dangling tool calls from the record. ``handoff``: read
+        the thread's whole working state and hand it to the turn's first model call there
+        (``MemoryMiddleware`` does, so a reply reads the working tier once)."""
+        return run_sync(self._plan_before(state, runtime, handoff))
 
-    async def abefore_agent(self, state: Mapping[str, Any], runtime: Any
+    async def abefore_agent(self, state: Mapping[str, Any], runtime: Any, *,
+                            handoff: ThreadStateHandoff | None = None
                             ) -> dict[str, Any] | None:
         """Async :meth:`before_agent`."""
-        return await run_async(self._plan_before(state, runtime))
+        return await run_async(self._plan_before(state, runtime, handoff))
 
     def _plan_check(self, graph: Any, config: Mapping[str, Any], context: Any,
                     snapshot: Any) -> Plan[None]:

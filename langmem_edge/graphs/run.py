@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +32,14 @@ from langgraph.store.base import BaseStore
 
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory import AgentMemory, Profile
+from langmem_edge.memory.working import ThreadState
 from langmem_edge.tools import run_value
 
-__all__ = ["MemoryRun", "RunResolver"]
+__all__ = ["MAX_HANDOFFS", "MemoryRun", "RunResolver", "ThreadStateHandoff"]
+
+MAX_HANDOFFS = 1024
+"""Thread states a :class:`ThreadStateHandoff` keeps waiting for their model call (the oldest
+is dropped: a run that stopped before its first model call never takes its own)."""
 
 logger = logging.getLogger(__name__)
 
@@ -108,3 +114,45 @@ class RunResolver:
         return MemoryRun(memory=memory, profile=memory.profile(str(name)),
                          contact=run_value(context, config, "contact"),
                          thread=None if thread is None else str(thread))
+
+
+HandoffKey = tuple[int, tuple[str, ...], str, str, str]
+
+
+class ThreadStateHandoff:
+    """A thread's working state (notes, task, turn record) as turn resume's ``before_agent``
+    read it, handed to the same turn's first model call: one working-tier read a reply
+    instead of two.
+
+    Keyed by the memory (its store object and namespace), profile, thread and the id of the
+    turn's user message, so only that turn's model call finds it; taken once (a later model
+    call of the turn reads again: the turn's tools may have written since). Only a read that
+    found no unfinished turn is handed over (a resumed turn changes the state). Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._states: OrderedDict[HandoffKey, ThreadState] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(memory: AgentMemory, profile: str, thread: str, message_id: str) -> HandoffKey:
+        return (id(memory.store), tuple(memory.namespace), profile, thread, message_id)
+
+    def put(self, memory: AgentMemory, profile: str, thread: str, message_id: str | None,
+            state: ThreadState) -> None:
+        """Hand ``state`` to the model call of the turn whose user message is ``message_id``
+        (nothing without an id)."""
+        if message_id is None:
+            return
+        with self._lock:
+            self._states[self._key(memory, profile, thread, message_id)] = state
+            while len(self._states) > MAX_HANDOFFS:
+                self._states.popitem(last=False)
+
+    def take(self, memory: AgentMemory, profile: str, thread: str, message_id: str | None
+             ) -> ThreadState | None:
+        """The state handed to this turn's model call, once; ``None`` when there is none."""
+        if message_id is None:
+            return None
+        with self._lock:
+            return self._states.pop(self._key(memory, profile, thread, message_id), None)
