@@ -330,6 +330,26 @@ def test_packed_values_give_their_records_back_equal() -> None:
     assert other.pop("e") == values[4] and other.packed == 2  # b and d
     assert dict(other.items()) == {"b": values[1], "c": {"id": "c", "text": "rewritten"},
                                    "d": values[3]}
+    import random
+    import threading
+
+    many = [{"id": f"m{i:04d}", "text": f"note {i}", "n": i} for i in range(3000)]
+    chunks_m, ends_m = pack_chunks(many, list(many[0]), size=64)
+    shared = RecordValues.from_chunks([v["id"] for v in many], chunks_m, ends_m,
+                                      list(many[0]), 64)
+    seen: list[bool] = []
+
+    def read(seed: int) -> None:
+        order = [v["id"] for v in many]
+        random.Random(seed).shuffle(order)
+        seen.append(all(shared[m]["id"] == m for m in order))
+
+    threads = [threading.Thread(target=read, args=(s,)) for s in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [True] * 6 and shared.packed == 0 and list(shared.values()) == many
     with pytest.raises(ValueError, match="do not fit"):
         RecordValues.from_chunks(ids[:4], chunks, ends, fields, 2)
     with pytest.raises(ValueError, match="do not fit"):

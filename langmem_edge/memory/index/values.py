@@ -12,6 +12,7 @@ decompresses its chunk (a few tens of kilobytes) and parses that record alone.
 from __future__ import annotations
 
 import json
+import threading
 import zlib
 from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
@@ -72,6 +73,7 @@ class RecordValues(MutableMapping[str, dict[str, Any]]):
         self._fields: list[str] = []
         self._size = CHUNK_RECORDS
         self._raw: tuple[int, bytes] | None = None  # the last chunk decompressed
+        self._lock = threading.Lock()
 
     @classmethod
     def from_chunks(cls, ids: list[str], chunks: list[Any], ends: np.ndarray,
@@ -92,17 +94,21 @@ class RecordValues(MutableMapping[str, dict[str, Any]]):
         return self._packed
 
     def _unpack(self, key: str, pos: int) -> dict[str, Any]:
-        chunk = pos // self._size
-        if self._raw is None or self._raw[0] != chunk:
-            self._raw = (chunk, zlib.decompress(self._chunks[chunk]))
-        first = chunk * self._size
-        start = int(self._ends[pos - 1]) if pos > first else 0
-        value = unpack_record(self._raw[1], start, int(self._ends[pos]), self._fields)
-        self._map[key] = value
-        self._packed -= 1
-        if not self._packed:  # everything read: let the chunks go
-            self._chunks, self._raw = [], None
-        return value
+        with self._lock:  # readers of the index may run on several threads
+            held = self._map.get(key, _MISSING)
+            if held is not pos:  # decoded by another thread meanwhile
+                return held if held is not _MISSING else self[key]
+            chunk = pos // self._size
+            if self._raw is None or self._raw[0] != chunk:
+                self._raw = (chunk, zlib.decompress(self._chunks[chunk]))
+            first = chunk * self._size
+            start = int(self._ends[pos - 1]) if pos > first else 0
+            value = unpack_record(self._raw[1], start, int(self._ends[pos]), self._fields)
+            self._map[key] = value
+            self._packed -= 1
+            if not self._packed:  # everything read: let the chunks go
+                self._chunks, self._raw = [], None
+            return value
 
     def __getitem__(self, key: str) -> dict[str, Any]:
         value = self._map[key]
@@ -120,14 +126,16 @@ class RecordValues(MutableMapping[str, dict[str, Any]]):
         return value
 
     def __setitem__(self, key: str, value: dict[str, Any]) -> None:
-        if type(self._map.get(key)) is int:
-            self._packed -= 1
-        self._map[key] = value
+        with self._lock:
+            if type(self._map.get(key)) is int:
+                self._packed -= 1
+            self._map[key] = value
 
     def __delitem__(self, key: str) -> None:
-        if type(self._map[key]) is int:
-            self._packed -= 1
-        del self._map[key]
+        with self._lock:
+            if type(self._map[key]) is int:
+                self._packed -= 1
+            del self._map[key]
 
     def __contains__(self, key: object) -> bool:
         return key in self._map
