@@ -69,6 +69,7 @@ class RecordValues(MutableMapping[str, dict[str, Any]]):
         self._map: dict[str, Any] = {}  # a value, or an int: its position in the image
         self._packed = 0
         self._chunks: list[Any] = []
+        self._ids: list[str] = []  # by position in the image
         self._ends: np.ndarray = np.zeros(0, dtype=np.int64)
         self._fields: list[str] = []
         self._size = CHUNK_RECORDS
@@ -86,6 +87,7 @@ class RecordValues(MutableMapping[str, dict[str, Any]]):
         out._map = dict(zip(ids, range(len(ids)), strict=True))
         out._packed = len(ids)
         out._chunks, out._ends, out._fields, out._size = list(chunks), ends, fields, size
+        out._ids = ids
         return out
 
     @property
@@ -157,7 +159,26 @@ class RecordValues(MutableMapping[str, dict[str, Any]]):
         return self._map.items()
 
     def _unpack_all(self) -> None:
-        if self._packed:
-            for key, value in self._map.items():  # replaces values only: the dict is stable
-                if type(value) is int:
-                    self._unpack(key, value)
+        """Decode every packed value, a chunk at a time (one JSON parse per chunk)."""
+        with self._lock:
+            if not self._packed:
+                return
+            ids, size, ends, fields = self._ids, self._size, self._ends, self._fields
+            for chunk, data in enumerate(self._chunks):
+                first, last = chunk * size, min((chunk + 1) * size, len(ids))
+                wanted = [pos for pos in range(first, last)
+                          if type(self._map.get(ids[pos])) is int]
+                if not wanted:
+                    continue
+                raw = zlib.decompress(data)
+                cuts = [0, *ends[first:last].tolist()]
+                rows = json.loads(b"[" + b",".join(
+                    raw[cuts[i]:cuts[i + 1]] for i in range(last - first)) + b"]")
+                for pos in wanted:
+                    row = rows[pos - first]
+                    value = dict(zip(fields, row, strict=True)) if isinstance(row, list) else row
+                    if not isinstance(value, dict):
+                        raise ValueError(f"not a packed record: {row!r:.40}")
+                    self._map[ids[pos]] = value  # replaces a value: the dict's order stays
+                    self._packed -= 1
+            self._chunks, self._raw = [], None
