@@ -148,7 +148,7 @@ def test_text_terms_are_the_analysers_terms() -> None:
 
 # -- the index image (index/image.py) ---------------------------------------------------------
 
-IMAGE_CONFIG = {"index": {"image_min_records": 5, "image_page_records": 2}}
+IMAGE_CONFIG = {"index": {"image_min_records": 5}}
 
 
 class SearchLog:
