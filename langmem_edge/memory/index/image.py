@@ -16,8 +16,9 @@ in pages of at most :data:`PAGE_BYTES`, and a head naming them::
 ``meta`` (JSON: scope and writer codes, keyed records, kinds, the BM25 namespaces, free
 slots and statistics), ``ids`` (JSON, the records in index order), the profile index's
 numeric columns (``col:<name>``, one array each), the BM25 postings in CSR form
-(``bm25_terms`` JSON, ``bm25_offsets``, ``bm25_slots``, ``bm25_tfs``) with per-slot
-``bm25_lengths``, ``bm25_nsno`` and ``bm25_ids``, and the records' values in chunks of 64
+(``bm25_terms`` JSON, ``bm25_offsets``, ``bm25_slot_deltas``: each term's slots sorted, as
+gaps, and ``bm25_tfs``) with per-slot ``bm25_lengths`` and ``bm25_nsno`` (the slot ids,
+``bm25_ids``, are null when the slot column gives them), and the records' values in chunks of 64
 records (``chunks``, ``chunk_ends``, ``value_ends``; ``index/values.py``), decoded only when
 a record is read. Restoring it (:meth:`ProfileIndex.restore`, :meth:`BM25Index.restore`) is a
 few array copies and a dict of ids, not a dict per record: a first recall reads the head and
@@ -143,6 +144,41 @@ def _analyser() -> str:
     return repr(default_analyzer())
 
 
+def _slot_ids(ids: list[str], slot_of_row: np.ndarray, slots: int) -> list[str | None]:
+    """The BM25 id of each slot from the records' ids and their slot column."""
+    out: list[str | None] = [None] * slots
+    for mid, slot in zip(ids, slot_of_row.tolist(), strict=True):
+        if 0 <= slot < slots:
+            out[slot] = mid
+    return out
+
+
+def _sorted_deltas(offsets: np.ndarray, slots: np.ndarray, tfs: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Each term's postings sorted by slot, as the first slot then the gaps (small numbers
+    compress far better than slots), with their frequencies in the same order. The order
+    of a term's postings changes no score (each slot is summed once per term)."""
+    counts = np.diff(offsets)
+    term_of = np.repeat(np.arange(len(counts), dtype=np.intp), counts)
+    order = np.lexsort((slots, term_of))
+    ordered = np.asarray(slots, dtype=np.int64)[order]
+    deltas = np.diff(ordered, prepend=0)
+    starts = offsets[:-1][counts > 0]
+    deltas[starts] = ordered[starts]
+    return deltas, np.asarray(tfs)[order]
+
+
+def _undelta(offsets: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """The slots :func:`_sorted_deltas` encoded."""
+    counts = np.diff(offsets)
+    if len(deltas) != (int(offsets[-1]) if len(offsets) else 0):
+        raise ValueError("index image postings do not fit their offsets")
+    summed = np.cumsum(deltas, dtype=np.int64)
+    starts = offsets[:-1][counts > 0]
+    before = summed[starts] - deltas[starts]
+    return summed - np.repeat(before, counts[counts > 0])
+
+
 def encode_image(snapshot: IndexSnapshot, values: list[dict[str, Any]]
                  ) -> tuple[bytes, dict[str, list[Any]]]:
     """The payload of an image of ``snapshot`` with its ``values`` (see the module
@@ -152,19 +188,23 @@ def encode_image(snapshot: IndexSnapshot, values: list[dict[str, Any]]
     fields = list(values[0]) if values else []
     chunks, value_ends = pack_chunks(values, fields, CHUNK_RECORDS)
     slots_dtype = "<i4" if len(bm.ids) < 2**31 else "<i8"
+    deltas, tfs = _sorted_deltas(bm.offsets, bm.posting_slots, bm.posting_tfs)
+    # the slot ids are the records' ids through the slot column (null: derive them)
+    bm25_ids = None if _slot_ids(snapshot.ids, snapshot.columns["slot"], len(bm.ids)
+                                 ) == bm.ids else bm.ids
     meta = {"codes": snapshot.codes, "keyed": snapshot.keyed, "kinds": list(KINDS),
             "fields": fields, "chunk_records": CHUNK_RECORDS,
             "field_weights": bm.field_weights, "default_field_weight": bm.default_field_weight,
             "free": bm.free, "namespaces": bm.namespaces, "free_numbers": bm.free_numbers,
             "namespace_stats": bm.namespace_stats}
     parts: list[tuple[str, str, Any]] = [
-        ("meta", "json", meta), ("ids", "json", snapshot.ids), ("bm25_ids", "json", bm.ids),
+        ("meta", "json", meta), ("ids", "json", snapshot.ids), ("bm25_ids", "json", bm25_ids),
         ("bm25_terms", "json", bm.terms),
         *((f"col:{name}", dtype, snapshot.columns[name])
           for name, dtype in COLUMN_DTYPES.items()),
         ("bm25_lengths", "<f8", bm.lengths), ("bm25_nsno", "<i8", bm.namespace_numbers),
-        ("bm25_offsets", "<i8", bm.offsets), ("bm25_slots", slots_dtype, bm.posting_slots),
-        ("bm25_tfs", "<f8", bm.posting_tfs), ("value_ends", "<i8", value_ends),
+        ("bm25_offsets", "<i8", bm.offsets), ("bm25_slot_deltas", slots_dtype, deltas),
+        ("bm25_tfs", "<f8", tfs), ("value_ends", "<i8", value_ends),
         ("chunk_ends", "<i8", np.cumsum([len(c) for c in chunks], dtype=np.int64)),
     ]
     blobs: list[bytes] = []
@@ -207,18 +247,24 @@ def decode_image(payload: bytes, table: dict[str, list[Any]], *, same_analyser: 
 
         def ns(x: Any) -> tuple[str, ...]:
             return tuple(x)
+        columns = {name: section(f"col:{name}") for name in COLUMN_DTYPES}
+        lengths, offsets = section("bm25_lengths"), section("bm25_offsets")
+        slot_ids = section("bm25_ids")
+        if slot_ids is None:
+            slot_ids = _slot_ids(ids, columns["slot"], len(lengths))
         bm25 = BM25Snapshot(
             field_weights=dict(meta["field_weights"]),
             default_field_weight=float(meta["default_field_weight"]),
-            ids=section("bm25_ids"), free=list(meta["free"]),
-            lengths=section("bm25_lengths"), namespace_numbers=section("bm25_nsno"),
+            ids=slot_ids, free=list(meta["free"]),
+            lengths=lengths, namespace_numbers=section("bm25_nsno"),
             namespaces=[None if n is None else ns(n) for n in meta["namespaces"]],
             free_numbers=list(meta["free_numbers"]),
             namespace_stats=[(ns(n), int(c), float(t)) for n, c, t in meta["namespace_stats"]],
-            terms=section("bm25_terms"), offsets=section("bm25_offsets"),
-            posting_slots=section("bm25_slots"), posting_tfs=section("bm25_tfs"))
+            terms=section("bm25_terms"), offsets=offsets,
+            posting_slots=_undelta(offsets, section("bm25_slot_deltas")),
+            posting_tfs=section("bm25_tfs"))
         snapshot = IndexSnapshot(
-            ids=ids, columns={name: section(f"col:{name}") for name in COLUMN_DTYPES},
+            ids=ids, columns=columns,
             codes=list(meta["codes"]), keyed=[(int(r), str(s), str(k)) for r, s, k in
                                               meta["keyed"]], bm25=bm25)
     except (KeyError, TypeError, zlib.error, json.JSONDecodeError) as e:
