@@ -16,7 +16,7 @@ import numpy as np
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.records import KINDS
 
-__all__ = ["COLUMN_DTYPES", "INITIAL_ROWS", "Columns", "ended_at"]
+__all__ = ["COLUMN_DTYPES", "INITIAL_ROWS", "Columns", "ended_at", "own_access"]
 
 _INF = math.inf
 
