@@ -27,9 +27,12 @@ batches of the bulk chunk, measured just before), and one-at-a-time ``remember``
 ``--before-n`` texts as the "before"; medians of ``--rounds``.
 
 ``--only-cold`` measures the first recall of a profile in a new process: the profile is
-built with ``remember_many`` (fake vectors), then a child process opens the store and times
-its first ``recall`` (median of ``--rounds`` children; wall time and the child's CPU time),
-with a warm recall of the same child as the baseline.
+built with ``remember_many`` (fake vectors), or copied from ``--store`` (a folder built
+so), then a child process opens the store and times its first ``recall`` (median of
+``--rounds`` children; wall time and the child's CPU time), with a warm recall of the same
+child as the baseline, and the size of the profile's index image in the store. With
+``--before REPO`` the children of that checkout's code alternate with this code's, each
+code on its own copy of the store.
 
 Usage::
 
@@ -38,6 +41,8 @@ Usage::
     python benchmarks/recall_bench.py --backend chroma --sizes 1000,10000,100000 --queries 30
     python benchmarks/recall_bench.py --only-bulk --bulk-n 2000 --before-n 200
     python benchmarks/recall_bench.py --only-cold --sizes 10000,100000
+    python benchmarks/recall_bench.py --only-cold --sizes 10000 --store /path/to/c10k \\
+        --before /path/to/old-checkout --rounds 5          # before / after, alternating
 """
 
 from __future__ import annotations
@@ -322,6 +327,7 @@ def run_bulk(args: argparse.Namespace) -> None:
 
 
 COLD_CHILD = "--cold-child"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cold_child(folder: str, queries: list[str]) -> None:
@@ -339,38 +345,86 @@ def cold_child(folder: str, queries: list[str]) -> None:
     print(f"{cpu} {first} {warm}")
 
 
-def run_cold(args: argparse.Namespace) -> None:
-    """``--only-cold``: build each size with ``remember_many``, time first recalls in new
-    processes."""
+def run_child(repo: Path, folder: str, queries: list[str]) -> tuple[float, float, float]:
+    """One new process of the code in ``repo`` (its own ``recall_bench.py``) on ``folder``:
+    ``(first recall CPU s, first recall wall s, warm recall wall s)``."""
+    out = subprocess.run([sys.executable, str(repo / "benchmarks" / "recall_bench.py"),
+                          COLD_CHILD, folder, *queries],
+                         check=True, capture_output=True, text=True).stdout
+    cpu, first, warm = (float(x) for x in out.split()[-3:])
+    return cpu, first, warm
+
+
+def image_bytes(folder: str) -> int:
+    """Bytes of the measured profile's index image in the store (its items' JSON values)."""
+    import json
+
     from langmem_edge.store import ChromaStore
 
+    store = ChromaStore.from_path(folder)
+    try:
+        items = store.search((*NAMESPACE, "profiles", "bench-000", "image"), limit=100_000)
+        return sum(len(json.dumps(it.value).encode()) for it in items)
+    finally:
+        store.close()
+
+
+def build_cold(folder: str, size: int, seed: int) -> float:
+    """Write the ``--only-cold`` profile of ``size`` memories into ``folder``; seconds."""
+    from langmem_edge.store import ChromaStore
+
+    texts = list(sentences(random.Random(seed), size))
+    index = {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
+    store = ChromaStore.from_path(folder, index=index)  # type: ignore[arg-type]
+    try:
+        start = time.perf_counter()
+        AgentMemory(store, namespace=NAMESPACE).profile("bench-000").remember_many(texts)
+        return time.perf_counter() - start
+    finally:
+        store.close()
+
+
+def run_cold(args: argparse.Namespace) -> None:
+    """``--only-cold``: build each size with ``remember_many`` (or copy ``--store``), time
+    first recalls in new processes; with ``--before REPO``, that code's children too,
+    alternating with this code's, each code on its own copy of the store (after one
+    untimed child, so each finds an image of its own format)."""
+    import shutil
+
+    codes = [("after", ROOT)] + ([("before", Path(args.before))] if args.before else [])
     print("### First recall in a new process (ChromaStore folder, fake vectors)\n")
-    print("| memories | built in | first recall p50 | its CPU p50 | warm recall p50 "
-          "| first / warm |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    for size in (int(s) for s in args.sizes.split(",")):
-        rng = random.Random(args.seed)
-        texts = list(sentences(rng, size))
+    print("| memories | code | built in | first recall p50 | its CPU p50 | warm recall p50 "
+          "| first / warm | image in the store |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.store and len(sizes) != 1:
+        raise SystemExit("--store holds one profile: give one --sizes")
+    for size in sizes:
+        texts = list(sentences(random.Random(args.seed), size))
         queries = [" ".join(t.split()[-3:]) for t in texts[:2]]
-        with tempfile.TemporaryDirectory(prefix="cold-bench-") as folder:
-            index = {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
-            store = ChromaStore.from_path(folder, index=index)  # type: ignore[arg-type]
-            start = time.perf_counter()
-            AgentMemory(store, namespace=NAMESPACE).profile("bench-000").remember_many(texts)
-            built = time.perf_counter() - start
-            store.close()
-            firsts, cpus, warms = [], [], []
+        with tempfile.TemporaryDirectory(prefix="cold-bench-") as tmp:
+            if args.store:
+                src, built = args.store, "copied"
+            else:
+                src = f"{tmp}/built"
+                built = f"{build_cold(src, size, args.seed):.0f} s"
+            folders = {}
+            for label, repo in codes:
+                folders[label] = f"{tmp}/{label}"
+                shutil.copytree(src, folders[label])
+                run_child(repo, folders[label], queries)  # untimed: its image, its format
+            runs: dict[str, list[tuple[float, float, float]]] = {label: [] for label, _ in codes}
             for _ in range(args.rounds):
-                out = subprocess.run([sys.executable, __file__, COLD_CHILD, folder, *queries],
-                                     check=True, capture_output=True, text=True).stdout
-                cpu, first, warm = (float(x) for x in out.split()[-3:])
-                firsts.append(first)
-                cpus.append(cpu)
-                warms.append(warm)
-        f, w = statistics.median(firsts) * 1000, statistics.median(warms) * 1000
-        c = statistics.median(cpus) * 1000
-        print(f"| {size:,} | {built:.0f} s | {f:,.0f} ms | {c:,.0f} ms | {w:,.1f} ms "
-              f"| {f / w:,.0f}x |", flush=True)
+                for label, repo in codes:
+                    runs[label].append(run_child(repo, folders[label], queries))
+            for label, _ in codes:
+                c, f, w = (statistics.median(r[i] for r in runs[label]) * 1000 for i in range(3))
+                kb = image_bytes(folders[label]) / 1024
+                print(f"| {size:,} | {label} | {built} | {f:,.0f} ms | {c:,.0f} ms | "
+                      f"{w:,.1f} ms | {f / w:,.0f}x | {kb:,.0f} KB |", flush=True)
+            if args.verbose:
+                for label, _ in codes:
+                    print(f"# {label} runs (cpu, first, warm s): {runs[label]}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -393,6 +447,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-cold", action="store_true",
                         help="first recall of a remember_many-built profile in a new process")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --only-bulk/cold")
+    parser.add_argument("--store", default=None,
+                        help="--only-cold: copy this store folder (built by --only-cold's "
+                             "profile) instead of building one; never written")
+    parser.add_argument("--before", default=None,
+                        help="--only-cold: a checkout of the code before, whose children "
+                             "alternate with this code's")
+    parser.add_argument("--verbose", action="store_true", help="--only-cold: every run")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [COLD_CHILD]:
         cold_child(argv[1], argv[2:])

@@ -148,7 +148,7 @@ def test_text_terms_are_the_analysers_terms() -> None:
 
 # -- the index image (index/image.py) ---------------------------------------------------------
 
-IMAGE_CONFIG = {"index": {"image_min_records": 5, "image_page_records": 2}}
+IMAGE_CONFIG = {"index": {"image_min_records": 5}}
 
 
 class SearchLog:
@@ -301,31 +301,107 @@ def test_an_image_of_another_analyser_is_analysed_again(make_store, monkeypatch)
     assert "Beekeeping note 4" in texts(fresh.recall("beekeeping note 4"))
 
 
-def test_a_packed_page_gives_its_records_back_equal() -> None:
-    from langmem_edge.memory.index.image import pack_page, unpack_page
+def test_packed_values_give_their_records_back_equal() -> None:
+    import numpy as np
+
+    from langmem_edge.memory.index.values import RecordValues, pack_chunks
 
     values = [{"id": "a", "text": "Lives in Porto", "metadata": {"x": [1, 2]}, "key": None},
               {"id": "b", "text": "Café ☕", "metadata": {}, "key": "k"},
               {"text": "keys in another order", "id": "c"},  # kept as the record itself
-              {"id": "d", "text": "fewer keys"}]
-    terms = ["live porto", "café", "key anoth order", "fewer key"]
-    assert unpack_page(pack_page(values, terms)) == (values, terms)
-    assert unpack_page(pack_page([], [])) == ([], [])
-    for bad in ("not base64!", pack_page(values, terms)[:-8], None):
-        with pytest.raises(ValueError, match="not a packed image page"):
-            unpack_page(bad)
+              {"id": "d", "text": "fewer keys"}, {"id": "e", "text": "", "metadata": {},
+                                                  "key": "z"}]
+    fields = list(values[0])
+    ids = [v["id"] for v in values]
+    chunks, ends = pack_chunks(values, fields, size=2)
+    assert len(chunks) == 3 and len(ends) == 5
+
+    def fresh() -> RecordValues:
+        return RecordValues.from_chunks(ids, chunks, ends, fields, 2)
+
+    got = fresh()
+    assert len(got) == 5 and "c" in got and "x" not in got and got.packed == 5
+    assert got["d"] == values[3] and got.get("b") == values[1] and got.packed == 3
+    assert got.get("x") is None and got.get("x", 1) == 1
+    assert list(got) == ids and list(got.values()) == values and got.packed == 0
+    other = fresh()
+    other["c"] = {"id": "c", "text": "rewritten"}
+    del other["a"]
+    assert other.pop("e") == values[4] and other.packed == 2  # b and d
+    assert dict(other.items()) == {"b": values[1], "c": {"id": "c", "text": "rewritten"},
+                                   "d": values[3]}
+    import random
+    import threading
+
+    many = [{"id": f"m{i:04d}", "text": f"note {i}", "n": i} for i in range(3000)]
+    chunks_m, ends_m = pack_chunks(many, list(many[0]), size=64)
+    shared = RecordValues.from_chunks([v["id"] for v in many], chunks_m, ends_m,
+                                      list(many[0]), 64)
+    seen: list[bool] = []
+
+    def read(seed: int) -> None:
+        order = [v["id"] for v in many]
+        random.Random(seed).shuffle(order)
+        seen.append(all(shared[m]["id"] == m for m in order))
+
+    threads = [threading.Thread(target=read, args=(s,)) for s in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [True] * 6 and shared.packed == 0 and list(shared.values()) == many
+    with pytest.raises(ValueError, match="do not fit"):
+        RecordValues.from_chunks(ids[:4], chunks, ends, fields, 2)
+    with pytest.raises(ValueError, match="do not fit"):
+        RecordValues.from_chunks(ids, chunks, np.zeros(4, dtype=np.int64), fields, 2)
 
 
-def test_a_damaged_image_page_means_a_full_load(make_store) -> None:
+def _damage(store, key: str, change) -> None:
+    page = store.get(IMAGE_HEAD, key).value
+    store.put(IMAGE_HEAD, key, change(page), index=False)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "a byte changed", "page missing"])
+def test_a_damaged_image_page_means_a_full_load(make_store, monkeypatch, damage) -> None:
+    import base64
+
+    from langmem_edge.memory.index import image
+
+    monkeypatch.setattr(image, "PAGE_BYTES", 512)  # a few pages
     store = make_store(path="shared")
     AgentMemory(store, config=IMAGE_CONFIG).profile("p").remember_many(
         [f"note {i}" for i in range(6)])
-    page = store.get(IMAGE_HEAD, "p000001").value
-    store.put(IMAGE_HEAD, "p000001", {**page, "data": page["data"][:-12]}, index=False)
+    assert store.get(IMAGE_HEAD, "head").value["pages"] > 2
+    if damage == "truncated":
+        _damage(store, "p000001", lambda page: {**page, "data": page["data"][:-12]})
+    elif damage == "a byte changed":
+        def flip(page):
+            raw = bytearray(base64.b64decode(page["data"]))
+            raw[len(raw) // 2] ^= 1
+            return {**page, "data": base64.b64encode(bytes(raw)).decode()}
+        _damage(store, "p000001", flip)
+    else:
+        store.delete(IMAGE_HEAD, "p000002")
     log = SearchLog(make_store(path="shared"))
     fresh = AgentMemory(log.store, config=IMAGE_CONFIG).profile("p")
     assert sorted(m.text for m in fresh.list().memories) == [f"note {i}" for i in range(6)]
     assert log.reads_records()
+    again = SearchLog(make_store(path="shared"))  # the full load wrote a sound image
+    assert len(AgentMemory(again.store, config=IMAGE_CONFIG).profile("p").list().memories) == 6
+    assert not again.reads_records()
+
+
+def test_an_image_of_the_old_format_means_a_full_load_and_a_new_image(make_store) -> None:
+    store = make_store(path="shared")
+    AgentMemory(store, config=IMAGE_CONFIG).profile("p").remember_many(
+        [f"note {i}" for i in range(6)])
+    _damage(store, "head", lambda head: {**head, "format": 2})
+    log = SearchLog(make_store(path="shared"))
+    assert len(AgentMemory(log.store, config=IMAGE_CONFIG).profile("p").list().memories) == 6
+    assert log.reads_records()
+    from langmem_edge.memory.index.image import FORMAT
+
+    assert make_store(path="shared").get(IMAGE_HEAD, "head").value["format"] == FORMAT
 
 
 class _DeletingStore(InMemoryStore):
@@ -383,3 +459,76 @@ def test_gc_paused_restores_the_collector_as_it_was() -> None:
         assert not gc.isenabled()  # disabled by its owner: left so
     finally:
         gc.enable()
+
+
+def _same_index(a, b, queries) -> None:
+    """Every answer recall takes from a profile index is the same in ``a`` and ``b``."""
+    assert list(a.values) == list(b.values) and dict(a.values.items()) == dict(b.values.items())
+    assert a.sorted_ids() == b.sorted_ids() and a.by_key == b.by_key
+    now = time.time()
+    for kwargs in ({"scopes": ["agent"], "kinds": None, "writer": None},
+                   {"scopes": ["agent", "contact:ana"], "kinds": ["fact"], "writer": None},
+                   {"scopes": ["contact:ana"], "kinds": None, "writer": "w1"}):
+        for t, as_of in ((now, False), (now - 3600.0, True)):
+            ma, mb = (i.admissible(t=t, as_of=as_of, min_confidence=0.1, **kwargs)
+                      for i in (a, b))
+            assert [ma(m) for m in a.values] == [mb(m) for m in a.values]
+            assert a.rank_fill(ma, t=t, exclude=[], limit=7) == b.rank_fill(
+                mb, t=t, exclude=[], limit=7)
+            for q in queries:
+                assert a.keyword(q, limit=5, admissible=ma) == b.keyword(
+                    q, limit=5, admissible=mb)
+                assert sorted(a.match_keys(q)) == sorted(b.match_keys(q))
+    assert a.valid_from_between(0.0, now + 1) == b.valid_from_between(0.0, now + 1)
+
+
+def test_an_index_restored_from_its_image_answers_as_the_index_it_was_taken_from() -> None:
+    from langmem_edge.memory.index.image import decode_image, encode_image
+    from langmem_edge.memory.index.profile_index import ProfileIndex
+
+    store = InMemoryStore()
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    words = ["bees", "garden", "chess", "porto", "lyon", "tea", "rain", "violin"]
+    made = []
+    for i in range(40):
+        made.append(p.remember(
+            f"{words[i % 8]} {words[(3 * i) % 8]} note {i}", key=f"topic.{words[i % 5]}"
+            if i % 3 == 0 else None, kind=["fact", "event", "instruction", "task"][i % 4],
+            contact="ana" if i % 5 == 0 else None, writer="w1" if i % 2 else None,
+            confidence=0.3 + (i % 7) / 10))
+    p.forget(made[4].id)
+    p.delete(made[7].id)
+    p.update(made[9].id, text="violin lessons on tuesdays")
+    p.recall("bees garden")  # access counts, pending then flushed
+    memory.flush()
+    p.recall("porto tea")  # pending only
+    a = memory._indexes["p"]
+    snapshot, values = a.snapshot()
+    payload, table = encode_image(snapshot, values)
+    restored_snapshot, packed = decode_image(payload, table, same_analyser=True)
+    b = ProfileIndex(a.layout, a.cache, a.recall_config)
+    counts = store.search(a.layout.access, limit=10_000)
+    b.restore(a.generation, restored_snapshot, packed, counts, synced_at=a.synced_at)
+    counted = {it.value["id"] for it in counts} & set(b.values)
+    # the restore decoded only the records with count items (their own counts are added)
+    assert 0 < len(counted) and b.values.packed == len(b.values) - len(counted)
+    from langmem_edge.memory.index.columns import own_access
+
+    only_pending = set(a.pending_access) - counted
+    assert only_pending  # their columns in the image are the records' own, not a's bumps
+    assert all((b.columns.access[b.columns.row_of[m]], b.columns.touched[b.columns.row_of[m]])
+               == own_access(b.values[m]) for m in only_pending)
+    for mid, pending in a.pending_access.items():  # what a flush would have written
+        b.pending_access[mid] = pending
+        b._set_access(b.values[mid], b.columns.row_of[mid])
+    queries = ["bees garden", "violin", "topic.bees", "chess porto note 12", "nothing here"]
+    _same_index(a, b, queries)
+    # the same writes to both: removals of restored documents, rewrites, new records
+    fresh = {**a.values[made[10].id], "text": "rain in lyon", "key": "topic.rain"}
+    new = {**a.values[made[11].id], "id": "01zz", "text": "tea with ana"}
+    for index in (a, b):
+        index.remove(made[12].id)
+        index.apply(fresh)
+        index.apply(new)
+    _same_index(a, b, [*queries, "rain lyon", "tea ana"])

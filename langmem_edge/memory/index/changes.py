@@ -103,8 +103,8 @@ from langmem_edge.memory.index.image import (
     image_head,
     image_head_op,
     image_read_op,
-    image_values,
     plan_write_image,
+    read_image,
 )
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.retrieval.index import Marker
@@ -187,12 +187,20 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
     generation = _generation_of(gen_item, index.profile)
     markers = _markers(marker_items, index.profile)
     with gc_paused():
-        image = image_values(index, image_items, generation=generation, writers=set(markers))
+        image = read_image(index, image_items, generation=generation, writers=set(markers))
         if image is not None:
-            index.reset(generation, image[0], counts, synced_at=now, terms=image[1])
+            try:
+                if image.snapshot is None:  # another analyser: build from its values
+                    index.reset(generation, image.values.values(), counts, synced_at=now)
+                else:
+                    index.restore(generation, image.snapshot, image.values, counts,
+                                  synced_at=now)
+            except ValueError as e:
+                logger.warning("index image of %r not used: %s", index.profile, e)
+                image = None
     old = next((it.value for it in image_items if it.key == HEAD_KEY), {})
     if image is not None:
-        index.applied = image[2]
+        index.applied = image.applied
         index.image_pages = int(old.get("pages") or 0)
         yield from _plan_catch_up(store, index, markers)
         return

@@ -23,10 +23,10 @@ record leaves a dead row; the index rebuilds its rows when dead ones outnumber l
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -35,13 +35,16 @@ import numpy as np
 from langmem_edge.memory.config import IndexCacheConfig, RecallConfig
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.index.columns import Columns, ended_at, own_access
+from langmem_edge.memory.index.values import RecordValues
 from langmem_edge.memory.records import KINDS
-from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.bm25 import BM25Index, BM25Snapshot
 from langmem_edge.retrieval.chroma_sync import SyncWriter
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
     "Admissible",
+    "IndexSnapshot",
     "ProfileIndex",
     "ended_at",
     "key_terms",
@@ -49,8 +52,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_INF = math.inf
 
 EXACT_KEY_SCORE = 2.0
 """Raw key-channel score of a key equal to the query (word matches score at most 1)."""
@@ -93,100 +94,20 @@ def text_terms(text: str) -> list[str]:
     return out
 
 
-def ended_at(value: dict[str, Any], status: str) -> float:
-    """When a record stopped being current by ``status`` (``superseded`` / ``forgotten``):
-    its ``<status>_at`` stamp, ``-inf`` when it has the status without a stamp, else ``inf``.
-    """
-    stamp = value.get(f"{status}_at")
-    if stamp:
-        return iso_to_epoch(stamp)
-    return -_INF if value.get("status") == status else _INF
+@dataclass(frozen=True)
+class IndexSnapshot:
+    """A :class:`ProfileIndex` as arrays (:meth:`ProfileIndex.snapshot`), its values aside.
 
+    ``ids`` are the records in the index's order (row ``i`` of every column is ``ids[i]``);
+    ``columns`` the numeric columns by name (:data:`~.columns.COLUMN_DTYPES`); ``codes`` the
+    scope and writer strings in code order; ``keyed`` ``(row, scope, key)`` of every record
+    with a key; ``bm25`` the keyword postings."""
 
-class _Columns:
-    """Numeric columns of every record, for vectorised fill ranking."""
-
-    _FLOATS = ("touched", "access", "confidence", "valid_from", "valid_until",
-               "superseded_at", "forgotten_at")
-    present: np.ndarray
-    touched: np.ndarray
-    access: np.ndarray
-    confidence: np.ndarray
-    valid_from: np.ndarray
-    valid_until: np.ndarray
-    superseded_at: np.ndarray
-    forgotten_at: np.ndarray
-    scope: np.ndarray
-    kind: np.ndarray
-    writer: np.ndarray
-    slot: np.ndarray
-
-    def __init__(self, capacity: int = 1024) -> None:
-        self.row_of: dict[str, int] = {}
-        self.ids: list[str | None] = []
-        self.dead = 0
-        self.codes: dict[str, int] = {}
-        self._alloc(capacity)
-
-    def _alloc(self, capacity: int) -> None:
-        old = getattr(self, "present", None)
-        n = 0 if old is None else len(old)
-        def grow(arr: np.ndarray | None, dtype: Any, fill: Any) -> np.ndarray:
-            new = np.full(capacity, fill, dtype=dtype)
-            if arr is not None:
-                new[:n] = arr[:n]
-            return new
-        self.present = grow(old, bool, False)
-        for name in self._FLOATS:
-            setattr(self, name, grow(getattr(self, name, None), np.float64, 0.0))
-        self.scope = grow(getattr(self, "scope", None), np.int32, -1)
-        self.kind = grow(getattr(self, "kind", None), np.int8, -1)
-        self.writer = grow(getattr(self, "writer", None), np.int32, -1)
-        self.slot = grow(getattr(self, "slot", None), np.int64, -1)
-
-    def code(self, text: str | None) -> int:
-        """A small integer for a scope or writer string (-1 for ``None``)."""
-        if text is None:
-            return -1
-        code = self.codes.get(text)
-        if code is None:
-            code = self.codes[text] = len(self.codes)
-        return code
-
-    def set(self, value: dict[str, Any]) -> int:
-        """Write a record's columns; returns its row (rows are never reused)."""
-        mid = value["id"]
-        row = self.row_of.get(mid)
-        if row is None:
-            row = len(self.ids)
-            if row >= len(self.present):
-                self._alloc(2 * len(self.present))
-            self.ids.append(mid)
-            self.row_of[mid] = row
-        created = iso_to_epoch(value.get("created_at"), 0.0)
-        self.present[row] = True
-        self.touched[row] = iso_to_epoch(value.get("last_accessed_at"), created)
-        self.access[row] = float(value.get("access_count") or 0)
-        self.confidence[row] = float(value.get("confidence", 0.0))
-        self.valid_from[row] = iso_to_epoch(value.get("valid_from"), created)
-        self.valid_until[row] = iso_to_epoch(value.get("valid_until"))
-        self.superseded_at[row] = ended_at(value, "superseded")
-        self.forgotten_at[row] = ended_at(value, "forgotten")
-        self.scope[row] = self.code(value.get("scope"))
-        kind = value.get("kind")
-        self.kind[row] = KINDS.index(kind) if kind in KINDS else -1
-        self.writer[row] = self.code(value.get("writer"))
-        return row
-
-    def drop(self, mid: str) -> int | None:
-        """Mark a record's row dead; returns it."""
-        row = self.row_of.pop(mid, None)
-        if row is not None:
-            self.present[row] = False
-            self.slot[row] = -1
-            self.ids[row] = None
-            self.dead += 1
-        return row
+    ids: list[str]
+    columns: dict[str, np.ndarray]
+    codes: list[str]
+    keyed: list[tuple[int, str, str]]
+    bm25: BM25Snapshot
 
 
 class ProfileIndex:
@@ -215,7 +136,7 @@ class ProfileIndex:
         self.generation: str | None = None
         self.synced_at: float | None = None
         """When this index last synced (this process's monotonic clock)."""
-        self.values: dict[str, dict[str, Any]] = {}
+        self.values = RecordValues()
         self.tombstones: set[str] = set()
         self.applied: dict[str, int] = {}
         """The change protocol's number applied per writer."""
@@ -227,7 +148,7 @@ class ProfileIndex:
         self.by_key: dict[tuple[str, str], set[str]] = {}
         self._key_terms: dict[str, set[tuple[str, str]]] = {}
         self._key_lower: dict[str, set[tuple[str, str]]] = {}
-        self.columns = _Columns()
+        self.columns = Columns()
         self._sorted: list[str] | None = None
 
     # -- the change protocol's writers -------------------------------------------------------
@@ -338,35 +259,72 @@ class ProfileIndex:
     # -- applying ----------------------------------------------------------------------------
 
     def reset(self, generation: str | None, values: Iterable[dict[str, Any]],
-              counts: Iterable[Any], synced_at: float,
-              terms: Iterable[str | None] | None = None) -> None:
-        """Replace the whole index (a full load): records, and access-count items.
-
-        ``terms`` (from an index image) holds, per value, its keyword terms joined by spaces
-        (``None``: analyse its text), as :func:`text_terms` gives them."""
+              counts: Iterable[Any], synced_at: float) -> None:
+        """Replace the whole index (a full load): records, and access-count items."""
         with self.lock:
             self._clear()
             self.generation = generation
-            self.counts = {}
-            by_memory: dict[str, list[Any]] = {}
-            for item in counts:
-                by_memory.setdefault(str(item.value.get("id")), []).append(item)
-            for mid, items in by_memory.items():
-                self.counts[mid] = {}
-                self.set_counts(mid, items)
-            if terms is None:
-                for value in values:
-                    self._set(value)
-            else:
-                for value, joined in zip(values, terms, strict=True):
-                    self._set(value, None if joined is None else joined.split())
+            for value in values:
+                self._set(value)
+            self._take_counts(counts)
             self.synced_at = synced_at
 
-    def joined_terms(self) -> list[str]:
-        """Per record (in ``values`` order), its keyword terms joined by spaces (for an
-        index image; terms never contain spaces)."""
+    def _take_counts(self, counts: Iterable[Any]) -> None:
+        self.counts = {}
+        by_memory: dict[str, list[Any]] = {}
+        for item in counts:
+            by_memory.setdefault(str(item.value.get("id")), []).append(item)
+        rows = self.columns.row_of  # in row order: packed values decode chunk by chunk
+        for mid in sorted(by_memory, key=lambda m: rows.get(m, -1)):
+            self.counts[mid] = {}
+            self.set_counts(mid, by_memory[mid])
+
+    def snapshot(self) -> tuple[IndexSnapshot, list[dict[str, Any]]]:
+        """The index as arrays for an index image, and its values in the same order (every
+        value read, decoding those still packed). The access columns are the records' own
+        (:func:`~.columns.own_access`): a process restoring the image reads the count items
+        again."""
         with self.lock:
-            return [" ".join(text_terms(_indexed_text(v))) for v in self.values.values()]
+            values = list(self.values.values())
+            ids = list(self.values)
+            columns = self.columns.snapshot(ids)
+            counted = set(self.counts) | set(self.pending_access)
+            if counted:
+                for i, (mid, value) in enumerate(zip(ids, values, strict=True)):
+                    if mid in counted:
+                        columns["access"][i], columns["touched"][i] = own_access(value)
+            keyed = [(i, v.get("scope") or "agent", v["key"]) for i, v in enumerate(values)
+                     if v.get("key")]
+            return IndexSnapshot(ids=ids, columns=columns, codes=list(self.columns.codes),
+                                 keyed=keyed, bm25=self.bm25.snapshot()), values
+
+    def restore(self, generation: str | None, snapshot: IndexSnapshot, values: RecordValues,
+                counts: Iterable[Any], synced_at: float) -> None:
+        """Replace the whole index by ``snapshot`` (an index image) with ``values`` (its
+        records, in ``snapshot.ids`` order, packed until read) and the access-count items
+        read now. Raises ``ValueError`` when the parts do not fit together (the index is
+        then empty, as before a first load)."""
+        with self.lock:
+            self._clear()
+            try:
+                if len(values) != len(snapshot.ids) or values.packed != len(values):
+                    raise ValueError("index image values do not fit its records")
+                self.columns.restore(snapshot.ids, snapshot.columns, snapshot.codes)
+                self.bm25.restore(snapshot.bm25)
+                self.values = values
+                by_key = self.by_key
+                for row, scope, key in snapshot.keyed:
+                    sk = (scope, key)
+                    if sk not in by_key:
+                        self._index_key(sk, add=True)
+                        by_key[sk] = set()
+                    by_key[sk].add(snapshot.ids[row])
+            except (ValueError, IndexError, TypeError):
+                self._clear()
+                raise
+            self.generation = generation
+            self._take_counts(counts)
+            self.synced_at = synced_at
 
     def apply(self, value: dict[str, Any]) -> None:
         """Take in a copy of a record read from the store or just written (the store is the
