@@ -164,9 +164,6 @@ IMAGE_MIN_RECORDS = 2000
 """A profile of at least this many records gets an image of its index in the store (a few
 large items a new process loads instead of every record; ``index/image.py``)."""
 
-IMAGE_PAGE_RECORDS = 1000
-"""Records per item of a profile's index image."""
-
 IMAGE_REFRESH_SECONDS = 900.0
 """An index image older than this is written anew by the next process that prunes the
 profile's change log (pruning follows a write). An image of any age is exact (pruning keeps
@@ -372,8 +369,6 @@ class IndexCacheConfig(_Section):
     """Items per store read when loading (1,000)."""
     image_min_records: int = Field(default=IMAGE_MIN_RECORDS, ge=1)
     """Records from which a profile gets an index image in the store (2,000)."""
-    image_page_records: int = Field(default=IMAGE_PAGE_RECORDS, ge=1)
-    """Records per index-image item (1,000)."""
     image_refresh_seconds: float = Field(default=IMAGE_REFRESH_SECONDS, gt=0)
     """Index images older than this are rewritten by the next pruning process (15 min)."""
 
