@@ -5,15 +5,18 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 
 - ``(*R, "messages", session_id)``: one item per message, key = message id, value
   ``{"kind": "message", "profile", "session_id", "seq", "page", "role", "text", "ts",
-  "contact"?, "name"?, "tool_call_id"?}``; ``text`` is the embedded field (the store's index
-  config decides whether it is embedded); ``page`` = ``str(seq // page_size)`` is how history
-  is read (see :mod:`.compaction`);
+  "contact"?, "name"?, "tool_call_id"?, "embed_text", "embed_context"?}``; ``text`` is the
+  message as given, never rewritten; the item is put with ``index=["embed_text",
+  "embed_context"]``: its day, speaker and text, and the text of the turns before it
+  (:mod:`.embedded`; the store's index config decides whether anything is embedded);
+  ``page`` = ``str(seq // page_size)`` is how history is read (see :mod:`.compaction`);
 - ``(*R, "overlays", session_id)``: compaction overlays (:mod:`.compaction`), not embedded;
 - ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
   ``page_size``, first/last timestamps, contact, and ``epoch`` (a random token given when the
   session is created, or at the first ingest of a session from before it: a session deleted
-  and created again is told apart from the old one by the page cache, :mod:`.pages`). It is
-  what makes ordering possible on any backend.
+  and created again is told apart from the old one by the page cache, :mod:`.pages`), and
+  ``tail``, the last messages' ids and text (the context of the next ingest's first
+  message, :mod:`.embedded`). It is what makes ordering possible on any backend.
 
 Every value carries ``profile`` and every read filters on it (a second guard besides the
 namespace).
@@ -92,6 +95,14 @@ from langmem_edge.memory.episodic.compaction import (
     in_range,
     page_ops,
     window_plan,
+)
+from langmem_edge.memory.episodic.embedded import (
+    MESSAGE_INDEX_FIELDS,
+    TAIL_FIELD,
+    embedded_fields,
+    repair_ops,
+    repair_range,
+    session_tail,
 )
 from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
@@ -265,8 +276,12 @@ class EpisodicTier:
                          extracted_to=_mark_after(mark, start, end, extract, confirm_later))
             if contact is not None:
                 value.setdefault("contact", contact)
+            tail = value.get(TAIL_FIELD) or []
+            embedded = embedded_fields(new, tail)
+            value[TAIL_FIELD] = session_tail(tail, new)
             yield StoreStep((messages_mark_op(self.layout),
-                             *(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
+                             *(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
+                                     index=MESSAGE_INDEX_FIELDS) for m in new),
                              PutOp(self.sessions_namespace, sid, value, index=False)))
             yield StoreStep((messages_mark_op(self.layout),))
         elif behind and not confirm_later:
@@ -448,9 +463,16 @@ class EpisodicTier:
                  if any(ov.value["from_seq"] <= s <= ov.value["to_seq"] for s in seqs)]
         ops = [PutOp(ns, it.key, None) for it in items]
         ops += [PutOp(ov.namespace, ov.key, None) for ov in stale]
+        gone = {it.key for it in items}
+        ps = int(meta.value.get("page_size", self.config.page_size)) if meta else (
+            self.config.page_size)
+        lo, hi = repair_range(seqs)
+        ops += repair_ops(ns, (yield StoreStep(page_ops(ns, self.profile, lo, hi, ps))), gone)
         if meta is not None:
             value = dict(meta.value)
             value["count"] = max(0, int(value.get("count", 0)) - len(items))
+            if TAIL_FIELD in value:
+                value[TAIL_FIELD] = [t for t in value[TAIL_FIELD] if t.get("id") not in gone]
             ops.append(PutOp(self.sessions_namespace, sid, value, index=False))
         yield StoreStep((messages_mark_op(self.layout), *ops))
         yield StoreStep((messages_mark_op(self.layout),))
