@@ -72,21 +72,23 @@ def embedded_text(message: StoredMessage) -> str:
         f"{message.content}"
 
 
-def _context(texts: Sequence[str]) -> str:
-    return " ".join(t[:EMBED_CONTEXT_CHARS] for t in texts[-EMBED_CONTEXT_TURNS:])
+def _context(texts: Sequence[str], turns: int = EMBED_CONTEXT_TURNS) -> str:
+    return " ".join(t[:EMBED_CONTEXT_CHARS] for t in texts[-turns:])
 
 
 def embedded_fields(
-    new: Sequence[StoredMessage], tail: Sequence[Mapping[str, Any]]
+    new: Sequence[StoredMessage], tail: Sequence[Mapping[str, Any]], *,
+    context_turns: int = EMBED_CONTEXT_TURNS,
 ) -> dict[str, dict[str, str]]:
     """Each new message's embedded fields by id; ``tail`` is the session record's ``tail``
-    (the messages just before the first new one), ``new`` in ``seq`` order."""
+    (the messages just before the first new one), ``new`` in ``seq`` order;
+    ``context_turns`` (default :data:`EMBED_CONTEXT_TURNS`) earlier messages in a context."""
     before = [str(t.get("text", "")) for t in tail]
     out: dict[str, dict[str, str]] = {}
     for m in new:
         fields = {"embed_text": embedded_text(m)}
-        if EMBED_CONTEXT_TURNS and before:
-            fields["embed_context"] = _context(before)
+        if context_turns and before:
+            fields["embed_context"] = _context(before, context_turns)
         out[m.id] = fields
         before.append(m.content)
     return out
