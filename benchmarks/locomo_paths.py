@@ -323,8 +323,9 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
     """Path (b)'s latency with the modes interleaved question by question (``default``,
     ``hybrid-scan``, ``semantic`` in turn, on one conversation's first ``questions``
     questions), so every mode runs under the same machine load: p50 / p95 ms per mode and
-    each mode's p50 over ``semantic``'s. The first call (which loads the message index) is
-    made before timing."""
+    each mode's p50 over ``semantic``'s; the ``bare text`` modes run on a second store
+    holding the same messages as the tier embedded them before (:class:`BareTextStore`).
+    The first call (which loads the message index) is made before timing."""
     from langmem_edge import AgentMemory
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
 
@@ -333,14 +334,21 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
         store = ChromaStore.from_path(folder, index={
             "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         name = conv.sample_id.replace("-", "_")
+        bare_store = ChromaStore.from_path(f"{folder}/bare", index={
+            "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         indexed = AgentMemory(store).profile(name)
         scanned = AgentMemory(store, config={"episodic": {"recall_index": False}}).profile(name)
+        bare = AgentMemory(BareTextStore.wrap(bare_store)).profile(name)
         for s, messages in conversation_messages(conv).items():
             indexed._episodic().add_messages(messages, f"session_{s}")
+            bare._episodic().add_messages(messages, f"session_{s}")
         texts = [q.text for q in conv.questions][:questions]
         indexed.recall_conversation(texts[0], scope="all")
+        bare.recall_conversation(texts[0], scope="all")
         calls = {"default": (indexed, {}), "hybrid-scan": (scanned, {}),
-                 "semantic": (indexed, {"mode": "semantic"})}
+                 "semantic": (indexed, {"mode": "semantic"}),
+                 "default, bare text (before)": (bare, {}),
+                 "semantic, bare text (before)": (bare, {"mode": "semantic"})}
         times: dict[str, list[float]] = {mode: [] for mode in calls}
         for text in texts:
             for mode, (profile, extra) in calls.items():

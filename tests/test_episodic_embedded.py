@@ -175,3 +175,16 @@ def test_ingest_keeps_its_batches_and_names_the_embedded_fields() -> None:
     # rides on the session record, so the context costs no read
     assert (first, store.batches - first) == (3, 3)
     assert store.indexes and all(ix == MESSAGE_INDEX_FIELDS for ix in store.indexes)
+
+
+async def test_async_ingest_writes_the_same_fields() -> None:
+    sync_store = InMemoryStore(index={"dims": DIMS, "embed": FakeEmbeddings(DIMS),
+                                      "fields": ["text"]})
+    async_store = InMemoryStore(index={"dims": DIMS, "embed": FakeEmbeddings(DIMS),
+                                       "fields": ["text"]})
+    EpisodicTier(sync_store, ROOT).add_messages(TALK, "s1")
+    await EpisodicTier(async_store, ROOT).aadd_messages(TALK, "s1")
+    fields = [{k: v.get(k) for k in MESSAGE_INDEX_FIELDS} for v in _values(sync_store)]
+    assert fields == [{k: v.get(k) for k in MESSAGE_INDEX_FIELDS}
+                      for v in _values(async_store)]
+    assert fields[2]["embed_context"] == f"{TALK[0]['content']} {TALK[1]['content']}"
