@@ -56,12 +56,12 @@ def test_embedded_fields_carry_day_speaker_and_the_turns_before() -> None:
     msgs = [_message(0, "a", name="Mel"), _message(1, "b"), _message(2, "c"), _message(3, "d")]
     fields = embedded_fields(msgs, [])
     assert fields["m0"] == {"embed_text": "[8 May 2023] Mel: a"}  # a session's first message
-    assert fields["m1"] == {"embed_text": "[8 May 2023] user: b", "embed_context": "a"}
-    assert fields["m3"]["embed_context"] == "b c"  # the two before, oldest first
+    assert fields["m1"] == {"embed_text": "[8 May 2023] user: b a"}
+    assert fields["m3"]["embed_text"] == "[8 May 2023] user: d b c"  # two before, oldest first
     tail = session_tail([], msgs)
     assert [t["id"] for t in tail] == ["m2", "m3"]
     # the next ingest continues from the tail
-    assert embedded_fields([_message(4, "e")], tail)["m4"]["embed_context"] == "c d"
+    assert embedded_fields([_message(4, "e")], tail)["m4"]["embed_text"].endswith(" e c d")
     long = session_tail([], [_message(9, "x" * (EMBED_CONTEXT_CHARS + 50))])
     assert len(long[0]["text"]) == EMBED_CONTEXT_CHARS
 
@@ -70,9 +70,9 @@ def test_context_repairs_drop_a_deleted_turn_from_the_contexts_after_it() -> Non
     msgs = [_message(i, t) for i, t in enumerate(["a", "secret", "c", "d", "e"])]
     fixed = context_repairs(msgs, {"m1"})
     assert set(fixed) == {"m2", "m3"}  # the two messages whose context held "secret"
-    assert fixed["m2"]["embed_context"] == "a"
-    assert fixed["m3"]["embed_context"] == "a c"
-    assert "embed_context" not in context_repairs(msgs[:2], {"m0"})["m1"]
+    assert fixed["m2"]["embed_text"].endswith(": c a")
+    assert fixed["m3"]["embed_text"].endswith(": d a c")
+    assert context_repairs(msgs[:2], {"m0"})["m1"]["embed_text"].endswith(": secret")
 
 
 def test_ingest_writes_the_fields_and_keeps_text_as_given(store: BaseStore) -> None:
@@ -82,11 +82,11 @@ def test_ingest_writes_the_fields_and_keeps_text_as_given(store: BaseStore) -> N
     values = _values(store)
     assert [v["text"] for v in values] == [m["content"] for m in TALK + LATER]
     assert values[0]["embed_text"] == "[8 May 2023] Mel: We finally went camping last weekend"
-    assert "embed_context" not in values[0]
+    assert values[1]["embed_text"].endswith(" We finally went camping last weekend")
     assert values[1]["embed_text"].startswith("[8 May 2023] assistant: ")  # no name: role
-    assert values[3]["embed_text"] == "[9 May 2023] Caro: I started a pottery class"
-    assert values[3]["embed_context"] == (
-        "Lovely! Where did you go? Up in the mountains near the lake")
+    assert values[3]["embed_text"] == ("[9 May 2023] Caro: I started a pottery class "
+                                       "Lovely! Where did you go? Up in the mountains near "
+                                       "the lake")  # the tail of the first ingest
     listed = tier.list_messages("s1")
     assert [m.content for m in listed] == [m["content"] for m in TALK + LATER]
 
@@ -114,8 +114,8 @@ def test_messages_from_before_the_change_are_still_found(store: BaseStore) -> No
               index=False)
     tier.add_messages(TALK[1:], "s1")
     values = _values(store)
-    assert "embed_context" not in values[1]  # no tail in an old session's record
-    assert values[2]["embed_context"] == TALK[1]["content"]
+    assert values[1]["embed_text"].endswith("go?")  # no tail in an old session's record
+    assert values[2]["embed_text"].endswith(f"lake {TALK[1]['content']}")
     found = tier.recall_conversation("finally camping", mode="semantic", scope="all", limit=1)
     assert [m.content for m in found] == [TALK[0]["content"]]
 
@@ -128,13 +128,13 @@ def test_delete_takes_the_text_out_of_the_contexts_and_the_tail(store: BaseStore
                                                          filter={"seq": 1})[0].key]) == 1
     values = _values(store)
     assert [v["text"] for v in values] == [TALK[0]["content"], TALK[2]["content"]]
-    assert all(secret["text"] not in v.get("embed_context", "") for v in values)
-    assert values[1]["embed_context"] == TALK[0]["content"]
+    assert all(secret["text"] not in v["embed_text"] for v in values)
+    assert values[1]["embed_text"].endswith(f"lake {TALK[0]['content']}")
     record = store.get((*ROOT, "sessions"), "s1")
     assert record is not None
     assert all(t["text"] != secret["text"] for t in record.value["tail"])
     tier.add_messages(LATER[:1], "s1")
-    assert secret["text"] not in _values(store)[-1]["embed_context"]
+    assert secret["text"] not in _values(store)[-1]["embed_text"]
     found = tier.recall_conversation("where did you go", mode="semantic", scope="all", limit=3)
     assert secret["text"] not in [m.content for m in found]
 
@@ -187,4 +187,4 @@ async def test_async_ingest_writes_the_same_fields() -> None:
     fields = [{k: v.get(k) for k in MESSAGE_INDEX_FIELDS} for v in _values(sync_store)]
     assert fields == [{k: v.get(k) for k in MESSAGE_INDEX_FIELDS}
                       for v in _values(async_store)]
-    assert fields[2]["embed_context"] == f"{TALK[0]['content']} {TALK[1]['content']}"
+    assert fields[2]["embed_text"].endswith(f"{TALK[0]['content']} {TALK[1]['content']}")

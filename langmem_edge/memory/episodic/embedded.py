@@ -2,19 +2,17 @@
 
 A message's ``text`` is what users read back and is never rewritten. Embedding the bare text
 loses what a question about a conversation usually leans on (who said it, when, and what was
-being talked about just before), so the tier writes two more fields into every new message
-value and puts the message with ``index=`` :data:`MESSAGE_INDEX_FIELDS`:
-
-- ``embed_text`` = ``"[8 May 2023] Caroline: <text>"``: the message's day (from ``ts``), its
-  speaker (``name``, else its role) and its text;
-- ``embed_context`` = the text of the :data:`EMBED_CONTEXT_TURNS` messages before it in the
-  same session (absent for a session's first message).
-
-The store scores a message by its best field (as ``InMemoryStore`` does), so either field can
-bring it up. Only the turns *before* a message are known when it is ingested, so that is what
-it carries; the keyword side of hybrid recall (:mod:`.recall`) still sees both sides, built at
-recall time. On LoCoMo, ``benchmarks/locomo_profile_cv.py`` measures what the turns after
-would add (``docs/retrieval.md``).
+being talked about just before), so the tier writes one more field into every new message
+value and puts the message with ``index=`` :data:`MESSAGE_INDEX_FIELDS`: ``embed_text`` =
+``"[8 May 2023] Caroline: <text> <the text of the messages before>"``: the message's day (from
+``ts``), its speaker (``name``, else its role), its text, then the text of the
+:data:`EMBED_CONTEXT_TURNS` messages before it in the same session (none for a session's first
+message). One text, so one embedding a message, as before (on LoCoMo one combined field beat
+the message and its context as two fields, each scored on its own). Only the turns *before*
+a message are known when it is ingested, so that is what it carries; the keyword side of
+hybrid recall (:mod:`.recall`) still sees both sides, built at recall time. On LoCoMo,
+``benchmarks/locomo_profile_cv.py`` measures what the turns after would add
+(``docs/retrieval.md``).
 
 The turns before the first message of an ingest come from the session record's ``tail`` (the
 last :data:`EMBED_CONTEXT_TURNS` messages' ids and text, each cut to
@@ -22,7 +20,7 @@ last :data:`EMBED_CONTEXT_TURNS` messages' ids and text, each cut to
 same batches. Whether anything is embedded, and with which model, is still the store's index
 config: a store without one embeds nothing, and ``index=[...]`` only names the fields.
 
-Messages written before this module have neither field nor a ``tail`` in their session
+Messages written before this module have no ``embed_text`` nor a ``tail`` in their session
 record: they keep the vectors the store's fields gave them (usually the bare ``text``) and are
 found as before; the first message ingested after an upgrade into an old session carries no
 context. A deleted message's text is taken out of the ``tail`` and out of the context of the
@@ -53,13 +51,13 @@ __all__ = [
 ]
 
 EMBED_CONTEXT_TURNS = 2
-"""Messages before a message (same session) whose text its ``embed_context`` carries."""
+"""Messages before a message (same session) whose text its ``embed_text`` carries."""
 
 EMBED_CONTEXT_CHARS = 1000
 """Characters of each earlier message kept in a context (the default embedding model reads
 about 256 word pieces, roughly 1,000 characters, of a field in any case)."""
 
-MESSAGE_INDEX_FIELDS = ["embed_text", "embed_context"]
+MESSAGE_INDEX_FIELDS = ["embed_text"]
 """The ``index=`` of a message put: the fields the store embeds (when it embeds anything)."""
 
 TAIL_FIELD = "tail"
@@ -86,10 +84,8 @@ def embedded_fields(
     before = [str(t.get("text", "")) for t in tail]
     out: dict[str, dict[str, str]] = {}
     for m in new:
-        fields = {"embed_text": embedded_text(m)}
-        if context_turns and before:
-            fields["embed_context"] = _context(before, context_turns)
-        out[m.id] = fields
+        context = _context(before, context_turns) if context_turns and before else ""
+        out[m.id] = {"embed_text": f"{embedded_text(m)} {context}".rstrip()}
         before.append(m.content)
     return out
 
@@ -108,7 +104,7 @@ def context_repairs(
 ) -> dict[str, dict[str, str]]:
     """After deleting ``deleted`` from a stretch of a session (``session``: its messages in
     ``seq`` order, deleted ones included, starting at least :data:`EMBED_CONTEXT_TURNS`
-    before the first deleted one): the messages whose ``embed_context`` carried a deleted
+    before the first deleted one): the messages whose ``embed_text`` carried a deleted
     message's text, by id, with the fields they get now (the context of the messages left
     before them)."""
     out: dict[str, dict[str, str]] = {}
@@ -118,10 +114,7 @@ def context_repairs(
             continue
         window = session[max(0, i - EMBED_CONTEXT_TURNS):i]
         if any(w.id in deleted for w in window):
-            fields = {"embed_text": embedded_text(m)}
-            if kept:
-                fields["embed_context"] = _context([k.content for k in kept])
-            out[m.id] = fields
+            out[m.id] = embedded_fields([m], [{"text": k.content} for k in kept])[m.id]
         kept.append(m)
     return out
 
@@ -136,15 +129,15 @@ def repair_ops(
     namespace: tuple[str, ...], pages: Sequence[Sequence[Item] | None], deleted: set[str]
 ) -> list[PutOp]:
     """Puts giving the messages read in ``pages`` (the :func:`repair_range`) whose
-    ``embed_context`` carried a deleted message's text their new embedded fields; messages
-    written before embedded context (no ``embed_context``) are left as they are."""
+    ``embed_text`` carried a deleted message's text their new embedded fields; messages
+    written before embedded fields (no ``embed_text``) are left as they are."""
     items = {it.key: it for page in pages for it in page or []}
     session = sorted((StoredMessage.from_value(it.key, it.value) for it in items.values()),
                      key=lambda m: (m.seq, m.id))
     ops: list[PutOp] = []
     for mid, fields in context_repairs(session, deleted).items():
         old = items[mid].value
-        if "embed_context" in old:
+        if "embed_text" in old:
             kept = {k: v for k, v in old.items() if k not in MESSAGE_INDEX_FIELDS}
             ops.append(PutOp(namespace, mid, kept | fields, index=MESSAGE_INDEX_FIELDS))
     return ops

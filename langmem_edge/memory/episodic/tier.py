@@ -5,10 +5,10 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 
 - ``(*R, "messages", session_id)``: one item per message, key = message id, value
   ``{"kind": "message", "profile", "session_id", "seq", "page", "role", "text", "ts",
-  "contact"?, "name"?, "tool_call_id"?, "embed_text", "embed_context"?}``; ``text`` is the
-  message as given, never rewritten; the item is put with ``index=["embed_text",
-  "embed_context"]``: its day, speaker and text, and the text of the turns before it
-  (:mod:`.embedded`; the store's index config decides whether anything is embedded);
+  "contact"?, "name"?, "tool_call_id"?, "embed_text"}``; ``text`` is the message as given,
+  never rewritten; the item is put with ``index=["embed_text"]``: its day, speaker and text,
+  then the text of the turns before it (:mod:`.embedded`; the store's index config decides
+  whether anything is embedded);
   ``page`` = ``str(seq // page_size)`` is how history is read (see :mod:`.compaction`);
 - ``(*R, "overlays", session_id)``: compaction overlays (:mod:`.compaction`), not embedded;
 - ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
