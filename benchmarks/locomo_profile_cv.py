@@ -42,6 +42,7 @@ from locomo_paths import RESULTS, conversation_messages  # noqa: E402
 from langmem_edge.memory.config import EpisodicConfig  # noqa: E402
 from langmem_edge.memory.episodic.embedded import (  # noqa: E402
     embedded_fields,
+    embedded_text,
 )
 from langmem_edge.memory.episodic.extraction import StoredMessage  # noqa: E402
 from langmem_edge.memory.episodic.recall import (  # noqa: E402
@@ -58,8 +59,9 @@ EMBEDS = ("bare", "before:1", "before:2", "around:2")
 """What the vector side embeds per message: ``bare`` (``text`` alone, the tier before
 ``memory/episodic/embedded.py``), ``before:N`` (the tier's
 :func:`~langmem_edge.memory.episodic.embedded.embedded_fields` with ``N`` turns before;
-the tier ships ``before:`` :data:`EMBED_CONTEXT_TURNS`), ``around:N`` (``N`` turns before and
-after in the context: what waiting for the turns after would add)."""
+the tier ships ``before:2``: one field, the message then the turns before), ``around:N``
+(the same with ``N`` turns before and after: what waiting for the turns after would
+add)."""
 
 
 def embedded_texts(docs: Sequence[Item], embed: str) -> dict[str, list[str]]:
@@ -79,13 +81,11 @@ def embedded_texts(docs: Sequence[Item], embed: str) -> dict[str, list[str]]:
         msgs.sort(key=lambda m: m.seq)
         fields = embedded_fields(msgs, [], context_turns=n)
         for i, m in enumerate(msgs):
-            texts = [fields[m.id]["embed_text"]]
             if side == "around":
                 near = [x.content for x in (*msgs[max(0, i - n):i], *msgs[i + 1:i + 1 + n])]
-                texts += [" ".join(near)] if near else []
-            elif "embed_context" in fields[m.id]:
-                texts.append(fields[m.id]["embed_context"])
-            out[m.id] = texts
+                out[m.id] = [" ".join([embedded_text(m), *near])]
+            else:
+                out[m.id] = [fields[m.id]["embed_text"]]
     return out
 
 
