@@ -166,6 +166,76 @@ def conversation_messages(conv: Conversation) -> dict[int, list[dict[str, Any]]]
     return out
 
 
+class BareTextStore:
+    """Builds a ``BaseStore`` over ``inner`` that embeds what the tier embedded before
+    ``memory/episodic/embedded.py``: message puts lose their ``index=`` list, so the store's
+    own fields (``["text"]``: the bare message text) are embedded. The baseline of the
+    before/after rows, measured in the same run."""
+
+    @staticmethod
+    def wrap(inner: Any) -> Any:
+        """The wrapping store."""
+        from langgraph.store.base import BaseStore, PutOp
+
+        from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
+
+        def bare(ops: Any) -> list[Any]:
+            return [PutOp(op.namespace, op.key, op.value, index=None, ttl=op.ttl)
+                    if isinstance(op, PutOp) and op.index == MESSAGE_INDEX_FIELDS else op
+                    for op in ops]
+
+        class _Bare(BaseStore):
+            def batch(self, ops: Any) -> list[Any]:
+                return inner.batch(bare(ops))
+
+            async def abatch(self, ops: Any) -> list[Any]:
+                return await inner.abatch(bare(ops))
+
+        return _Bare()
+
+
+def ingest_cost(conv: Conversation, *, messages: int, rounds: int) -> dict[str, float]:
+    """Seconds per message of ``add_messages`` into a fresh ``ChromaStore`` with the default
+    model, uncached (every round's texts are new: a round tag is appended), for the bare-text
+    baseline (:class:`BareTextStore`) and the tier as it is, interleaved round by round;
+    medians of the rounds and their ratio."""
+    from langmem_edge import AgentMemory
+    from langmem_edge.embeddings import default_embeddings
+    from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
+
+    inner = default_embeddings().inner  # type: ignore[attr-defined]
+    inner.embed_documents(["warm-up sentence"])
+    sessions = conversation_messages(conv)
+    flat = [m | {"session": s} for s, ms in sessions.items() for m in ms][:messages]
+    times: dict[str, list[float]] = {"bare text (before)": [], "embedded fields (now)": []}
+    for r in range(rounds):
+        for label in times:
+            folder = tempfile.mkdtemp(prefix="langmem-edge-locomo-ingest-")
+            try:
+                store = ChromaStore.from_path(folder, index={
+                    "dims": 384, "embed": inner, "fields": ["text"]})
+                used = BareTextStore.wrap(store) if label.startswith("bare") else store
+                tier = AgentMemory(used).profile("p")._episodic()
+                t0 = time.perf_counter()
+                for s in sessions:
+                    batch = [{k: v for k, v in m.items() if k != "session"}
+                             | {"content": f"{m['content']} (round {r})"}
+                             for m in flat if m["session"] == s]
+                    if batch:
+                        tier.add_messages(batch, f"session_{s}")
+                times[label].append((time.perf_counter() - t0) / len(flat))
+                store.close() if hasattr(store, "close") else None
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+    out = {label: statistics.median(v) for label, v in times.items()}
+    ratio = out["embedded fields (now)"] / out["bare text (before)"]
+    for label, v in out.items():
+        print(f"ingest ({len(flat)} messages, median of {rounds} rounds): {label} "
+              f"{1000 * v:.1f} ms a message")
+    print(f"ingest: now / before {ratio:.2f}x")
+    return out | {"ratio": ratio}
+
+
 MODES = ("default", "hybrid-scan", "semantic", "keyword")
 """Path (b)'s modes: ``default`` (``recall_conversation``'s default, hybrid with the message
 index), ``hybrid-scan`` (hybrid with ``EpisodicConfig(recall_index=False)``: every message in
@@ -180,14 +250,15 @@ def _percentile(times: Sequence[float], q: float) -> float:
 
 def profile_path(
     convs: Sequence[Conversation], vectors: VectorCache, *, modes: Sequence[str] = MODES,
-    extract: bool = True,
+    extract: bool = True, bare_text: bool = False,
 ) -> dict[str, Any]:
     """Path (b): ``Profile.recall_conversation`` on ingested messages, in each mode
     (:data:`MODES`), all measured in this run over the same store. ``extract=False`` stores
     the messages with the profile's episodic tier's ``add_messages`` (no memory extraction:
     the same messages, much faster to write). Latency is per call, query embedding included;
     ``first_ms`` is the median over conversations of each profile's first call in the mode
-    (for ``default``, the one that loads the profile's message index)."""
+    (for ``default``, the one that loads the profile's message index). ``bare_text`` embeds
+    what the tier embedded before (:class:`BareTextStore`)."""
     from langmem_edge import AgentMemory
     from langmem_edge.memory.episodic.messages import message_id
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
@@ -197,6 +268,7 @@ def profile_path(
     try:
         store = ChromaStore.from_path(folder, index={
             "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
+        store = BareTextStore.wrap(store) if bare_text else store
         memory = AgentMemory(store)
         scan = AgentMemory(store, config={"episodic": {"recall_index": False}})
         backs: dict[str, dict[str, str]] = {}
@@ -231,6 +303,7 @@ def profile_path(
                     (firsts if i == 0 else times).append(time.perf_counter() - t0)
                     ranked = [backs[conv.sample_id].get(m.id, "") for m in found]
                     rows.append(_row(q.category, ranked, q.evidence))
+            mode = f"{mode}, bare text" if bare_text else mode
             out[mode] = {"summary": _summary(rows),
                          "recall_ms": 1000 * statistics.median(times),
                          "p95_ms": 1000 * _percentile(times, 0.95),
@@ -250,8 +323,9 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
     """Path (b)'s latency with the modes interleaved question by question (``default``,
     ``hybrid-scan``, ``semantic`` in turn, on one conversation's first ``questions``
     questions), so every mode runs under the same machine load: p50 / p95 ms per mode and
-    each mode's p50 over ``semantic``'s. The first call (which loads the message index) is
-    made before timing."""
+    each mode's p50 over ``semantic``'s; the ``bare text`` modes run on a second store
+    holding the same messages as the tier embedded them before (:class:`BareTextStore`).
+    The first call (which loads the message index) is made before timing."""
     from langmem_edge import AgentMemory
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
 
@@ -260,14 +334,21 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
         store = ChromaStore.from_path(folder, index={
             "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         name = conv.sample_id.replace("-", "_")
+        bare_store = ChromaStore.from_path(f"{folder}/bare", index={
+            "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         indexed = AgentMemory(store).profile(name)
         scanned = AgentMemory(store, config={"episodic": {"recall_index": False}}).profile(name)
+        bare = AgentMemory(BareTextStore.wrap(bare_store)).profile(name)
         for s, messages in conversation_messages(conv).items():
             indexed._episodic().add_messages(messages, f"session_{s}")
+            bare._episodic().add_messages(messages, f"session_{s}")
         texts = [q.text for q in conv.questions][:questions]
         indexed.recall_conversation(texts[0], scope="all")
+        bare.recall_conversation(texts[0], scope="all")
         calls = {"default": (indexed, {}), "hybrid-scan": (scanned, {}),
-                 "semantic": (indexed, {"mode": "semantic"})}
+                 "semantic": (indexed, {"mode": "semantic"}),
+                 "default, bare text (before)": (bare, {}),
+                 "semantic, bare text (before)": (bare, {"mode": "semantic"})}
         times: dict[str, list[float]] = {mode: [] for mode in calls}
         for text in texts:
             for mode, (profile, extra) in calls.items():
@@ -311,6 +392,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--latency", type=int, metavar="N",
                         help="path (b)'s modes interleaved on the first conversation's first "
                              "N questions (latency under the same load)")
+    parser.add_argument("--bare-text", action="store_true",
+                        help="path (b) also with what the tier embedded before (bare text), "
+                             "same run")
+    parser.add_argument("--ingest-cost", type=int, metavar="N",
+                        help="seconds per message of ingesting the first conversation's first "
+                             "N messages with the default model, uncached, before / now")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     convs = load(args.path)
@@ -324,8 +411,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         out["store"] = store_path(convs, vectors, configs,
                                   context_styles=args.styles.split(","))
     if args.profile:
+        if args.bare_text:
+            out["profile, bare text"] = profile_path(
+                convs, vectors, extract=not args.no_extract, modes=args.modes.split(","),
+                bare_text=True)
         out["profile"] = profile_path(convs, vectors, extract=not args.no_extract,
                                       modes=args.modes.split(","))
+    if args.ingest_cost:
+        out["ingest"] = ingest_cost(convs[0], messages=args.ingest_cost, rounds=3)
     if args.latency:
         out["latency"] = interleaved_latency(convs[0], vectors, questions=args.latency)
     if args.json:

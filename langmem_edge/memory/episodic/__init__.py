@@ -8,6 +8,8 @@
 - :mod:`.pages`: the per-process cache of complete history pages a window reads again.
 - :mod:`.recall`: hybrid recall's fields and fusion; :mod:`.recall_index`: the per-process
   message index its keyword side reads, exact by the session records and the messages mark.
+- :mod:`.embedded`: what the store embeds for a message (its day, speaker and text, and the
+  turns before it), beside the ``text`` users read back.
 
 It never imports another tier: the memories it extracts are handed to ``memory/profile.py``,
 which writes them through the semantic tier. See ``docs/episodic.md``.

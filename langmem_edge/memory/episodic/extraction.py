@@ -99,8 +99,9 @@ class StoredMessage(BaseModel):
     score: float | None = None
 
     def to_value(self, profile: str, page_size: int) -> dict[str, Any]:
-        """The store value of this message (``text`` is the embedded field; ``page`` is
-        ``str(seq // page_size)``, the history page it is read with)."""
+        """The store value of this message (``text`` is the message as given; ``page`` is
+        ``str(seq // page_size)``, the history page it is read with). The tier adds the
+        embedded fields (:mod:`.embedded`)."""
         value: dict[str, Any] = {
             "kind": "message",
             "profile": profile,

@@ -5,16 +5,19 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 
 - ``(*R, "messages", session_id)``: one item per message, key = message id, value
   ``{"kind": "message", "profile", "session_id", "seq", "page", "role", "text", "ts",
-  "contact"?, "name"?, "tool_call_id"?}``; ``text`` is the embedded field (the store's index
-  config decides whether it is embedded); ``page`` = ``str(seq // page_size)`` is how history
-  is read (see :mod:`.compaction`);
+  "contact"?, "name"?, "tool_call_id"?, "embed_text"}``; ``text`` is the message as given,
+  never rewritten; the item is put with ``index=["embed_text"]``: its day, speaker and text,
+  then the text of the turns before it (:mod:`.embedded`; the store's index config decides
+  whether anything is embedded);
+  ``page`` = ``str(seq // page_size)`` is how history is read (see :mod:`.compaction`);
 - ``(*R, "overlays", session_id)``: compaction overlays (:mod:`.compaction`), not embedded;
 - ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
   ``page_size``, first/last timestamps, contact, and ``epoch`` (a random token given when the
   session is created, or at the first ingest of a session from before it: a session deleted
   and created again is told apart from the old one by the page cache, :mod:`.pages`), and
-  ``recent``, the ids of the newest two pages' messages (read by key, :mod:`.pages`). It is
-  what makes ordering possible on any backend.
+  ``recent``, the ids of the newest two pages' messages (read by key, :mod:`.pages`), and
+  ``tail``, the last messages' ids and text (the context of the next ingest's first
+  message, :mod:`.embedded`). It is what makes ordering possible on any backend.
 
 Every value carries ``profile`` and every read filters on it (a second guard besides the
 namespace).
@@ -72,7 +75,6 @@ from what is left, by a later compaction).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
@@ -95,6 +97,11 @@ from langmem_edge.memory.episodic.compaction import (
     page_ops,
     window_plan,
 )
+from langmem_edge.memory.episodic.embedded import (
+    MESSAGE_INDEX_FIELDS,
+    repair_ops,
+    repair_range,
+)
 from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     StoredMessage,
@@ -107,11 +114,7 @@ from langmem_edge.memory.episodic.messages import (
     orphaned_messages,
     validate_session_id,
 )
-from langmem_edge.memory.episodic.pages import (
-    page_cache_for,
-    recent_after_append,
-    recent_after_delete,
-)
+from langmem_edge.memory.episodic.pages import page_cache_for
 from langmem_edge.memory.episodic.recall import (
     fuse_messages,
     message_fields,
@@ -125,6 +128,7 @@ from langmem_edge.memory.episodic.recall_index import (
     messages_mark_op,
 )
 from langmem_edge.memory.episodic.rules import rule_based_memories
+from langmem_edge.memory.episodic.sessions import record_after_append, record_after_delete
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import default_analyzer
 
@@ -263,18 +267,13 @@ class EpisodicTier:
                     confidence=self.config.extraction_confidence, session_id=sid)
         end = start + len(new)
         if new:
-            value: dict[str, Any] = dict(meta.value) if meta else {
-                "kind": "session", "profile": self.profile, "session_id": sid, "count": 0,
-                "page_size": ps, "first_ts": new[0].ts.isoformat()}
-            value.setdefault("epoch", uuid.uuid4().hex)  # sessions from before it get one now
-            value.update(next_seq=end, count=int(value["count"]) + len(new),
-                         last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat(),
-                         extracted_to=_mark_after(mark, start, end, extract, confirm_later),
-                         recent=recent_after_append(value, start, [m.id for m in new], ps))
-            if contact is not None:
-                value.setdefault("contact", contact)
+            value, embedded = record_after_append(
+                meta.value if meta else None, new, profile=self.profile, session_id=sid,
+                page_size=ps, start=start, now=now, contact=contact,
+                extracted_to=_mark_after(mark, start, end, extract, confirm_later))
             yield StoreStep((messages_mark_op(self.layout),
-                             *(PutOp(ns, m.id, m.to_value(self.profile, ps)) for m in new),
+                             *(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
+                                     index=MESSAGE_INDEX_FIELDS) for m in new),
                              PutOp(self.sessions_namespace, sid, value, index=False)))
             yield StoreStep((messages_mark_op(self.layout),))
         elif behind and not confirm_later:
@@ -456,13 +455,14 @@ class EpisodicTier:
                  if any(ov.value["from_seq"] <= s <= ov.value["to_seq"] for s in seqs)]
         ops = [PutOp(ns, it.key, None) for it in items]
         ops += [PutOp(ov.namespace, ov.key, None) for ov in stale]
+        gone = {it.key for it in items}
+        ps = int(meta.value.get("page_size", self.config.page_size)) if meta else (
+            self.config.page_size)
+        lo, hi = repair_range(seqs)
+        ops += repair_ops(ns, (yield StoreStep(page_ops(ns, self.profile, lo, hi, ps))), gone)
         if meta is not None:
-            value = dict(meta.value)
-            value["count"] = max(0, int(value.get("count", 0)) - len(items))
-            recent = recent_after_delete(value, seqs)
-            if recent is not None:
-                value["recent"] = recent
-            ops.append(PutOp(self.sessions_namespace, sid, value, index=False))
+            ops.append(PutOp(self.sessions_namespace, sid,
+                             record_after_delete(meta.value, seqs, gone), index=False))
         yield StoreStep((messages_mark_op(self.layout), *ops))
         yield StoreStep((messages_mark_op(self.layout),))
         return len(items)

@@ -1,0 +1,143 @@
+"""What the store embeds for a message: its day, its speaker, its text, and the turns before it.
+
+A message's ``text`` is what users read back and is never rewritten. Embedding the bare text
+loses what a question about a conversation usually leans on (who said it, when, and what was
+being talked about just before), so the tier writes one more field into every new message
+value and puts the message with ``index=`` :data:`MESSAGE_INDEX_FIELDS`: ``embed_text`` =
+``"[8 May 2023] Caroline: <text> <the text of the messages before>"``: the message's day (from
+``ts``), its speaker (``name``, else its role), its text, then the text of the
+:data:`EMBED_CONTEXT_TURNS` messages before it in the same session (none for a session's first
+message). One text, so one embedding a message, as before (on LoCoMo one combined field beat
+the message and its context as two fields, each scored on its own). Only the turns *before*
+a message are known when it is ingested, so that is what it carries; the keyword side of
+hybrid recall (:mod:`.recall`) still sees both sides, built at recall time. On LoCoMo,
+``benchmarks/locomo_profile_cv.py`` measures what the turns after would add
+(``docs/retrieval.md``).
+
+The turns before the first message of an ingest come from the session record's ``tail`` (the
+last :data:`EMBED_CONTEXT_TURNS` messages' ids and text, each cut to
+:data:`EMBED_CONTEXT_CHARS`), which the ingest reads and writes anyway: no extra read, the
+same batches. Whether anything is embedded, and with which model, is still the store's index
+config: a store without one embeds nothing, and ``index=[...]`` only names the fields.
+
+Messages written before this module have no ``embed_text`` nor a ``tail`` in their session
+record: they keep the vectors the store's fields gave them (usually the bare ``text``) and are
+found as before; the first message ingested after an upgrade into an old session carries no
+context. A deleted message's text is taken out of the ``tail`` and out of the context of the
+messages after it (:func:`context_repairs`), as overlays over it are deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph.store.base import Item, PutOp
+
+from langmem_edge.memory.episodic.extraction import StoredMessage
+from langmem_edge.memory.episodic.recall import message_day
+
+__all__ = [
+    "EMBED_CONTEXT_CHARS",
+    "EMBED_CONTEXT_TURNS",
+    "MESSAGE_INDEX_FIELDS",
+    "TAIL_FIELD",
+    "context_repairs",
+    "embedded_fields",
+    "embedded_text",
+    "repair_ops",
+    "repair_range",
+    "session_tail",
+]
+
+EMBED_CONTEXT_TURNS = 2
+"""Messages before a message (same session) whose text its ``embed_text`` carries."""
+
+EMBED_CONTEXT_CHARS = 1000
+"""Characters of each earlier message kept in a context (the default embedding model reads
+about 256 word pieces, roughly 1,000 characters, of a field in any case)."""
+
+MESSAGE_INDEX_FIELDS = ["embed_text"]
+"""The ``index=`` of a message put: the fields the store embeds (when it embeds anything)."""
+
+TAIL_FIELD = "tail"
+"""The session record's field holding its last messages' ``{"id", "text"}``."""
+
+
+def embedded_text(message: StoredMessage) -> str:
+    """``"[<day>] <speaker>: <text>"``: the day of ``ts``, ``name`` (else the role)."""
+    return f"[{message_day(message.ts.isoformat())}] {message.name or message.role}: " \
+        f"{message.content}"
+
+
+def _context(texts: Sequence[str], turns: int = EMBED_CONTEXT_TURNS) -> str:
+    return " ".join(t[:EMBED_CONTEXT_CHARS] for t in texts[-turns:])
+
+
+def embedded_fields(
+    new: Sequence[StoredMessage], tail: Sequence[Mapping[str, Any]], *,
+    context_turns: int = EMBED_CONTEXT_TURNS,
+) -> dict[str, dict[str, str]]:
+    """Each new message's embedded fields by id; ``tail`` is the session record's ``tail``
+    (the messages just before the first new one), ``new`` in ``seq`` order;
+    ``context_turns`` (default :data:`EMBED_CONTEXT_TURNS`) earlier messages in a context."""
+    before = [str(t.get("text", "")) for t in tail]
+    out: dict[str, dict[str, str]] = {}
+    for m in new:
+        context = _context(before, context_turns) if context_turns and before else ""
+        out[m.id] = {"embed_text": f"{embedded_text(m)} {context}".rstrip()}
+        before.append(m.content)
+    return out
+
+
+def session_tail(
+    tail: Sequence[Mapping[str, Any]], new: Sequence[StoredMessage]
+) -> list[dict[str, str]]:
+    """The session record's ``tail`` after ``new`` was appended."""
+    entries = [{"id": str(t["id"]), "text": str(t["text"])} for t in tail]
+    entries += [{"id": m.id, "text": m.content[:EMBED_CONTEXT_CHARS]} for m in new]
+    return entries[-EMBED_CONTEXT_TURNS:] if EMBED_CONTEXT_TURNS else []
+
+
+def context_repairs(
+    session: Sequence[StoredMessage], deleted: set[str]
+) -> dict[str, dict[str, str]]:
+    """After deleting ``deleted`` from a stretch of a session (``session``: its messages in
+    ``seq`` order, deleted ones included, starting at least :data:`EMBED_CONTEXT_TURNS`
+    before the first deleted one): the messages whose ``embed_text`` carried a deleted
+    message's text, by id, with the fields they get now (the context of the messages left
+    before them)."""
+    out: dict[str, dict[str, str]] = {}
+    kept: list[StoredMessage] = []
+    for i, m in enumerate(session):
+        if m.id in deleted:
+            continue
+        window = session[max(0, i - EMBED_CONTEXT_TURNS):i]
+        if any(w.id in deleted for w in window):
+            out[m.id] = embedded_fields([m], [{"text": k.content} for k in kept])[m.id]
+        kept.append(m)
+    return out
+
+
+def repair_range(seqs: set[int]) -> tuple[int, int]:
+    """The ``seq`` range ``[lo, hi)`` to read before deleting messages at ``seqs``: the
+    deleted messages, the turns before the first (their context) and after the last."""
+    return max(0, min(seqs) - EMBED_CONTEXT_TURNS), max(seqs) + EMBED_CONTEXT_TURNS + 1
+
+
+def repair_ops(
+    namespace: tuple[str, ...], pages: Sequence[Sequence[Item] | None], deleted: set[str]
+) -> list[PutOp]:
+    """Puts giving the messages read in ``pages`` (the :func:`repair_range`) whose
+    ``embed_text`` carried a deleted message's text their new embedded fields; messages
+    written before embedded fields (no ``embed_text``) are left as they are."""
+    items = {it.key: it for page in pages for it in page or []}
+    session = sorted((StoredMessage.from_value(it.key, it.value) for it in items.values()),
+                     key=lambda m: (m.seq, m.id))
+    ops: list[PutOp] = []
+    for mid, fields in context_repairs(session, deleted).items():
+        old = items[mid].value
+        if "embed_text" in old:
+            kept = {k: v for k, v in old.items() if k not in MESSAGE_INDEX_FIELDS}
+            ops.append(PutOp(namespace, mid, kept | fields, index=MESSAGE_INDEX_FIELDS))
+    return ops
