@@ -281,3 +281,31 @@ def test_a_bad_goal_line_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match=f"line {n + 1} \\(goal\\): not a goal record"):
         import_jsonl(target, lines)
     assert target.list_profiles() == []
+
+
+def test_imported_messages_embed_the_field_the_tier_wrote(tmp_path: Path) -> None:
+    """Messages exported with their embedded field (day, speaker, turns before) are put
+    with that field embedded again, not the store's own fields."""
+    from langgraph.store.base import PutOp
+
+    from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
+
+    src = AgentMemory(InMemoryStore(index=index()))
+    src.profile("alice").ingest(conversation(4, "trip"), session_id="s1")
+    dump = tmp_path / "dump.jsonl"
+    export_jsonl(src, dump)
+
+    class Recording(InMemoryStore):
+        puts: list[PutOp] = []
+
+        def batch(self, ops: Any) -> Any:
+            ops = list(ops)
+            self.puts += [op for op in ops if isinstance(op, PutOp)]
+            return super().batch(ops)
+
+    target_store = Recording(index=index())
+    import_jsonl(AgentMemory(target_store), dump)
+    messages = [op for op in target_store.puts if "messages" in op.namespace
+                and op.value is not None and op.value.get("kind") == "message"]
+    assert len(messages) == 4
+    assert all(op.index == MESSAGE_INDEX_FIELDS for op in messages)

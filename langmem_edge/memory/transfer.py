@@ -69,6 +69,7 @@ from langmem_edge.memory.core.plans import Call, Plan, batch, run_async, run_syn
 from langmem_edge.memory.core.validate import check_profile_name
 from langmem_edge.memory.documents import Document
 from langmem_edge.memory.documents.plans import DocumentScope, plan_restore
+from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
 from langmem_edge.memory.episodic.recall_index import messages_mark_op
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
@@ -136,6 +137,15 @@ class RecordType:
         """The namespace of an item of this type (``label`` given iff the type has one)."""
         base = (*layout.root, *self.part)
         return (*base, label) if label is not None else base
+
+
+def _put_index(kind: RecordType, value: dict[str, Any]) -> list[str] | bool | None:
+    """What the put of an imported item passes as ``index``: a message written with its
+    embedded field (:mod:`~langmem_edge.memory.episodic.embedded`) embeds that field, as the
+    tier wrote it; otherwise the type's ``embed``."""
+    if kind.name == "message" and all(f in value for f in MESSAGE_INDEX_FIELDS):
+        return list(MESSAGE_INDEX_FIELDS)
+    return kind.embed
 
 
 RECORD_TYPES: dict[str, RecordType] = {
@@ -509,7 +519,8 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
                     # messages and session records move the messages mark (recall_index.py)
                     marks = [messages_mark_op(layout)] if kind.name in (
                         "message", "session") else []
-                    yield batch(store, [*marks, *(PutOp(ns, key, ln.value, index=kind.embed)
+                    yield batch(store, [*marks, *(PutOp(ns, key, ln.value,
+                                                        index=_put_index(kind, ln.value))
                                                   for ln, (ns, key) in new)])
                     if marks:
                         yield batch(store, [messages_mark_op(layout)])
