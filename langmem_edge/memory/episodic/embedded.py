@@ -34,6 +34,7 @@ from typing import Any
 
 from langgraph.store.base import Item, PutOp
 
+from langmem_edge.memory.episodic.compaction import in_range
 from langmem_edge.memory.episodic.extraction import StoredMessage
 from langmem_edge.memory.episodic.recall import message_day
 
@@ -126,14 +127,15 @@ def repair_range(seqs: set[int]) -> tuple[int, int]:
 
 
 def repair_ops(
-    namespace: tuple[str, ...], pages: Sequence[Sequence[Item] | None], deleted: set[str]
+    namespace: tuple[str, ...], found: Sequence[Sequence[Item] | Item | None],
+    deleted: set[str], *, span: tuple[int, int], profile: str,
 ) -> list[PutOp]:
-    """Puts giving the messages read in ``pages`` (the :func:`repair_range`) whose
-    ``embed_text`` carried a deleted message's text their new embedded fields; messages
-    written before embedded fields (no ``embed_text``) are left as they are."""
-    items = {it.key: it for page in pages for it in page or []}
-    session = sorted((StoredMessage.from_value(it.key, it.value) for it in items.values()),
-                     key=lambda m: (m.seq, m.id))
+    """Puts giving the messages read in ``found`` (the results of
+    :func:`~.compaction.history_ops` over ``span``, the :func:`repair_range`) whose ``embed_text``
+    carried a deleted message's text their new embedded fields; messages written before
+    embedded fields (no ``embed_text``) are left as they are."""
+    items = {it.key: it for r in found for it in ((r,) if isinstance(r, Item) else r or ())}
+    session = in_range(found, *span, profile=profile)
     ops: list[PutOp] = []
     for mid, fields in context_repairs(session, deleted).items():
         old = items[mid].value

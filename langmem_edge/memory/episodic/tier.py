@@ -458,8 +458,10 @@ class EpisodicTier:
         gone = {it.key for it in items}
         ps = int(meta.value.get("page_size", self.config.page_size)) if meta else (
             self.config.page_size)
-        lo, hi = repair_range(seqs)
-        ops += repair_ops(ns, (yield StoreStep(page_ops(ns, self.profile, lo, hi, ps))), gone)
+        span = repair_range(seqs)
+        found = yield StoreStep(history_ops(ns, self.profile, *span, ps,
+                                            meta.value if meta else None))
+        ops += repair_ops(ns, found, gone, span=span, profile=self.profile)
         if meta is not None:
             ops.append(PutOp(self.sessions_namespace, sid,
                              record_after_delete(meta.value, seqs, gone), index=False))
