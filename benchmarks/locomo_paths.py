@@ -318,14 +318,20 @@ def profile_path(
     return out
 
 
-def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: int
-                        ) -> dict[str, dict[str, float]]:
+LATENCY_MODES = ("default", "hybrid-scan", "semantic", "default, bare text (before)",
+                 "semantic, bare text (before)")
+"""The modes :func:`interleaved_latency` times (``--latency-modes`` picks some)."""
+
+
+def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: int,
+                        modes: Sequence[str] = LATENCY_MODES) -> dict[str, dict[str, float]]:
     """Path (b)'s latency with the modes interleaved question by question (``default``,
     ``hybrid-scan``, ``semantic`` in turn, on one conversation's first ``questions``
     questions), so every mode runs under the same machine load: p50 / p95 ms per mode and
     each mode's p50 over ``semantic``'s; the ``bare text`` modes run on a second store
     holding the same messages as the tier embedded them before (:class:`BareTextStore`).
-    The first call (which loads the message index) is made before timing."""
+    The first call (which loads the message index) is made before timing; ``modes`` picks
+    which of :data:`LATENCY_MODES` run (``semantic`` always does: it is the baseline)."""
     from langmem_edge import AgentMemory
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
 
@@ -339,16 +345,21 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
         indexed = AgentMemory(store).profile(name)
         scanned = AgentMemory(store, config={"episodic": {"recall_index": False}}).profile(name)
         bare = AgentMemory(BareTextStore.wrap(bare_store)).profile(name)
-        for s, messages in conversation_messages(conv).items():
-            indexed._episodic().add_messages(messages, f"session_{s}")
-            bare._episodic().add_messages(messages, f"session_{s}")
-        texts = [q.text for q in conv.questions][:questions]
-        indexed.recall_conversation(texts[0], scope="all")
-        bare.recall_conversation(texts[0], scope="all")
         calls = {"default": (indexed, {}), "hybrid-scan": (scanned, {}),
                  "semantic": (indexed, {"mode": "semantic"}),
                  "default, bare text (before)": (bare, {}),
                  "semantic, bare text (before)": (bare, {"mode": "semantic"})}
+        calls = {mode: call for mode, call in calls.items()
+                 if mode in modes or mode == "semantic"}
+        with_bare = any(profile is bare for profile, _ in calls.values())
+        for s, messages in conversation_messages(conv).items():
+            indexed._episodic().add_messages(messages, f"session_{s}")
+            if with_bare:
+                bare._episodic().add_messages(messages, f"session_{s}")
+        texts = [q.text for q in conv.questions][:questions]
+        indexed.recall_conversation(texts[0], scope="all")
+        if with_bare:
+            bare.recall_conversation(texts[0], scope="all")
         times: dict[str, list[float]] = {mode: [] for mode in calls}
         for text in texts:
             for mode, (profile, extra) in calls.items():
@@ -392,6 +403,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--latency", type=int, metavar="N",
                         help="path (b)'s modes interleaved on the first conversation's first "
                              "N questions (latency under the same load)")
+    parser.add_argument("--latency-modes", default=",".join(LATENCY_MODES),
+                        help="comma-separated modes --latency times (semantic always)")
     parser.add_argument("--bare-text", action="store_true",
                         help="path (b) also with what the tier embedded before (bare text), "
                              "same run")
@@ -420,7 +433,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.ingest_cost:
         out["ingest"] = ingest_cost(convs[0], messages=args.ingest_cost, rounds=3)
     if args.latency:
-        out["latency"] = interleaved_latency(convs[0], vectors, questions=args.latency)
+        out["latency"] = interleaved_latency(convs[0], vectors, questions=args.latency,
+                                             modes=args.latency_modes.split(","))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, default=str))
 

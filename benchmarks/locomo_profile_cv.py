@@ -2,7 +2,7 @@
 ``recall_conversation``'s ranking rebuilt from the tier's own functions, without a store.
 
     python benchmarks/locomo_profile_cv.py ../shared/datasets/locomo/locomo_dev.json \
-        [--embed bare,before:1,before:2,around:2]
+        [--embed bare,before:1,before:2,around:2] [--signals temporal,round2]
 
 Each conversation's turns become the items the episodic tier stores (``session_id``, ``seq``,
 ``text`` = turn text + ``" [shares <caption>]"``, ``name``, ``ts`` = the session date), as
@@ -14,8 +14,17 @@ embedded field (Chroma's HNSW is approximate, so the store's figure can differ b
 thousandths), for each ``--embed`` variant (:data:`EMBEDS`), and the number of turns
 before a message in its embedded context cross-validated together with fusion.
 
-Fusion is :func:`~langmem_edge.memory.episodic.recall.fuse_messages`. Every knob is chosen by
+The ranking is the tier's :func:`~langmem_edge.memory.episodic.recall.hybrid_ranking` (fusion
+and the second keyword round). Every knob is chosen by
 leave-one-conversation-out cross-validation (``locomo_cv.cross_validate``).
+
+``--signals`` adds rows on top of the defaults, each weight tuned with 0 (off) in its grid:
+``temporal`` (the tier's :func:`~langmem_edge.memory.episodic.recall.temporal_ranking`),
+``fields`` (the BM25F weights of the speaker's name and the day, the entity-aware fields the
+tier keeps), ``round2`` (the tier's second keyword round, weight and seeds tuned: the question
+plus the text of the first round's best ``ROUND2_SEEDS`` messages, BM25 over the same fields,
+fused with the first round's lists), ``round2-vector`` (this script only: the same expanded
+query's vector ranking too, which embeds one text more per question).
 """
 
 from __future__ import annotations
@@ -46,10 +55,13 @@ from langmem_edge.memory.episodic.embedded import (  # noqa: E402
 )
 from langmem_edge.memory.episodic.extraction import StoredMessage  # noqa: E402
 from langmem_edge.memory.episodic.recall import (  # noqa: E402
-    fuse_messages,
+    hybrid_ranking,
+    message_day,
     message_fields,
     message_keyword_ranking,
 )
+from langmem_edge.retrieval.bm25 import BM25Index  # noqa: E402
+from langmem_edge.retrieval.fusion import rrf_fuse  # noqa: E402
 from langmem_edge.retrieval.text import default_analyzer  # noqa: E402
 
 DEPTH = EpisodicConfig().recall_depth
@@ -62,6 +74,19 @@ EMBEDS = ("bare", "before:1", "before:2", "around:2")
 the tier ships ``before:2``: one field, the message then the turns before), ``around:N``
 (the same with ``N`` turns before and after: what waiting for the turns after would
 add)."""
+
+
+SIGNALS = ("temporal", "round2", "round2-vector", "fields")
+"""Signals ``--signals`` may add on top of the defaults."""
+
+SIGNAL_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+"""Each added signal's weight grid (0: off)."""
+
+FIELD_WEIGHTS = (0.0, 0.5, 1.0, 2.0)
+"""``fields``: the BM25F weights tried for the speaker's ``name`` and the message's day."""
+
+ROUND2_SEEDS = (1, 2)
+"""How many of the first round's best messages the second round's query appends (tuned)."""
 
 
 def embedded_texts(docs: Sequence[Item], embed: str) -> dict[str, list[str]]:
@@ -127,6 +152,43 @@ class ProfileChannels:
         self.vector = [[(keys[j], float(row[j])) for j in np.argsort(-row)[:DEPTH]]
                        for row in sims]
         self._keyword: dict[float, list[list[tuple[str, float]]]] = {}
+        self._indexes: dict[tuple[float, float, float], BM25Index] = {}
+        self._expanded: dict[tuple[Any, ...], list[tuple[str, float]]] = {}
+        self.vectors = vectors
+        self.keys = keys
+        self.matrix, self.owner = mat, owner
+        self.days = {d.key: message_day(d.value.get("ts")) for d in docs}
+        self.texts = {d.key: str(d.value["text"]) for d in docs}
+
+    def keyword_for(self, query: str, cw: float, nw: float | None = None,
+                    dw: float | None = None) -> list[tuple[str, float]]:
+        """The tier's keyword ranking of any ``query`` (context weight ``cw``, speaker and
+        day weights ``nw`` / ``dw``, None: the config's), one BM25 index per weights: what
+        ``message_keyword_ranking`` computes, built once."""
+        cfg = EpisodicConfig()
+        weights = (cw, cfg.recall_name_weight if nw is None else nw,
+                   cfg.recall_date_weight if dw is None else dw)
+        key = (query, *weights)
+        if key not in self._expanded:
+            if weights not in self._indexes:
+                index = self._indexes[weights] = BM25Index(
+                    k1=cfg.bm25_k1, b=cfg.bm25_b,
+                    field_weights=dict(zip(("context", "name", "date"), weights, strict=True)))
+                analyzer = default_analyzer()
+                for k, parts in self.fields.items():
+                    index.upsert(k, {n: analyzer.terms(t) for n, t in parts.items()})
+            hits = self._indexes[weights].search(default_analyzer().query_terms(query),
+                                                 limit=DEPTH)
+            self._expanded[key] = [(h.id, h.score) for h in hits]
+        return self._expanded[key]
+
+    def vector_for(self, query: str) -> list[tuple[str, float]]:
+        """The vector ranking of any ``query`` (a message's best embedded field)."""
+        q = self.vectors.get([query])[0]
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        sims = np.full(len(self.keys), -np.inf)
+        np.maximum.at(sims, self.owner, self.matrix @ q)
+        return [(self.keys[j], float(sims[j])) for j in np.argsort(-sims)[:DEPTH]]
 
     def keyword(self, cw: float) -> list[list[tuple[str, float]]]:
         """Each question's keyword ranking with context weight ``cw``."""
@@ -141,6 +203,24 @@ class ProfileChannels:
         return self._keyword[cw]
 
 
+def second_round(ch: ProfileChannels, qi: int, cfg: dict[str, Any],
+                 first: list[tuple[str, float]], keyword_ranked: list[tuple[str, float]]
+                 ) -> list[tuple[str, float]]:
+    """Round two: the question plus the text of the first round's best ``cfg["seeds"]``
+    messages, ranked by keyword (and by vector when ``cfg["round2_vector"]``), fused by RRF
+    with the first round's lists (weight ``cfg["pw"]`` each)."""
+    q = ch.conv.questions[qi].text
+    expanded = " ".join([q, *(ch.texts[k] for k, _ in first[:cfg.get("seeds", 1)])])
+    lists = {"keyword": keyword_ranked, "vector": ch.vector[qi] if cfg["vw"] else [],
+             "round2": ch.keyword_for(expanded, cfg["cw"])}
+    weights = {"keyword": 1.0, "vector": cfg["vw"], "round2": cfg["pw"]}
+    if cfg.get("round2_vector"):
+        lists["round2_vector"] = ch.vector_for(expanded)
+        weights["round2_vector"] = cfg["pw"] * cfg["vw"]
+    hits = rrf_fuse(lists, weights=weights, rrf_k=cfg["k"], limit=RESULTS)
+    return [(h.id, h.score) for h in hits]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Cross-validate path (b)'s fusion (``rrf_k``, vector weight, context weight) for each
     embedded-text variant."""
@@ -148,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
     parser.add_argument("--embed", default=",".join(EMBEDS),
                         help=f"comma-separated variants of {EMBEDS} (default: all)")
+    parser.add_argument("--signals", default="",
+                        help=f"comma-separated signals of {SIGNALS} to add to the defaults")
     args = parser.parse_args(argv)
     convs = load(args.path)
     vectors = VectorCache()
@@ -160,12 +242,24 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     def evaluate(cfg: dict[str, Any], cid: str) -> list[tuple[int, float, float]]:
         ch = by_embed[cfg["embed"]][cid]
+        episodic = EpisodicConfig(
+            recall_rrf_k=cfg["k"], recall_vector_weight=cfg["vw"],
+            recall_context_weight=cfg["cw"], recall_temporal_weight=cfg.get("tw", 0.0),
+            recall_second_round_weight=0.0 if cfg.get("round2_vector") else cfg.get("pw", 0.0),
+            recall_second_round_seeds=cfg.get("seeds", 1))
         rows = []
         for qi, q in enumerate(ch.conv.questions):
-            fused = fuse_messages(ch.keyword(cfg["cw"])[qi],
-                                  ch.vector[qi] if cfg["vw"] else [],
-                                  vector_weight=cfg["vw"], rrf_k=cfg["k"], limit=RESULTS)
-            rows.append(recall_row(q.category, [ch.back[k] for k, _ in fused],
+            nw, dw = cfg.get("nw"), cfg.get("dw")
+            keyword_ranked = (ch.keyword(cfg["cw"])[qi] if nw is None and dw is None
+                              else ch.keyword_for(q.text, cfg["cw"], nw, dw))
+            fused = hybrid_ranking(  # what the tier ranks by
+                q.text, keyword=keyword_ranked, vector=ch.vector[qi] if cfg["vw"] else [],
+                days=ch.days, text=ch.texts.__getitem__,
+                rank=lambda text, cw=cfg["cw"], nw=nw, dw=dw: ch.keyword_for(text, cw, nw, dw),
+                config=episodic, limit=RESULTS)
+            if cfg.get("round2_vector") and cfg.get("pw") and fused:
+                fused = second_round(ch, qi, cfg, fused, keyword_ranked)
+            rows.append(recall_row(q.category, [ch.back[k] for k, _ in fused[:RESULTS]],
                                    q.evidence))
         return rows
 
@@ -191,11 +285,28 @@ def main(argv: Sequence[str] | None = None) -> None:
                            q.evidence)
                 for ch in channels.values() for qi, q in enumerate(ch.conv.questions)]
         print(f"embed={embed}, vector only: {fmt(summarise(rows)['1-5'])} (no knob)")
-        report(f"embed={embed}, the defaults (rrf_k 5, vector 0.5, context 0.5)",
-               [{"embed": embed, "k": default.recall_rrf_k, "vw": default.recall_vector_weight,
-                 "cw": default.recall_context_weight}])
+        base = {"embed": embed, "k": default.recall_rrf_k,
+                "vw": default.recall_vector_weight, "cw": default.recall_context_weight,
+                "pw": default.recall_second_round_weight,
+                "seeds": default.recall_second_round_seeds}
+        report(f"embed={embed}, the defaults (rrf_k 5, vector 0.5, context 0.5, second round "
+               "0.25 of 2 seeds)", [base])
+        report(f"embed={embed}, the defaults, first round alone", [base | {"pw": 0.0}])
         report(f"embed={embed}, tuned: rrf_k x vector weight x context weight",
-               [g | {"embed": embed} for g in fusion])
+               [base | g for g in fusion])
+        signals = [x for x in args.signals.split(",") if x]
+        for signal in signals:
+            if signal not in SIGNALS:
+                raise SystemExit(f"--signals: {signal!r} is not one of {SIGNALS}")
+            if signal == "temporal":
+                grid = [base | {"tw": w} for w in SIGNAL_WEIGHTS]
+            elif signal == "fields":
+                grid = [base | {"nw": nw, "dw": dw} for nw in FIELD_WEIGHTS
+                        for dw in FIELD_WEIGHTS]
+            else:
+                grid = [base | {"pw": w, "seeds": n, "round2_vector": signal != "round2"}
+                        for w in SIGNAL_WEIGHTS for n in ROUND2_SEEDS]
+            report(f"embed={embed}, the defaults + {signal} (weight tuned, 0 = off)", grid)
         if embed == "bare":
             report("keyword only (context 0.5)", [{"embed": embed, "k": 5.0, "vw": 0.0,
                                                    "cw": 0.5}])

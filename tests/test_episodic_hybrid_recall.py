@@ -14,6 +14,7 @@ from langmem_edge import AgentMemory
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.episodic.recall import (
     fuse_messages,
+    hybrid_ranking,
     message_fields,
     message_keyword_ranking,
     temporal_ranking,
@@ -172,3 +173,43 @@ def test_conversation_preset_is_the_cross_validated_choice() -> None:
     assert CONVERSATION_HYBRID["rrf_k"] == 5.0
     assert CONVERSATION_HYBRID["weights"]["vector"] == 0.5
     assert CONVERSATION_HYBRID["keyword"]["field_weights"] == {"context": 0.5}
+
+
+def test_second_round_ranks_by_the_first_rounds_best_text() -> None:
+    """Round two asks the keyword side for the query plus round one's best messages' text
+    and fuses that in: a message matching only the first answer's words comes in; with the
+    weight 0 the first round is the result and the keyword side is asked nothing more."""
+    asked: list[str] = []
+
+    def rank(text: str) -> list[tuple[str, float]]:
+        asked.append(text)
+        return [("a", 2.0), ("b", 1.0)] if "Paris" in text else [("a", 1.0)]
+
+    def ranking(weight: float) -> list[str]:
+        cfg = EpisodicConfig(recall_second_round_weight=weight, recall_second_round_seeds=1)
+        fused = hybrid_ranking("who taught Melanie?", keyword=[("a", 3.0)],
+                               vector=[("f1", 0.9), ("f2", 0.8), ("a", 0.7)], days={},
+                               text={"a": "Melanie took a pottery class in Paris"}.__getitem__,
+                               rank=rank, config=cfg, limit=3)
+        return [key for key, _ in fused]
+
+    assert ranking(0.0) == ["a", "f1", "f2"] and asked == []
+    assert "b" in ranking(1.0)
+    assert asked == ["who taught Melanie? Melanie took a pottery class in Paris"]
+
+
+def test_second_round_finds_a_turn_through_the_first_answers_words(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    tier.add_messages([{"role": "user", "content": "Melanie signed up for a pottery class "
+                        "in Montmartre"}], "s1")
+    tier.add_messages([{"role": "assistant", "content": "The Montmartre pottery studio is "
+                        "run by Jean"}], "s2")
+    tier.add_messages([{"role": "user", "content": f"filler turn number {i} about weather"}
+                       for i in range(12)], "s3")
+    off = EpisodicTier(store, ROOT, config=EpisodicConfig(recall_second_round_weight=0.0))
+    question = "what class did Melanie sign up for?"
+    first = [m.content for m in off.recall_conversation(question, scope="all", limit=12)]
+    found = [m.content for m in tier.recall_conversation(question, scope="all", limit=12)]
+    studio = "The Montmartre pottery studio is run by Jean"
+    assert found[0] == first[0] == "Melanie signed up for a pottery class in Montmartre"
+    assert found.index(studio) < first.index(studio) if studio in first else studio in found

@@ -129,6 +129,59 @@ def test_a_steady_recall_reads_no_message_and_an_append_reads_only_its_page() ->
     assert store.reads == []  # its session record, read by key, has not moved
 
 
+def test_on_chroma_a_steady_recall_ranks_by_keys_alone(tmp_path: Any) -> None:
+    """On a ``NearestKeys`` store the vector side asks for keys and distances
+    (``nearest_keys``) and takes the values from the message index: no vector search that
+    reads rows, and the same ranking and scores as through the store's own search (the same
+    store seen through a view without ``nearest_keys``)."""
+    from langmem_edge.store import ChromaStore
+
+    class SearchOnly(BaseStore):
+        def __init__(self, inner: BaseStore) -> None:
+            self.inner = inner
+
+        def batch(self, ops: Iterable[Op]) -> list[Result]:
+            return self.inner.batch(ops)
+
+        async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+            return await self.inner.abatch(ops)
+
+    index = {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
+    store = ChromaStore.from_path(str(tmp_path / "db"), index=index)
+    searched: list[SearchOp] = []
+    nearest: list[int] = []
+    batch, keys = store.batch, store.nearest_keys
+
+    def counting_batch(ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        searched.extend(op for op in ops if isinstance(op, SearchOp) and op.query)
+        return batch(ops)
+
+    def counting_keys(*args: Any, **kwargs: Any) -> Any:
+        nearest.append(kwargs.get("limit", 10))
+        return keys(*args, **kwargs)
+
+    try:
+        tier = EpisodicTier(store, ROOT)
+        reference = EpisodicTier(SearchOnly(store), ROOT)
+        tier.add_messages(TALK, "s1")
+        tier.add_messages(TALK[:3], "s2", contact="bob@example.com")
+        tier.recall_conversation("camping", scope="all")
+        store.batch, store.nearest_keys = counting_batch, counting_keys  # type: ignore
+        for kwargs in ({"scope": "all"}, {"scope": "all", "role": "assistant"},
+                       {"scope": "contact", "contact": "bob@example.com"},
+                       {"scope": "conversation", "session_id": "s2"}):
+            searched.clear()
+            nearest.clear()
+            found = tier.recall_conversation("pottery camping", limit=8, **kwargs)
+            assert searched == [] and len(nearest) >= 1, kwargs
+            expected = reference.recall_conversation("pottery camping", limit=8, **kwargs)
+            assert [(m.id, m.score) for m in found] == [(m.id, m.score) for m in expected]
+            assert found, kwargs
+    finally:
+        store.close()
+
+
 def test_every_message_write_moves_the_mark() -> None:
     store = InMemoryStore()
     tier = EpisodicTier(store, ROOT)

@@ -43,6 +43,7 @@ from langmem_edge.memory.core.labels import (
 )
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
+from langmem_edge.memory.core.stores import ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
@@ -50,7 +51,7 @@ from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
 from langmem_edge.memory.reflection import ReflectionResult, plan_reflect
-from langmem_edge.memory.semantic.context import NearestKeys, ProfileContext
+from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.memory.semantic.write import plan_flush_access
 
 __all__ = ["AgentMemory"]
@@ -110,7 +111,7 @@ class AgentMemory:
         self.embeddings = embeddings
         self.cipher = MemoryCipher(encryption_key) if encryption_key is not None else None
         self.has_vectors = bool(getattr(store, "index_config", None))
-        self.nearest = self.has_vectors and isinstance(store, NearestKeys)
+        self.nearest = ranks_keys(store)
         # see ProfileContext.rewrite_index: every BaseStore we know keeps an item's vectors
         # on put(index=False), so updates that do not change the text need no re-indexing.
         self.rewrite_index: Any = False

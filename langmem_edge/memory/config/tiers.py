@@ -134,6 +134,13 @@ class EpisodicConfig(BaseModel):
     recall_temporal_weight: float = Field(0.0, ge=0.0)
     """Hybrid recall: RRF weight of the temporal channel (messages on a day whose month and
     year the query names); 0 (the default: it gained nothing cross-validated) turns it off."""
+    recall_second_round_weight: float = Field(0.25, ge=0.0)
+    """Hybrid recall: RRF weight of the second keyword round (the query plus the text of the
+    first round's best ``recall_second_round_seeds`` messages, fused in with the first
+    round's channels); 0 turns it off. 0.25 was every fold's choice cross-validated on
+    LoCoMo (+0.009 recall@5 and @10, ``docs/retrieval.md``)."""
+    recall_second_round_seeds: int = Field(2, ge=1)
+    """Hybrid recall: first-round messages whose text the second round's query appends."""
     recall_depth: int = Field(50, ge=1)
     """Hybrid recall: results each channel hands to fusion."""
     recall_index: bool = True

@@ -22,17 +22,20 @@ is the result.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from langgraph.store.base import Item
 
+from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.fusion import rrf_fuse
-from langmem_edge.retrieval.text import Analyzer
+from langmem_edge.retrieval.text import Analyzer, default_analyzer
 
 __all__ = [
     "fuse_messages",
+    "hybrid_ranking",
+    "keyword_only_ranking",
     "message_fields",
     "message_day",
     "message_keyword_ranking",
@@ -118,6 +121,21 @@ def message_keyword_ranking(
     return [(h.id, h.score) for h in index.search(analyzer.query_terms(query), limit=limit)]
 
 
+def keyword_only_ranking(query: str, docs: Sequence[Item], *, k1: float, b: float,
+                         limit: int) -> list[tuple[Item, float]]:
+    """``mode="keyword"``: Okapi BM25 over each message's own ``text`` alone (no neighbours,
+    no speaker or day), best first, ties to the later message; messages matching no query
+    term are left out."""
+    index = BM25Index(k1=k1, b=b)
+    analyzer = default_analyzer()
+    for i, d in enumerate(docs):
+        index.upsert(str(i), {"text": analyzer.terms(d.value["text"])})
+    hits = index.search(analyzer.query_terms(query))
+    ranked = sorted(((docs[int(h.id)], h.score) for h in hits),
+                    key=lambda p: (-p[1], -int(p[0].value["seq"])))
+    return ranked[:limit]
+
+
 def fuse_messages(
     keyword: Sequence[tuple[str, float]],
     vector: Sequence[tuple[str, float]],
@@ -127,11 +145,51 @@ def fuse_messages(
     limit: int,
     temporal: Sequence[tuple[str, float]] = (),
     temporal_weight: float = 0.0,
+    second: Sequence[tuple[str, float]] = (),
+    second_weight: float = 0.0,
 ) -> list[tuple[str, float]]:
-    """Weighted RRF of the keyword (weight 1), vector and temporal rankings:
+    """Weighted RRF of the keyword (weight 1), vector, temporal and second-round rankings:
     ``(key, fused score)``."""
-    hits = rrf_fuse({"keyword": keyword, "vector": vector, "temporal": temporal},
+    hits = rrf_fuse({"keyword": keyword, "vector": vector, "temporal": temporal,
+                     "second": second},
                     weights={"keyword": 1.0, "vector": vector_weight if vector else 0.0,
-                             "temporal": temporal_weight if temporal else 0.0},
+                             "temporal": temporal_weight if temporal else 0.0,
+                             "second": second_weight if second else 0.0},
                     rrf_k=rrf_k, limit=limit)
     return [(h.id, h.score) for h in hits]
+
+
+def hybrid_ranking(
+    query: str,
+    *,
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    days: Mapping[str, str],
+    text: Callable[[str], str],
+    rank: Callable[[str], Sequence[tuple[str, float]]],
+    config: EpisodicConfig,
+    limit: int,
+) -> list[tuple[str, float]]:
+    """Hybrid recall's ranking, ``(key, fused score)`` best first.
+
+    Round one fuses the ``keyword`` and ``vector`` rankings of ``query`` (and the temporal
+    channel, when weighted). Round two, when ``config.recall_second_round_weight`` is not 0,
+    asks the keyword side (``rank``: query -> ranking, the same fields and filters) for the
+    query plus the ``text`` of round one's best ``recall_second_round_seeds`` messages, and
+    fuses that ranking in with the first round's channels: a question whose answer spans two
+    turns ("what did X do after Y?") finds the second through the words of the first.
+    """
+    cfg = config
+    temporal = temporal_ranking(query, days, keyword) if cfg.recall_temporal_weight else []
+
+    def fuse(second: Sequence[tuple[str, float]] = ()) -> list[tuple[str, float]]:
+        return fuse_messages(keyword, vector, vector_weight=cfg.recall_vector_weight,
+                             rrf_k=cfg.recall_rrf_k, limit=limit, temporal=temporal,
+                             temporal_weight=cfg.recall_temporal_weight, second=second,
+                             second_weight=cfg.recall_second_round_weight)
+
+    first = fuse()
+    if not cfg.recall_second_round_weight or not first:
+        return first
+    seeds = [text(k) for k, _ in first[:cfg.recall_second_round_seeds]]
+    return fuse(rank(" ".join([query, *seeds])))

@@ -64,7 +64,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import Plan, StoreStep
+from langmem_edge.memory.core.plans import Call, Plan, StoreStep
 from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
 from langmem_edge.memory.episodic.recall import message_day
@@ -81,6 +81,7 @@ __all__ = [
     "indexed_keyword_plan",
     "message_index_for",
     "messages_mark_op",
+    "nearest_messages_plan",
 ]
 
 MAX_INDEXED_MESSAGES = 50_000
@@ -224,9 +225,26 @@ class MessageIndex:
                                      accept=keep)
         return [(h.id, h.score) for h in hits]
 
+    def rank(self, query: str, *, namespace_prefix: tuple[str, ...], flt: Mapping[str, Any],
+             limit: int) -> list[tuple[str, float]]:
+        """:meth:`search` keeping the messages whose value matches every ``field: value`` of
+        ``flt`` beyond ``profile`` (``role``, ``contact``)."""
+        extra = {k: v for k, v in flt.items() if k != "profile"}
+        accept = (lambda it: all(it.value.get(k) == v for k, v in extra.items())
+                  ) if extra else None
+        return self.search(query, namespace_prefix=namespace_prefix, limit=limit,
+                           accept=accept)
+
     def item(self, key: str) -> Item | None:
         """The indexed message item ``key``, if indexed."""
         return self._items.get(key)
+
+    def admits(self, namespace: tuple[str, ...], key: str, flt: Mapping[str, Any]) -> bool:
+        """Whether message ``key`` of ``namespace`` is indexed and its value matches every
+        ``field: value`` of ``flt`` (``profile``, ``role``, ``contact``)."""
+        item = self._items.get(key)
+        return (item is not None and tuple(item.namespace) == tuple(namespace)
+                and all(item.value.get(k) == v for k, v in flt.items()))
 
     def day(self, key: str) -> str:
         """The day of indexed message ``key`` (``"8 May 2023"``), empty when unknown."""
@@ -296,31 +314,30 @@ def message_index_for(store: BaseStore, key: tuple[Any, ...],
 
 
 def indexed_keyword_plan(
-    index: MessageIndex, query: str, *, search: SearchOp, prefix: tuple[str, ...],
+    index: MessageIndex, query: str, *, search: SearchOp | None, prefix: tuple[str, ...],
     flt: Mapping[str, Any], depth: int, session_id: str | None, layout: ProfileLayout,
     config: EpisodicConfig,
-) -> Plan[tuple[list[Item], list[tuple[str, float]] | None]]:
-    """Run ``search`` (the vector side) with the read of the session records in scope, bring
-    ``index`` up to date with them and rank by it: ``(vector hits, keyword ranking)``; the
-    ranking is None when the scope holds more than :data:`MAX_INDEXED_MESSAGES` messages
-    (the caller scans instead). ``flt`` beyond ``profile`` (role, contact) is applied to
-    the ranking."""
+) -> Plan[tuple[list[Item] | None, list[tuple[str, float]] | None]]:
+    """Run ``search`` (the vector side, if given) with the read of the session records in
+    scope, bring ``index`` up to date with them and rank by it: ``(vector hits, keyword
+    ranking)``, the hits None without ``search``; the ranking is None when the scope holds
+    more than :data:`MAX_INDEXED_MESSAGES` messages (the caller scans instead). ``flt``
+    beyond ``profile`` (role, contact) is applied to the ranking."""
     profile = layout.profile
     sessions, page = layout.sessions, config.scan_page_size
-    extra = {k: v for k, v in flt.items() if k != "profile"}
-    accept = (lambda it: all(it.value.get(k) == v for k, v in extra.items())
-              ) if extra else None
     token: str | None = None
     listed_at = 0.0
+    vector: tuple[SearchOp, ...] = () if search is None else (search,)
     if session_id is not None:
-        near, meta = yield StoreStep((search, GetOp(sessions, session_id)))
+        *near_, meta = yield StoreStep((*vector, GetOp(sessions, session_id)))
         found = [meta] if meta is not None else []
     else:
-        near, mark = yield StoreStep((search, GetOp(layout.meta, MESSAGES_MARK_KEY)))
+        *near_, mark = yield StoreStep((*vector, GetOp(layout.meta, MESSAGES_MARK_KEY)))
+    near = near_[0] if near_ else None
+    if session_id is None:
         token = mark.value.get("token") if mark is not None else None
         if index.current(token):
-            return near, index.search(query, namespace_prefix=prefix, limit=depth,
-                                      accept=accept)
+            return near, index.rank(query, namespace_prefix=prefix, flt=flt, limit=depth)
         listed_at = time.monotonic()
         # unfiltered: a pushed-down filter costs ChromaStore a pass over the collection
         (found,) = yield StoreStep((SearchOp(sessions, limit=page),))
@@ -358,4 +375,27 @@ def indexed_keyword_plan(
         index.apply(sid, layout.session_messages(sid), records[sid], reads[sid], items)
     if session_id is None:
         index.listed(token, listed_at)
-    return near, index.search(query, namespace_prefix=prefix, limit=depth, accept=accept)
+    return near, index.rank(query, namespace_prefix=prefix, flt=flt, limit=depth)
+
+
+def nearest_messages_plan(
+    store: BaseStore, index: MessageIndex, query: str, *, prefix: tuple[str, ...],
+    flt: Mapping[str, Any], depth: int,
+) -> Plan[list[tuple[str, float]]]:
+    """The vector side by keys alone on a :class:`~langmem_edge.memory.core.stores.
+    NearestKeys` store, the values from ``index`` (just brought up to date): the ``depth``
+    nearest messages under ``prefix`` that the index holds and ``flt`` admits, ``(key,
+    score)`` best first, scored as the store's ``search`` scores them.
+
+    Asks for ``depth`` keys and a quarter more (plus 5), and four times more while too few
+    are admissible and the store had more to give. A message the store returns that the
+    index does not hold yet (a write that became visible between the two reads) is left
+    out of this call; the next call's sync reads it."""
+    ask = depth + depth // 4 + 5
+    while True:
+        found = yield Call(store.nearest_keys, store.anearest_keys,  # type: ignore[attr-defined]
+                           (prefix, query), {"limit": ask})
+        hits = [(h.key, float(h.score)) for h in found if index.admits(h.namespace, h.key, flt)]
+        if len(hits) >= depth or len(found) < ask or ask >= len(index):
+            return hits[:depth]
+        ask *= 4

@@ -89,6 +89,7 @@ from langmem_edge.memory.core.labels import check_namespace
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.models import RetryPolicy
 from langmem_edge.memory.core.plans import Plan, StoreStep, run_async, run_sync
+from langmem_edge.memory.core.stores import ranks_keys
 from langmem_edge.memory.episodic.compaction import (
     ContextWindow,
     Overlay,
@@ -116,20 +117,20 @@ from langmem_edge.memory.episodic.messages import (
 )
 from langmem_edge.memory.episodic.pages import page_cache_for
 from langmem_edge.memory.episodic.recall import (
-    fuse_messages,
+    hybrid_ranking,
+    keyword_only_ranking,
     message_fields,
     message_keyword_ranking,
-    temporal_ranking,
 )
 from langmem_edge.memory.episodic.recall_index import (
     MessageIndex,
     indexed_keyword_plan,
     message_index_for,
     messages_mark_op,
+    nearest_messages_plan,
 )
 from langmem_edge.memory.episodic.rules import rule_based_memories
 from langmem_edge.memory.episodic.sessions import record_after_append, record_after_delete
-from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
@@ -360,14 +361,9 @@ class EpisodicTier:
                 query, prefix, flt, limit, prefix[-1] if scope == "conversation" else None))
         docs = yield from self._scan_plan(prefix, flt, self.config.keyword_scan_limit)
         docs = [d for d in docs if d.value.get("profile") == self.profile]
-        index = BM25Index(k1=self.config.bm25_k1, b=self.config.bm25_b)
-        analyzer = default_analyzer()
-        for i, d in enumerate(docs):
-            index.upsert(str(i), {"text": analyzer.terms(d.value["text"])})
-        hits = index.search(analyzer.query_terms(query))
-        ranked = sorted(((h.score, docs[int(h.id)]) for h in hits),
-                        key=lambda p: (-p[0], -int(p[1].value["seq"])))
-        return [StoredMessage.from_value(d.key, d.value, score=s) for s, d in ranked[:limit]]
+        return [StoredMessage.from_value(d.key, d.value, score=score) for d, score in
+                keyword_only_ranking(query, docs, k1=self.config.bm25_k1,
+                                     b=self.config.bm25_b, limit=limit)]
 
     def _hybrid_plan(self, query: str, prefix: tuple[str, ...], flt: dict[str, Any],
                      limit: int, session_id: str | None) -> Plan[list[StoredMessage]]:
@@ -379,34 +375,44 @@ class EpisodicTier:
         depth = max(cfg.recall_depth, limit)
         search = SearchOp(prefix, filter=flt, limit=depth, query=query)
         index = self._message_index() if cfg.recall_index else None
-        ranked = None
-        if index is None:
-            (near,) = yield StoreStep((search,))
-        else:
+        ranked, near = None, None
+        if index is not None:  # on a NearestKeys store the index gives the values
             near, ranked = yield from indexed_keyword_plan(
-                index, query, search=search, prefix=prefix, flt=flt, depth=depth,
-                session_id=session_id, layout=self.layout, config=cfg)
-        vector = [(it.key, float(it.score)) for it in near
-                  if it.score is not None and it.value.get("profile") == self.profile]
+                index, query, search=None if ranks_keys(self.store) else search,
+                prefix=prefix, flt=flt, depth=depth, session_id=session_id,
+                layout=self.layout, config=cfg)
+        if near is None and ranked is not None and index is not None:
+            vector, near = (yield from nearest_messages_plan(
+                self.store, index, query, prefix=prefix, flt=flt, depth=depth)), []
+        else:
+            near = (yield StoreStep((search,)))[0] if near is None else near
+            vector = [(it.key, float(it.score)) for it in near
+                      if it.score is not None and it.value.get("profile") == self.profile]
+        near_items = {it.key: it for it in near if it.value.get("profile") == self.profile}
         if ranked is not None and index is not None:
             keyword, days = ranked, {key: index.day(key) for key, _ in ranked}
-            by_key = {key: item for key, _ in ranked if (item := index.item(key))}
+
+            def rank(q: str) -> list[tuple[str, float]]:
+                return index.rank(q, namespace_prefix=prefix, flt=flt, limit=depth)
+
+            def item(key: str) -> Item | None:
+                return near_items.get(key) or index.item(key)
         else:
             docs = yield from self._scan_plan(prefix, flt, cfg.keyword_scan_limit)
             docs = [d for d in docs if d.value.get("profile") == self.profile]
-            by_key = {d.key: d for d in docs}
+            item = ({d.key: d for d in docs} | near_items).get
             fields = message_fields(docs, context_turns=cfg.recall_context_turns)
-            keyword = message_keyword_ranking(
-                query, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
-                limit=depth, field_weights=self._recall_field_weights())
-            days = {key: f.get("date", "") for key, f in fields.items()}
-        by_key |= {it.key: it for it in near if it.value.get("profile") == self.profile}
-        fused = fuse_messages(keyword, vector, vector_weight=cfg.recall_vector_weight,
-                              rrf_k=cfg.recall_rrf_k, limit=limit,
-                              temporal=temporal_ranking(query, days, keyword),
-                              temporal_weight=cfg.recall_temporal_weight)
-        return [StoredMessage.from_value(key, by_key[key].value, score=score)
-                for key, score in fused]
+
+            def rank(q: str) -> list[tuple[str, float]]:
+                return message_keyword_ranking(
+                    q, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
+                    limit=depth, field_weights=self._recall_field_weights())
+            keyword, days = rank(query), {key: f.get("date", "") for key, f in fields.items()}
+        fused = hybrid_ranking(query, keyword=keyword, vector=vector, days=days, rank=rank,
+                               text=lambda key: str(getattr(item(key), "value", {}).get(
+                                   "text", "")), config=cfg, limit=limit)
+        return [StoredMessage.from_value(key, found.value, score=score)
+                for key, score in fused if (found := item(key)) is not None]
 
     def _recall_field_weights(self) -> dict[str, float]:
         cfg = self.config

@@ -8,10 +8,9 @@ index that sits above ``core``.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -25,26 +24,9 @@ from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.records import MemoryRecord
 
 __all__ = [
-    "NearestKeys",
     "ProfileContext",
     "aad",
 ]
-
-
-@runtime_checkable
-class NearestKeys(Protocol):
-    """A store that ranks keys by vector without reading values (``ChromaStore``).
-
-    Recall reads the values from the profile index it keeps anyway, so on such a store its
-    vector channel asks for keys alone (:meth:`ChromaStore.nearest_keys`): on 100k memories
-    that is a few milliseconds instead of the tens that reading 50 rows costs.
-    """
-
-    def nearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
-                     limit: int = 10) -> Sequence[Any]: ...
-
-    async def anearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
-                            limit: int = 10) -> Sequence[Any]: ...
 
 
 @dataclass
