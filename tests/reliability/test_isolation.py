@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -35,13 +35,16 @@ from langmem_edge.errors import LangmemEdgeError
 from langmem_edge.graphs import MemoryRecallNode
 from langmem_edge.tools import MemoryContext, MemoryState, create_memory_tools
 
-from .helpers import long_size, open_memory, open_store
+from .helpers import long_size, open_memory, open_store, remove_folder, scratch_folder
 
 QUICK_EXAMPLES, QUICK_STEPS = 5, 40
 """Quick variant: examples x steps (200 operations)."""
 
 LONG_EXAMPLES, LONG_STEPS = 200, 50
 """Long variant: examples x steps (10,000 operations)."""
+
+PROGRESS_EVERY = 500
+"""Operations between two progress lines on stderr (operations so far, elapsed seconds)."""
 
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
 
@@ -82,13 +85,14 @@ class World:
     each marker (kept across examples, so isolation is checked against everything written)."""
 
     def __init__(self) -> None:
-        self.folder = tempfile.mkdtemp(prefix="rel-isolation-")
+        self.folder = scratch_folder("rel-isolation-")
         self.store = open_store(self.folder)
         self.memory = open_memory(self.store)
         self.owner: dict[int, tuple[str, ...]] = {}
         self.ops: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
         self.seconds: Counter[str] = Counter()
+        self.began = time.monotonic()
         tools = StateGraph(MemoryState, context_schema=MemoryContext)
         tools.add_node("tools", ToolNode(create_memory_tools(self.memory)))
         tools.add_edge(START, "tools")
@@ -97,6 +101,11 @@ class World:
         node.add_node("recall", MemoryRecallNode(self.memory))
         node.add_edge(START, "recall")
         self.node = node.compile()
+
+    def close(self) -> None:
+        """Close the store and remove its folder."""
+        self.store.close()
+        remove_folder(self.folder)
 
     def marker(self, owner: tuple[str, ...]) -> str:
         n = len(self.owner)
@@ -117,6 +126,10 @@ def machine(world: World) -> type[RuleBasedStateMachine]:
 
         def attempt(self, op: str, fn: Any) -> Any:
             world.ops[op] += 1
+            done = sum(world.ops.values())
+            if done % PROGRESS_EVERY == 0:
+                print(f"isolation: {done} operations, {time.monotonic() - world.began:.0f} s",
+                      file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             try:
                 return fn()
@@ -210,7 +223,7 @@ def test_no_read_returns_another_profile_or_namespace(long_run: bool) -> None:
             max_examples=examples, stateful_step_count=steps, deadline=None, derandomize=True,
             suppress_health_check=list(HealthCheck), database=None))
     finally:
-        world.store.close()
+        world.close()
     figures = {"operations": sum(world.ops.values()), "by_op": dict(world.ops),
                "rejected_by_type": dict(world.rejected), "markers_written": len(world.owner),
                "leaks_found": 0,
@@ -228,4 +241,4 @@ def test_the_world_sees_its_own_writes(profile: str) -> None:
         assert world.owners(" ".join(c.text for c in found.candidates)) == {
             ("memory", profile, None)}
     finally:
-        world.store.close()
+        world.close()
