@@ -35,6 +35,8 @@ import gc
 import json
 import os
 import random
+import sys
+import time
 import tracemalloc
 from collections import Counter
 from typing import Any
@@ -225,6 +227,7 @@ class _Soak:
         rss: list[float] = []
         trimmed: list[float] = []
         tracemalloc.start()
+        began = time.monotonic()
         try:
             if self.constant:
                 self.prefill()
@@ -237,6 +240,9 @@ class _Soak:
                     rss.append(round(rss_mb(), 1))
                     if trim:
                         trimmed.append(round(_trimmedrss_mb(), 1))
+                    print(f"soak: {n} operations, {time.monotonic() - began:.0f} s, RSS "
+                          f"{rss[-1]} MB" + (f", trimmed {trimmed[-1]} MB" if trim else ""),
+                          file=sys.stderr, flush=True)
                 self.step()
             marks["end"] = (_mb(), rss_mb())
             rss.append(round(marks["end"][1], 1))
