@@ -92,8 +92,9 @@ WORDS = 5 * SOAK_ID_CAPACITY
 """Words the growing soak draws from (its put keys; ``word[:3]`` names namespaces, memory
 keys and threads)."""
 
-QUICK_CONSTANT_OPS = 500
-"""Operations of the constant-data soak's quick variant."""
+QUICK_CONSTANT_OPS = 200
+"""Operations of the constant-data soak's quick variant (its writes cost ~4x the growing
+soak's: every ``remember`` supersedes and deletes; CI stays short)."""
 
 LONG_CONSTANT_OPS = 20_000
 """Operations of the constant-data soak's long variant."""
@@ -102,11 +103,11 @@ CONSTANT_PUT_KEYS = 2 * SOAK_ID_CAPACITY
 """Store keys of the constant-data soak (more than the id map holds, so it is cleared and
 relearned); all written before the run, then only overwritten."""
 
-CONSTANT_MEMORY_KEYS = 5
+CONSTANT_MEMORY_KEYS = 3
 """Memory keys of each profile in the constant-data soak; a ``remember`` supersedes the key's
 record, which is then deleted."""
 
-CONSTANT_THREADS = 5
+CONSTANT_THREADS = 2
 """Working-note threads of each profile in the constant-data soak."""
 
 CONSTANT_RETENTION_SECONDS = 120.0
