@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -44,6 +46,15 @@ HEARTBEAT_POLL_SECONDS = 0.2
 CHILD_TIMEOUT_SECONDS = 600.0
 """Longest a worker child of a suite may run before the suite gives up on it."""
 
+SCRATCH_ENV = "LANGMEM_EDGE_SCRATCH"
+"""A folder under which :func:`scratch_folder` makes the stores of the suites that check no
+durability (isolation, bad input, soak); unset: :data:`RAM_FOLDER` when it is there."""
+
+RAM_FOLDER = Path("/dev/shm")
+"""A RAM file system (Linux): Chroma's upserts are ~3x faster there than on this machine's
+disk (its SQLite syncs), and nothing the isolation, bad-input or soak suites check depends on
+the disk. The crash and server-fault suites keep their folders on disk."""
+
 TESTS = Path(__file__).resolve().parents[1]
 WORKTREE = TESTS.parent
 
@@ -71,6 +82,20 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def scratch_folder(prefix: str) -> str:
+    """A new empty folder for a store that needs no disk: under ``LANGMEM_EDGE_SCRATCH``,
+    else :data:`RAM_FOLDER` if it is a writable folder, else the system's temporary folder.
+    Remove it with :func:`remove_folder` (a RAM folder holds memory until then)."""
+    root = os.environ.get(SCRATCH_ENV) or (
+        str(RAM_FOLDER) if RAM_FOLDER.is_dir() and os.access(RAM_FOLDER, os.W_OK) else None)
+    return tempfile.mkdtemp(prefix=prefix, dir=root)
+
+
+def remove_folder(folder: str | os.PathLike[str]) -> None:
+    """Remove a folder of :func:`scratch_folder` and everything in it (gone already: fine)."""
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def is_url(location: str) -> bool:

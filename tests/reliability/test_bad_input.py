@@ -34,7 +34,7 @@ from langmem_edge.cli.base import FAKE_EMBEDDINGS_ENV
 from langmem_edge.errors import LangmemEdgeError
 from langmem_edge.tools import TOOL_NAMES, MemoryContext, MemoryState, create_memory_tools
 
-from .helpers import is_long, long_size, open_memory, open_store
+from .helpers import is_long, long_size, open_memory, open_store, remove_folder, scratch_folder
 
 QUICK_EXAMPLES = 25
 """Hypothesis examples per entry point, quick variant."""
@@ -64,7 +64,8 @@ class Rig:
     """One store and memory on a folder with a little data, and a snapshot of everything."""
 
     def __init__(self) -> None:
-        self.store = open_store(tempfile.mkdtemp(prefix="rel-bad-"))
+        self.folder = scratch_folder("rel-bad-")
+        self.store = open_store(self.folder)
         self.memory = open_memory(self.store)
         self.profile = self.memory.profile("alice")
         self.profile.remember("Alice likes tea", key="preference.drink")
@@ -86,6 +87,7 @@ def rig() -> Any:
     r = Rig()
     yield r
     r.store.close()
+    remove_folder(r.folder)
 
 
 def _words(args: dict[str, Any]) -> list[str]:

@@ -14,6 +14,7 @@ Quick: :data:`QUICK_ITERATIONS` iterations a thread; long: :data:`LONG_ITERATION
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -52,6 +53,16 @@ LONG_ITERATIONS = 60
 KEYS = 3
 """Keys shared by every thread, so supersessions race."""
 
+SECONDS_PER_ITERATION = 20.0
+"""Time a worker is allowed per iteration of its threads, on top of
+``CHILD_TIMEOUT_SECONDS`` (the long run's 60 iterations outlived a flat 600 s on a loaded
+2-core machine: 8 threads share it, and each recall reads a profile that grows)."""
+
+
+def child_timeout(iterations: int) -> float:
+    """How long the suite waits for a worker that runs ``iterations`` iterations a thread."""
+    return CHILD_TIMEOUT_SECONDS + iterations * SECONDS_PER_ITERATION
+
 
 @pytest.mark.server
 def test_processes_and_threads_lose_nothing_and_keep_one_active_per_key(
@@ -66,8 +77,9 @@ def test_processes_and_threads_lose_nothing_and_keep_one_active_per_key(
                        "--iterations", str(iterations), "--keys", str(KEYS), stderr=err)
                  for p in range(PROCESSES)]
         results = []
+        deadline = time.monotonic() + child_timeout(iterations)
         for proc in procs:
-            out, _ = proc.communicate(timeout=CHILD_TIMEOUT_SECONDS)
+            out, _ = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
             assert proc.returncode == 0, log.read_text()[-3000:]
             line = next(x for x in out.splitlines() if x.startswith("RESULT "))
             results.append(json.loads(line[len("RESULT "):]))

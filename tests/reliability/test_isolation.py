@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -35,13 +35,22 @@ from langmem_edge.errors import LangmemEdgeError
 from langmem_edge.graphs import MemoryRecallNode
 from langmem_edge.tools import MemoryContext, MemoryState, create_memory_tools
 
-from .helpers import long_size, open_memory, open_store
+from .helpers import long_size, open_memory, open_store, remove_folder, scratch_folder
 
 QUICK_EXAMPLES, QUICK_STEPS = 5, 40
 """Quick variant: examples x steps (200 operations)."""
 
 LONG_EXAMPLES, LONG_STEPS = 200, 50
 """Long variant: examples x steps (10,000 operations)."""
+
+WORLD_EXAMPLES = 20
+"""Examples that share one world before a fresh one (1,000 operations of the long run, all
+of the quick one). One world for all 10,000 operations made each operation ~4x slower by
+the 4,000th (0.14 s -> 0.53 s: every read goes through more data), too slow for the run to
+end on this machine; each world still checks every read against all it holds."""
+
+PROGRESS_EVERY = 500
+"""Operations between two progress lines on stderr (operations so far, elapsed seconds)."""
 
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
 
@@ -78,17 +87,24 @@ class _Node(TypedDict):
 
 
 class World:
-    """What every example shares: one store and memory, the graphs over them, and who wrote
-    each marker (kept across examples, so isolation is checked against everything written)."""
+    """What the examples share: one store and memory, the graphs over them, and who wrote
+    each marker (kept across examples, so isolation is checked against everything written
+    in the world). :meth:`renew` starts a fresh world (the figures carry on)."""
 
     def __init__(self) -> None:
-        self.folder = tempfile.mkdtemp(prefix="rel-isolation-")
-        self.store = open_store(self.folder)
-        self.memory = open_memory(self.store)
-        self.owner: dict[int, tuple[str, ...]] = {}
         self.ops: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
         self.seconds: Counter[str] = Counter()
+        self.began = time.monotonic()
+        self.examples = self.worlds = self.written = 0
+        self._open()
+
+    def _open(self) -> None:
+        self.folder = scratch_folder("rel-isolation-")
+        self.store = open_store(self.folder)
+        self.memory = open_memory(self.store)
+        self.owner: dict[int, tuple[str, ...]] = {}
+        self.worlds += 1
         tools = StateGraph(MemoryState, context_schema=MemoryContext)
         tools.add_node("tools", ToolNode(create_memory_tools(self.memory)))
         tools.add_edge(START, "tools")
@@ -98,8 +114,25 @@ class World:
         node.add_edge(START, "recall")
         self.node = node.compile()
 
+    def close(self) -> None:
+        """Close the store and remove its folder."""
+        self.store.close()
+        remove_folder(self.folder)
+
+    def renew(self) -> None:
+        """A fresh store, memory, graphs and marker map; the counts carry on."""
+        self.close()
+        self._open()
+
+    def start_example(self) -> None:
+        """Count an example; every :data:`WORLD_EXAMPLES` examples, a fresh world."""
+        if self.examples and self.examples % WORLD_EXAMPLES == 0:
+            self.renew()
+        self.examples += 1
+
     def marker(self, owner: tuple[str, ...]) -> str:
-        n = len(self.owner)
+        n = self.written
+        self.written += 1
         self.owner[n] = owner
         return f"zq{n}q"
 
@@ -115,8 +148,16 @@ def machine(world: World) -> type[RuleBasedStateMachine]:
     class Isolation(RuleBasedStateMachine):
         """Random writes and reads; every read is traced back to its writers."""
 
+        def __init__(self) -> None:
+            super().__init__()
+            world.start_example()
+
         def attempt(self, op: str, fn: Any) -> Any:
             world.ops[op] += 1
+            done = sum(world.ops.values())
+            if done % PROGRESS_EVERY == 0:
+                print(f"isolation: {done} operations, {time.monotonic() - world.began:.0f} s",
+                      file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             try:
                 return fn()
@@ -210,9 +251,10 @@ def test_no_read_returns_another_profile_or_namespace(long_run: bool) -> None:
             max_examples=examples, stateful_step_count=steps, deadline=None, derandomize=True,
             suppress_health_check=list(HealthCheck), database=None))
     finally:
-        world.store.close()
+        world.close()
     figures = {"operations": sum(world.ops.values()), "by_op": dict(world.ops),
-               "rejected_by_type": dict(world.rejected), "markers_written": len(world.owner),
+               "rejected_by_type": dict(world.rejected), "markers_written": world.written,
+               "worlds": world.worlds,
                "leaks_found": 0,
                "seconds_by_op": {k: round(v, 1) for k, v in world.seconds.items()}}
     print("\nisolation: " + json.dumps(figures))
@@ -228,4 +270,4 @@ def test_the_world_sees_its_own_writes(profile: str) -> None:
         assert world.owners(" ".join(c.text for c in found.candidates)) == {
             ("memory", profile, None)}
     finally:
-        world.store.close()
+        world.close()

@@ -14,7 +14,17 @@ above :data:`MAX_SECOND_HALF_GROWTH_MB` is a leak. The RSS is also sampled every
 :data:`RSS_SAMPLE_EVERY` operations (printed, not asserted: it shows whether native memory
 flattens).
 
-Quick: :data:`QUICK_OPS` operations; long: :data:`LONG_OPS`.
+Two soaks. The *growing* one lets the data grow as an application's does (supersession keeps
+every old record, the change log keeps an hour). The *constant-data* one
+(:func:`test_constant_data_keeps_in_use_memory_flat`) writes the whole data set first, then
+only overwrites it: store puts under :data:`CONSTANT_PUT_KEYS` fixed keys, ``remember`` under
+:data:`CONSTANT_MEMORY_KEYS` fixed keys a profile with every superseded record deleted,
+working notes of :data:`CONSTANT_THREADS` fixed threads, and a change log kept
+:data:`CONSTANT_RETENTION_SECONDS`; so what is in use (the RSS after ``malloc_trim``, sampled
+every :data:`RSS_SAMPLE_EVERY` operations) must stay flat.
+
+Quick: :data:`QUICK_OPS` (constant data: :data:`QUICK_CONSTANT_OPS`) operations; long:
+:data:`LONG_OPS` (:data:`LONG_CONSTANT_OPS`).
 """
 
 from __future__ import annotations
@@ -25,16 +35,20 @@ import gc
 import json
 import os
 import random
-import tempfile
+import sys
+import time
 import tracemalloc
 from collections import Counter
+from typing import Any
+
+from langgraph.store.base import PutOp
 
 from langmem_edge.embeddings import CachedEmbeddings
 from langmem_edge.memory.config.sections import CACHED_PROFILES
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.testing import FakeEmbeddings
 
-from .helpers import DIMS, long_size, open_memory, open_store, rss_mb
+from .helpers import DIMS, long_size, open_memory, open_store, remove_folder, rss_mb, scratch_folder
 
 QUICK_OPS = 1_000
 """Operations of the quick variant."""
@@ -74,6 +88,45 @@ MAX_SECOND_HALF_GROWTH_MB = 64.0
 WRITE_SHARE = 0.2
 """Share of the operations that write (put, remember, working notes); the rest read."""
 
+WORDS = 5 * SOAK_ID_CAPACITY
+"""Words the growing soak draws from (its put keys; ``word[:3]`` names namespaces, memory
+keys and threads)."""
+
+QUICK_CONSTANT_OPS = 200
+"""Operations of the constant-data soak's quick variant (its writes cost ~4x the growing
+soak's: every ``remember`` supersedes and deletes; CI stays short)."""
+
+LONG_CONSTANT_OPS = 20_000
+"""Operations of the constant-data soak's long variant."""
+
+CONSTANT_PUT_KEYS = 2 * SOAK_ID_CAPACITY
+"""Store keys of the constant-data soak (more than the id map holds, so it is cleared and
+relearned); all written before the run, then only overwritten."""
+
+CONSTANT_MEMORY_KEYS = 3
+"""Memory keys of each profile in the constant-data soak; a ``remember`` supersedes the key's
+record, which is then deleted."""
+
+CONSTANT_THREADS = 2
+"""Working-note threads of each profile in the constant-data soak."""
+
+CONSTANT_RETENTION_SECONDS = 120.0
+"""The change log's retention in the constant-data soak (1 h by default, longer than a run:
+the log would grow with every write). The other intervals below are scaled with it."""
+
+CONSTANT_INDEX = {"retention_seconds": CONSTANT_RETENTION_SECONDS,
+                  "reload_after_seconds": CONSTANT_RETENTION_SECONDS / 2,
+                  "settle_after_seconds": CONSTANT_RETENTION_SECONDS / 4,
+                  "prune_interval_seconds": CONSTANT_RETENTION_SECONDS / 12}
+"""``MemoryConfig.index`` of the constant-data soak (the defaults' proportions)."""
+
+MAX_CONSTANT_RSS_GROWTH_MB = 32.0
+"""Largest growth of the in-use RSS (after ``malloc_trim``) over the constant-data soak's
+second half that is not a leak."""
+
+PREFILL_CHUNK = 100
+"""Store puts a batch when the constant-data soak writes its data set."""
+
 
 def _trimmedrss_mb() -> float:
     """The RSS after glibc returns the free heap it keeps to the system (NaN without glibc)."""
@@ -90,79 +143,155 @@ def _mb() -> float:
     return tracemalloc.get_traced_memory()[0] / 2**20
 
 
-def test_mixed_operations_keep_caches_bounded_and_memory_flat(long_run: bool) -> None:
-    total = long_size(LONG_OPS) if long_run else QUICK_OPS
-    rng = random.Random(17)
-    cache = CachedEmbeddings(FakeEmbeddings(DIMS), max_size=SOAK_EMBED_CACHE)
-    store = open_store(tempfile.mkdtemp(prefix="rel-soak-"),
-                       index={"dims": DIMS, "embed": cache, "fields": ["text"]})
-    store._names.capacity = SOAK_ID_CAPACITY
-    masks = store._keywords.bm25
-    masks.max_prefix_masks = SOAK_PREFIX_MASKS
-    memory = open_memory(store)
-    ops: Counter[str] = Counter()
-    marks: dict[str, tuple[float, float]] = {}
-    peak = {"ids": 0, "indexes": 0, "embeddings": 0, "prefix_masks": 0}
-    rss: list[float] = []
-    trimmed: list[float] = []
-    trim = os.environ.get(TRIM_ENV) == "1"
-    tracemalloc.start()
-    try:
-        for n in range(total):
-            if n == int(total * WARMUP_FRACTION):
-                marks["start"] = (_mb(), rss_mb())
-            if n == total // 2:
-                marks["half"] = (_mb(), rss_mb())
-            if n % RSS_SAMPLE_EVERY == 0:
-                rss.append(round(rss_mb(), 1))
-                if trim:
-                    trimmed.append(round(_trimmedrss_mb(), 1))
-            profile = memory.profile(f"user{rng.randrange(PROFILES)}")
-            word = f"w{rng.randrange(5 * SOAK_ID_CAPACITY)}"
-            if rng.random() < WRITE_SHARE:
-                op = rng.choice(["put", "remember", "working"])
-                if op == "put":
-                    store.put(("soak", word[:3]), word, {"text": f"item {word} amber"})
-                elif op == "remember":
-                    profile.remember(f"fact {word} cedar", key=f"topic.{word[:3]}")
-                else:
-                    profile.working.set_context(f"t{word[:3]}", f"notes {word}")
+class _Soak:
+    """One soak: a store and memory on a scratch folder with every cache bound lowered, the
+    operations, and the memory figures."""
+
+    def __init__(self, *, constant: bool) -> None:
+        self.constant = constant
+        self.rng = random.Random(17)
+        self.cache = CachedEmbeddings(FakeEmbeddings(DIMS), max_size=SOAK_EMBED_CACHE)
+        self.folder = scratch_folder("rel-soak-")
+        self.store = open_store(self.folder,
+                                index={"dims": DIMS, "embed": self.cache, "fields": ["text"]})
+        self.store._names.capacity = SOAK_ID_CAPACITY
+        self.masks = self.store._keywords.bm25
+        self.masks.max_prefix_masks = SOAK_PREFIX_MASKS
+        self.memory = open_memory(self.store,
+                                  config={"index": CONSTANT_INDEX} if constant else None)
+        self.ops: Counter[str] = Counter()
+        self.peak = {"ids": 0, "indexes": 0, "embeddings": 0, "prefix_masks": 0}
+
+    def word(self) -> str:
+        """A word: a put key; its first 3 characters name a namespace."""
+        return f"w{self.rng.randrange(CONSTANT_PUT_KEYS if self.constant else WORDS)}"
+
+    def slots(self, word: str) -> tuple[str, str]:
+        """The memory key and the working thread a write with ``word`` goes to."""
+        if self.constant:
+            n = self.rng.randrange(CONSTANT_MEMORY_KEYS * CONSTANT_THREADS)
+            return f"topic.{n % CONSTANT_MEMORY_KEYS}", f"t{n // CONSTANT_MEMORY_KEYS}"
+        return f"topic.{word[:3]}", f"t{word[:3]}"
+
+    def prefill(self) -> None:
+        """The constant-data soak's whole data set, before the run."""
+        puts = [PutOp(("soak", f"w{n}"[:3]), f"w{n}", {"text": f"item w{n} amber"})
+                for n in range(CONSTANT_PUT_KEYS)]
+        for i in range(0, len(puts), PREFILL_CHUNK):
+            self.store.batch(puts[i:i + PREFILL_CHUNK])
+        for p in range(PROFILES):
+            profile = self.memory.profile(f"user{p}")
+            profile.remember_many([{"text": f"fact w{k} cedar", "key": f"topic.{k}"}
+                                   for k in range(CONSTANT_MEMORY_KEYS)])
+            for t in range(CONSTANT_THREADS):
+                profile.working.set_context(f"t{t}", f"notes w{t}")
+
+    def step(self) -> None:
+        """One operation (:data:`WRITE_SHARE` of them writes)."""
+        rng, store = self.rng, self.store
+        profile = self.memory.profile(f"user{rng.randrange(PROFILES)}")
+        word = self.word()
+        key, thread = self.slots(word)
+        if rng.random() < WRITE_SHARE:
+            op = rng.choice(["put", "remember", "working"])
+            if op == "put":
+                store.put(("soak", word[:3]), word, {"text": f"item {word} amber"})
+            elif op == "remember":
+                record = profile.remember(f"fact {word} cedar", key=key)
+                if self.constant:  # the data set stays the same size
+                    for old in record.supersedes:
+                        profile.delete(old)
+                        self.ops["delete"] += 1
             else:
-                op = rng.choice(["get", "search", "recall"])
-                if op == "get":
-                    store.get(("soak", word[:3]), word)
-                elif op == "search" and rng.random() < HYBRID_SHARE:
-                    op = "hybrid_search"  # the keyword channel: its prefix masks
-                    store.hybrid_search(("soak", word[:3]), query=f"item {word}", limit=5)
-                elif op == "search":
-                    store.search(("soak",), query=f"item {word}", limit=5)
-                else:
-                    profile.recall(f"fact {word}", limit=5)
-            ops[op] += 1
-            peak["ids"] = max(peak["ids"], len(store._names))
-            peak["indexes"] = max(peak["indexes"], len(memory._indexes))
-            peak["embeddings"] = max(peak["embeddings"], len(cache._cache))
-            peak["prefix_masks"] = max(peak["prefix_masks"], len(masks._mask_cache))
-        marks["end"] = (_mb(), rss_mb())
-    finally:
-        tracemalloc.stop()
-        store.close()
-    growth = marks["end"][0] - marks["half"][0]
-    figures = {"operations": total, "by_op": dict(ops),
-               "traced_mb": {k: round(v[0], 1) for k, v in marks.items()},
-               "rss_mb": {k: round(v[1], 1) for k, v in marks.items()},
-               f"rss_mb_every_{RSS_SAMPLE_EVERY}": rss,
-               **({f"rss_mb_trimmed_every_{RSS_SAMPLE_EVERY}": trimmed} if trim else {}),
-               "second_half_growth_mb": round(growth, 2), "cache_peaks": peak,
-               "cache_bounds": {"ids": SOAK_ID_CAPACITY, "indexes": CACHED_PROFILES,
-                                "embeddings": SOAK_EMBED_CACHE,
-                                "prefix_masks": SOAK_PREFIX_MASKS}}
-    print("\nsoak: " + json.dumps(figures))
+                profile.working.set_context(thread, f"notes {word}")
+        else:
+            op = rng.choice(["get", "search", "recall"])
+            if op == "get":
+                store.get(("soak", word[:3]), word)
+            elif op == "search" and rng.random() < HYBRID_SHARE:
+                op = "hybrid_search"  # the keyword channel: its prefix masks
+                store.hybrid_search(("soak", word[:3]), query=f"item {word}", limit=5)
+            elif op == "search":
+                store.search(("soak",), query=f"item {word}", limit=5)
+            else:
+                profile.recall(f"fact {word}", limit=5)
+        self.ops[op] += 1
+        peak = self.peak
+        peak["ids"] = max(peak["ids"], len(store._names))
+        peak["indexes"] = max(peak["indexes"], len(self.memory._indexes))
+        peak["embeddings"] = max(peak["embeddings"], len(self.cache._cache))
+        peak["prefix_masks"] = max(peak["prefix_masks"], len(self.masks._mask_cache))
+
+    def run(self, total: int, *, trim: bool) -> dict[str, Any]:
+        """``total`` operations; the figures (printed by the tests)."""
+        marks: dict[str, tuple[float, float]] = {}
+        rss: list[float] = []
+        trimmed: list[float] = []
+        tracemalloc.start()
+        began = time.monotonic()
+        try:
+            if self.constant:
+                self.prefill()
+            for n in range(total):
+                if n == int(total * WARMUP_FRACTION):
+                    marks["start"] = (_mb(), rss_mb())
+                if n == total // 2:
+                    marks["half"] = (_mb(), rss_mb())
+                if n % RSS_SAMPLE_EVERY == 0:
+                    rss.append(round(rss_mb(), 1))
+                    if trim:
+                        trimmed.append(round(_trimmedrss_mb(), 1))
+                    print(f"soak: {n} operations, {time.monotonic() - began:.0f} s, RSS "
+                          f"{rss[-1]} MB" + (f", trimmed {trimmed[-1]} MB" if trim else ""),
+                          file=sys.stderr, flush=True)
+                self.step()
+            marks["end"] = (_mb(), rss_mb())
+            rss.append(round(marks["end"][1], 1))
+            if trim:
+                trimmed.append(round(_trimmedrss_mb(), 1))
+        finally:
+            tracemalloc.stop()
+            self.store.close()
+            remove_folder(self.folder)
+        return {"operations": total, "constant_data": self.constant, "by_op": dict(self.ops),
+                "traced_mb": {k: round(v[0], 1) for k, v in marks.items()},
+                "rss_mb": {k: round(v[1], 1) for k, v in marks.items()},
+                f"rss_mb_every_{RSS_SAMPLE_EVERY}": rss,
+                **({f"rss_mb_trimmed_every_{RSS_SAMPLE_EVERY}": trimmed} if trim else {}),
+                "second_half_growth_mb": round(marks["end"][0] - marks["half"][0], 2),
+                "cache_peaks": self.peak,
+                "cache_bounds": {"ids": SOAK_ID_CAPACITY, "indexes": CACHED_PROFILES,
+                                 "embeddings": SOAK_EMBED_CACHE,
+                                 "prefix_masks": SOAK_PREFIX_MASKS}}
+
+
+def _check_bounds(figures: dict[str, Any]) -> None:
+    """Every cache within its bound, the prefix masks used, Python allocations flat."""
+    peak = figures["cache_peaks"]
     assert peak["ids"] <= SOAK_ID_CAPACITY
     assert peak["indexes"] <= CACHED_PROFILES
     assert peak["embeddings"] <= SOAK_EMBED_CACHE
     assert 1 < peak["prefix_masks"] <= SOAK_PREFIX_MASKS  # searched, and bounded
-    assert growth <= MAX_SECOND_HALF_GROWTH_MB
+    assert figures["second_half_growth_mb"] <= MAX_SECOND_HALF_GROWTH_MB
+
+
+def test_mixed_operations_keep_caches_bounded_and_memory_flat(long_run: bool) -> None:
+    total = long_size(LONG_OPS) if long_run else QUICK_OPS
+    figures = _Soak(constant=False).run(total, trim=os.environ.get(TRIM_ENV) == "1")
+    print("\nsoak: " + json.dumps(figures))
+    _check_bounds(figures)
+
+
+def test_constant_data_keeps_in_use_memory_flat(long_run: bool) -> None:
+    """The data set written first, then only overwritten: the in-use RSS (after
+    ``malloc_trim``) stays flat over the second half."""
+    total = long_size(LONG_CONSTANT_OPS) if long_run else QUICK_CONSTANT_OPS
+    figures = _Soak(constant=True).run(total, trim=True)
+    print("\nsoak: " + json.dumps(figures))
+    _check_bounds(figures)
+    trimmed = figures[f"rss_mb_trimmed_every_{RSS_SAMPLE_EVERY}"]
+    half = trimmed[len(trimmed) // 2]
+    assert trimmed[-1] - half <= MAX_CONSTANT_RSS_GROWTH_MB, trimmed
 
 
 def test_prefix_masks_stay_within_their_bound_across_clear() -> None:
