@@ -230,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"comma-separated variants of {EMBEDS} (default: all)")
     parser.add_argument("--signals", default="",
                         help=f"comma-separated signals of {SIGNALS} to add to the defaults")
+    parser.add_argument("--no-grid", action="store_true",
+                        help="skip the 90-point fusion grid (the defaults and --signals only)")
     args = parser.parse_args(argv)
     convs = load(args.path)
     vectors = VectorCache()
@@ -292,8 +294,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         report(f"embed={embed}, the defaults (rrf_k 5, vector 0.5, context 0.5, second round "
                "0.25 of 2 seeds)", [base])
         report(f"embed={embed}, the defaults, first round alone", [base | {"pw": 0.0}])
-        report(f"embed={embed}, tuned: rrf_k x vector weight x context weight",
-               [base | g for g in fusion])
+        if not args.no_grid:
+            report(f"embed={embed}, tuned: rrf_k x vector weight x context weight",
+                   [base | g for g in fusion])
         signals = [x for x in args.signals.split(",") if x]
         for signal in signals:
             if signal not in SIGNALS:
