@@ -189,3 +189,29 @@ def test_encrypted_memories_skip_verification(make_store) -> None:
     old = p.remember("The user likes tea")
     p.remember("The user likes tea", encrypted=True)
     assert calls_of(model, VERIFY) == [] and p.get(old.id).status == "active"
+
+
+@pytest.mark.parametrize("new_key", ["theme.secondary", None])
+def test_a_restatement_never_replaces_a_memory_held_under_another_key(
+    memory: AgentMemory, new_key: str | None
+) -> None:
+    """Regression (found by the concurrency suite: "value p1t1i21 cedar" restated "value
+    p0t0i17 cedar" at cosine 0.91 under fake embeddings, so a write under one key superseded
+    the active memory of another, and that key was left with none)."""
+    p = memory.profile("p")
+    held = p.remember("The user likes the colour blue", key="theme.primary")
+    new = p.remember("the user likes the colour blue.", key=new_key)
+    assert p.get(held.id).status == "active" and new.supersedes == []
+    assert [m.id for m in p.history("theme.primary")] == [held.id]
+
+
+def test_a_model_verdict_never_replaces_a_memory_held_under_another_key(
+    store: BaseStore,
+) -> None:
+    model = judge_model(lambda new, old: (1.0, False))
+    p = AgentMemory(store, model=model).profile("p")
+    keyed = p.remember("The user likes tea", key="drink")
+    loose = p.remember("The user enjoys tea")
+    new = p.remember("The user likes tea a lot", key="drink.evening")
+    assert p.get(keyed.id).status == "active" and p.get(loose.id).status == "superseded"
+    assert new.supersedes == [loose.id]

@@ -446,6 +446,36 @@ def test_scans_past_the_first_page(open_store: Any, monkeypatch: pytest.MonkeyPa
     assert store.sweep_ttl() == 1
 
 
+def test_a_delete_during_a_scan_skips_no_other_row(
+    open_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the scan listed the ids past its first page by ``offset``; a row of the
+    first page deleted between the two reads shifted the rest back by one, and the row that
+    moved into the first page's range was in neither read (a profile reload then missed a
+    live memory until its next reload)."""
+    import langmem_edge.store.base as base
+
+    monkeypatch.setattr(base, "GET_PAGE", 4)
+    store = open_store()
+    for i in range(9):
+        store.put(("s",), f"k{i}", {"text": f"item {i}"})
+    first_page: list[str] = []
+    get = store._items.get
+
+    def get_then_delete(*args: Any, **kwargs: Any) -> Any:
+        res = get(*args, **kwargs)
+        if kwargs.get("limit") == 4 and not first_page:  # the first page: delete one of it
+            first_page.extend(res["ids"])
+            store._items.delete(ids=[first_page[0]])
+        return res
+
+    monkeypatch.setattr(store._items, "get", get_then_delete)
+    found = {r.key for r in store.search(("s",), limit=100)}
+    gone = {k for k in (f"k{i}" for i in range(9)) if store.get(("s",), k) is None}
+    assert len(gone) == 1
+    assert found - gone == {f"k{i}" for i in range(9)} - gone  # every live row was read
+
+
 def test_schema_2_stores_are_read_and_their_wide_items_flagged(tmp_path: Any) -> None:
     """Schema 2 had no vector generations (ids ``<item>:<j>``) and truncated the filter
     mirror of wide values silently; reopening flags those rows so filters find them, and

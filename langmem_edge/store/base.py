@@ -372,16 +372,19 @@ class ChromaStore(
     ) -> list[dict[str, Any]]:
         """Every item row matching ``where``; with ``now``, only those alive then.
 
-        One page of ``GET_PAGE`` rows first; past it, the remaining ids (a cheap id-only
-        read, 0.55 s for 100k) and then their rows by id, a page at a time: Chroma reads rows
-        by id ~20 % faster than by ``where`` and ``offset`` (100k rows: 13.1 s against 16.2 s;
-        reading them on two threads saved nothing more).
+        One page of ``GET_PAGE`` rows first; past it, every id again (a cheap id-only read,
+        0.55 s for 100k) and then the rows not read yet by id, a page at a time: Chroma reads
+        rows by id ~20 % faster than by ``where`` and ``offset`` (100k rows: 13.1 s against
+        16.2 s; reading them on two threads saved nothing more). The id listing starts at 0,
+        never at ``GET_PAGE``: a row of the first page deleted in between shifts every later
+        row back by one, and an offset listing then skipped the row that moved into the first
+        page's range (tests/test_store_chroma.py).
         """
         res = self._call(self._items.get, where=where, include=["metadatas"], limit=GET_PAGE)
         pages = [res]
         if len(res["ids"]) == GET_PAGE:
-            seen = set(res["ids"])  # a write in between may shift the offset: no row twice
-            listed = self._call(self._items.get, where=where, include=[], offset=GET_PAGE)
+            seen = set(res["ids"])
+            listed = self._call(self._items.get, where=where, include=[])
             rest = [i for i in listed["ids"] if i not in seen]
             pages.extend(
                 self._call(self._items.get, ids=rest[i : i + GET_PAGE], include=["metadatas"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -241,8 +242,11 @@ CLI_WORDS = st.sampled_from(["remember", "recall", "history", "list", "get", "fo
 def test_cli_arguments(args: list[str]) -> None:
     """Any argument list ends in an exit code with a message, never a traceback."""
     folder = tempfile.mkdtemp(prefix="rel-cli-")
-    result = CliRunner(env={FAKE_EMBEDDINGS_ENV: "1"}).invoke(
-        app, ["--path", folder, *args], input="")
+    try:
+        result = CliRunner(env={FAKE_EMBEDDINGS_ENV: "1"}).invoke(
+            app, ["--path", folder, *args], input="")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     figures = FIGURES.setdefault("cli", Counter())
     figures[f"exit {result.exit_code}"] += 1
     assert result.exception is None or isinstance(result.exception, SystemExit), (

@@ -96,8 +96,10 @@ def test_processes_and_threads_lose_nothing_and_keep_one_active_per_key(
             tup = saver.get_tuple(checkpoint_config(thread, cid))
             if tup is None or len(tup.pending_writes) != CHECKPOINT_WRITES:
                 lost_checkpoints.append(cid)
-    actives = {f"shared.k{k}": sum(m.status == "active" for m in profile.history(f"shared.k{k}"))
-               for k in range(KEYS)}
+    histories = {f"shared.k{k}": profile.history(f"shared.k{k}") for k in range(KEYS)}
+    actives = {key: sum(m.status == "active" for m in h) for key, h in histories.items()}
+    crossed = {key: sorted({m.key for m in h} - {key}) for key, h in histories.items()
+               if {m.key for m in h} != {key}}
     expected: dict[str, int] = {}
     for r in results:
         for mid, n in r["access"].items():
@@ -110,7 +112,8 @@ def test_processes_and_threads_lose_nothing_and_keep_one_active_per_key(
                "checkpoints": sum(len(r["checkpoints"]) for r in results),
                "exceptions": len(errors), "lost_items": len(lost_items),
                "lost_memories": len(lost_memories), "lost_checkpoints": len(lost_checkpoints),
-               "active_per_key": actives, "access_counted": sum(expected.values()),
+               "active_per_key": actives, "chains_crossing_keys": crossed,
+               "access_counted": sum(expected.values()),
                "access_counts_wrong": len(wrong_counts)}
     print("\nconcurrency: " + json.dumps(figures))
     store.close()
@@ -118,6 +121,7 @@ def test_processes_and_threads_lose_nothing_and_keep_one_active_per_key(
     assert errors == []
     assert lost_items == [] and lost_memories == [] and lost_checkpoints == []
     assert all(n == 1 for n in actives.values()), actives
+    assert crossed == {}, crossed  # a chain under one key never supersedes another key's
     assert wrong_counts == {}
 
 

@@ -23,6 +23,10 @@ to the new text are judged:
   3. Anything else is left alone: without a model, a changed value under no shared key
      ("lives in Berlin" after "lives in Singapore") is not detected. Give such memories a
      ``key`` and supersession by key handles it.
+
+Either way, a candidate held under a key other than the new memory's is never replaced (its
+key owns the slot: only a write under that key, ``update`` or ``supersede`` ends it); it is
+still judged for contradiction.
 """
 
 from __future__ import annotations
@@ -98,6 +102,9 @@ class VerifyCandidate:
     text: str
     kind: str
     cosine: float
+    key: str | None = None
+    """The candidate's key: one held under a key other than the new memory's is never
+    replaced (its key owns the slot), only judged for contradiction."""
 
 
 _SYSTEM = (

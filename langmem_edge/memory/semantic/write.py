@@ -239,7 +239,7 @@ def _plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterabl
                 or v.get("kind") == "task" or v.get("encrypted") or v.get("scope") != record.scope):
             continue
         out.append(VerifyCandidate(hit.key, v.get("text", ""), v.get("kind", "fact"),
-                                   float(hit.score)))
+                                   float(hit.score), v.get("key") or None))
     out.sort(key=lambda c: -c.cosine)
     return out[: cfg.max_candidates]
 
@@ -260,10 +260,15 @@ def plan_verify(ctx: ProfileContext, record: MemoryRecord, exclude: Sequence[str
     cfg = ctx.config.verification
     candidates = yield from _plan_candidates(ctx, record, exclude)
     verdicts = yield from plan_verdicts(ctx.model, cfg, record.text, record.kind, candidates)
+    other_key = {c.memory_id for c in candidates if c.key is not None and c.key != record.key}
     replaces: list[str] = []
     contradicts: list[str] = []
     for v in verdicts:
-        if v.replaces:
+        if v.replaces and v.memory_id in other_key:
+            logger.info("memory %s would replace %s in profile %r (%s, by %s), but that one "
+                        "is held under another key; both kept", record.id, v.memory_id,
+                        ctx.profile, v.reason, v.by)
+        elif v.replaces:
             replaces.append(v.memory_id)
         elif v.contradicts:
             contradicts.append(v.memory_id)
