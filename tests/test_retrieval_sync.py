@@ -305,6 +305,36 @@ def test_full_load_pages_through_large_collections(tmp_path) -> None:  # type: i
     assert purge_sync_rows(sync, older_than=-1) == 1  # now the marker too
 
 
+def test_a_delete_during_a_full_load_skips_no_other_row(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Regression: the full load paged by offset (retried when markers moved, at most 3
+    times); a row of the first page deleted in between shifted the rest back, and the row
+    that crossed the page boundary was in neither page, never fetched by a later delta."""
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(
+        path=str(tmp_path), settings=Settings(anonymized_telemetry=False)
+    )
+    items, sync, _ = collections(client)
+    writer = SyncWriter()
+    put_items(items, sync, writer,
+              [(f"r{i}", ("u",), f"k{i}", f"row number {i} apple") for i in range(25)])
+    deleted: list[str] = []
+
+    def call(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        got = fn(*args, **kwargs)
+        if kwargs.get("limit") == 10 and kwargs.get("offset", 0) == 0 and len(deleted) < 3:
+            deleted.append(got["ids"][0])  # each first page read: one of it deleted
+            delete_items(items, sync, writer, deleted[-1:])
+        return got
+
+    index = KeywordIndex(ChromaKeywordSource(items, sync, call=call, page_size=10))
+    index.sync()
+    index.sync()  # the delta after the deletes
+    assert {i for i, _ in index.search_keyword("apple", limit=100)} == {
+        f"r{i}" for i in range(25)} - set(deleted)
+
+
 @pytest.mark.server
 def test_server_other_clients_and_processes_are_seen(chroma_server_url: str) -> None:
     from langmem_edge._chroma import open_http_client

@@ -61,9 +61,6 @@ DEFAULT_SETTLE_AFTER = 600.0
 mid-write and settled by :func:`purge_sync_rows` (ten minutes: far beyond any write's
 retries)."""
 
-FULL_LOAD_ATTEMPTS = 3
-"""Paged full loads retried when markers moved during the load (a delete can shift pages)."""
-
 Caller = Callable[..., Any]
 
 
@@ -173,24 +170,23 @@ class ChromaKeywordSource:
         ]
 
     def _full(self) -> list[KeywordRow]:
-        for _ in range(FULL_LOAD_ATTEMPTS):
-            before = self.markers()
-            rows: list[KeywordRow] = []
-            offset = 0
-            while True:
-                got = self.call(
-                    self.items.get,
-                    include=["documents", "metadatas"],
-                    limit=self.page_size,
-                    offset=offset,
-                )
-                rows.extend(self._rows(got))
-                if len(got["ids"]) < self.page_size:
-                    break
-                offset += self.page_size
-            if offset == 0 or self.markers() == before:
-                return rows
-        return rows  # still moving: the next delta sync re-fetches what moved
+        """Every row: one page; past it, every id (an id-only read from offset 0) and the
+        rows not read yet by id. Never pages by offset: a row of an earlier page deleted in
+        between shifts the later ones back, and the row that moves across the page boundary
+        was in neither page, for good (a delta sync only fetches rows that changed). Rows
+        written after :meth:`markers` was read are the next delta's."""
+        fields = ["documents", "metadatas"]
+        got = self.call(self.items.get, include=fields, limit=self.page_size)
+        rows = self._rows(got)
+        if len(got["ids"]) < self.page_size:
+            return rows
+        seen = set(got["ids"])
+        rest = [i for i in self.call(self.items.get, include=[])["ids"] if i not in seen]
+        for start in range(0, len(rest), self.page_size):
+            got = self.call(self.items.get, ids=rest[start:start + self.page_size],
+                            include=fields)
+            rows.extend(self._rows(got))
+        return rows
 
     def changes(self, since: Mapping[str, int] | None) -> ChangeSet:
         if since is None:
