@@ -184,3 +184,42 @@ def test_an_ingest_costs_the_batches_it_cost_before(store: BaseStore) -> None:
     wv.batches.clear()
     tier.add_messages(MORE, "s1")  # nothing new: the read, and the marker settled
     assert len(wv.batches) == 2
+
+
+def test_a_deleted_profile_is_seen_by_a_running_reader(store: BaseStore) -> None:
+    _, _, writer, reader, reference = _views(store)
+    writer.profile("alice").ingest(TALK, session_id="s1")
+    _exact(reader, reference)
+    writer.delete_profile("alice")
+    assert reader.profile("alice").recall_conversation("pottery", scope="all") == []
+    writer.profile("alice").ingest(MORE, session_id="s1")  # made again
+    _exact(reader, reference)
+
+
+def test_a_pruning_writer_settles_a_dead_writers_marker(
+        store: BaseStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langmem_edge.memory.config import IndexCacheConfig
+    from langmem_edge.memory.episodic import writes
+
+    wv, rv, writer, reader, reference = _views(store)
+    writer.profile("alice").ingest(TALK, session_id="s1")
+    _exact(reader, reference)
+    wv.during = lambda: None  # die before settling
+    with contextlib.suppress(Killed):
+        writer.profile("alice").ingest(MORE, session_id="s1")
+    (dead,) = [m for m in store.search((*ROOT, "message-writers"), limit=10)
+               if not m.value["settled"]]
+    # another process prunes at its next write (settle and prune ages made tiny)
+    monkeypatch.setattr(writes, "LOG_CONFIG", IndexCacheConfig(
+        settle_after_seconds=1e-6, prune_interval_seconds=1e-6))
+    other = AgentMemory(View(store))
+    other.profile("alice").ingest(TALK[:2], session_id="s2")
+    markers = {m.key: m.value for m in store.search((*ROOT, "message-writers"), limit=10)}
+    assert markers[dead.key]["settled"] is True and markers[dead.key]["seq"] == (
+        dead.value["seq"])
+    rv.listed.clear()
+    _exact(reader, reference)
+    _no_listing(rv)
+    rv.listed.clear()  # settled and applied: its entries are no longer read
+    reader.profile("alice").recall_conversation("pottery", scope="all")
+    assert rv.listed == [(*ROOT, "message-writers")]

@@ -72,6 +72,7 @@ from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
 from langmem_edge.memory.episodic.recall import message_day
 from langmem_edge.memory.episodic.writes import LOG_CONFIG
+from langmem_edge.memory.index.changes import GENERATION_KEY
 from langmem_edge.memory.index.log import ChangeLog, pending
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import Analyzer
@@ -132,24 +133,30 @@ class MessageIndex:
         self._lock = threading.Lock()
         self._applied: dict[str, int] | None = None  # episodic log numbers applied
         self._synced_at = 0.0  # this process's monotonic clock, for the reload age only
+        self._generation: dict[str, Any] | None = None  # the profile's, at the last sync
 
-    def applied(self, now: float) -> dict[str, int] | None:
+    def applied(self, now: float, generation: dict[str, Any] | None
+                ) -> dict[str, int] | None:
         """The episodic change log's numbers this index applied per writer, or None when a
         profile-wide recall must list every session record: it never did (or that listing
-        was too large to index), or has not synced for ``reload_after_seconds`` (entries
-        older than the retention may be pruned; ``now`` is this process's monotonic
-        clock)."""
+        was too large to index), the profile's ``generation`` item is another than at the
+        last sync (``delete_profile`` removes it first), or it has not synced for
+        ``reload_after_seconds`` (entries older than the retention may be pruned; ``now`` is
+        this process's monotonic clock)."""
         with self._lock:
-            if self._applied is None or now - self._synced_at > (
-                    LOG_CONFIG.reload_after_seconds):
+            if self._applied is None or generation != self._generation or (
+                    now - self._synced_at > LOG_CONFIG.reload_after_seconds):
                 return None
             return dict(self._applied)
 
-    def synced(self, confirmed: Mapping[str, int], now: float) -> None:
+    def synced(self, confirmed: Mapping[str, int], now: float,
+               generation: dict[str, Any] | None) -> None:
         """Record a profile-wide sync that applied every write the markers it read first
-        confirm (``writer -> number``), at monotonic time ``now``."""
+        confirm (``writer -> number``), at monotonic time ``now``, under the profile's
+        ``generation`` item."""
         with self._lock:
             self._applied, self._synced_at = dict(confirmed), now
+            self._generation = generation
 
     def unread(self) -> list[str]:
         """Sessions whose last read was short (a write not visible yet): read them again."""
@@ -330,12 +337,16 @@ def indexed_keyword_plan(
         found = [meta] if meta is not None else []
         scope: list[str] | None = [session_id]
     else:
-        *near_, marker_items = yield StoreStep((*vector, log.probe_op()))
+        *near_, marker_items, gen = yield StoreStep((*vector, log.probe_op(),
+                                                     GetOp(layout.meta, GENERATION_KEY)))
         markers = log.markers(marker_items)
-        now = time.monotonic()
+        now, generation = time.monotonic(), None if gen is None else gen.value
+        generation = generation if isinstance(generation, dict) else None
     near = near_[0] if near_ else None
     if session_id is None:
-        applied = index.applied(now)
+        applied = index.applied(now, generation)
+        if applied is not None and not set(applied) <= set(markers):
+            applied = None  # markers gone: pruned, or the profile deleted
         if applied is None:
             scope = None
             # unfiltered: a pushed-down filter costs ChromaStore a pass over the collection
@@ -353,7 +364,7 @@ def indexed_keyword_plan(
             scope = sorted({*index.unread(), *(i for e in entries for i in e.value.get(
                 "ids", ()) if isinstance(i, str))})
             if not scope:
-                index.synced({w: m.confirmed for w, m in markers.items()}, now)
+                index.synced({w: m.confirmed for w, m in markers.items()}, now, generation)
                 return near, index.rank(query, namespace_prefix=prefix, flt=flt, limit=depth)
             got = yield StoreStep(tuple(GetOp(sessions, sid) for sid in scope))
             found = [it for it in got if it is not None]
@@ -386,7 +397,7 @@ def indexed_keyword_plan(
         pos += n
         index.apply(sid, layout.session_messages(sid), records[sid], reads[sid], items)
     if session_id is None:
-        index.synced({w: m.confirmed for w, m in markers.items()}, now)
+        index.synced({w: m.confirmed for w, m in markers.items()}, now, generation)
     return near, index.rank(query, namespace_prefix=prefix, flt=flt, limit=depth)
 
 
