@@ -102,7 +102,7 @@ def test_a_second_view_sees_a_write_at_its_first_recall_after_it(store: BaseStor
     writer.profile("alice").ingest(MORE, session_id="s2")
     _exact(reader, reference)
     _no_listing(rv)
-    assert rv.listed[0] == (*ROOT, "message-writers")
+    assert rv.listed[0] == (*ROOT, "meta")  # the generation and the markers
 
 
 def test_a_writer_killed_mid_write_is_seen_at_the_next_recall(store: BaseStore) -> None:
@@ -118,7 +118,7 @@ def test_a_writer_killed_mid_write_is_seen_at_the_next_recall(store: BaseStore) 
     rv.listed.clear()
     _exact(reader, reference)  # no clock advanced
     _no_listing(rv)
-    (marker,) = store.search((*ROOT, "message-writers"), limit=10)
+    (marker,) = store.search((*ROOT, "meta", "message-writers"), limit=10)
     assert marker.value["settled"] is False  # until a pruner settles it
     _exact(reader, reference)  # and again: its entries are re-read at every recall
 
@@ -127,10 +127,10 @@ def test_an_old_store_without_markers_is_read_whole_then_followed(store: BaseSto
     wv, rv, writer, reader, reference = _views(store)
     writer.profile("alice").ingest(TALK, session_id="s1")
     writer.profile("alice").ingest(TALK[:2], session_id="s2")
-    for prefix in ((*ROOT, "message-writers"), (*ROOT, "message-changes")):
+    for prefix in ((*ROOT, "meta", "message-writers"), (*ROOT, "message-changes")):
         for it in store.search(prefix, limit=100):
             store.delete(tuple(it.namespace), it.key)  # as a library from before the log
-    assert store.search((*ROOT, "message-writers"), limit=10) == []
+    assert store.search((*ROOT, "meta", "message-writers"), limit=10) == []
     _exact(reader, reference)  # its first recall lists every session record
     assert (*ROOT, "sessions") in rv.listed
     rv.listed.clear()
@@ -207,14 +207,14 @@ def test_a_pruning_writer_settles_a_dead_writers_marker(
     wv.during = lambda: None  # die before settling
     with contextlib.suppress(Killed):
         writer.profile("alice").ingest(MORE, session_id="s1")
-    (dead,) = [m for m in store.search((*ROOT, "message-writers"), limit=10)
+    (dead,) = [m for m in store.search((*ROOT, "meta", "message-writers"), limit=10)
                if not m.value["settled"]]
     # another process prunes at its next write (settle and prune ages made tiny)
     monkeypatch.setattr(writes, "LOG_CONFIG", IndexCacheConfig(
         settle_after_seconds=1e-6, prune_interval_seconds=1e-6))
     other = AgentMemory(View(store))
     other.profile("alice").ingest(TALK[:2], session_id="s2")
-    markers = {m.key: m.value for m in store.search((*ROOT, "message-writers"), limit=10)}
+    markers = {m.key: m.value for m in store.search((*ROOT, "meta", "message-writers"), limit=10)}
     assert markers[dead.key]["settled"] is True and markers[dead.key]["seq"] == (
         dead.value["seq"])
     rv.listed.clear()
@@ -222,4 +222,4 @@ def test_a_pruning_writer_settles_a_dead_writers_marker(
     _no_listing(rv)
     rv.listed.clear()  # settled and applied: its entries are no longer read
     reader.profile("alice").recall_conversation("pottery", scope="all")
-    assert rv.listed == [(*ROOT, "message-writers")]
+    assert rv.listed == [(*ROOT, "meta")]

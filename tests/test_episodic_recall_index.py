@@ -112,13 +112,13 @@ def test_a_steady_recall_reads_no_message_and_an_append_reads_only_its_page() ->
     tier.recall_conversation("camping", scope="all")
     store.reads.clear()
     tier.recall_conversation("pottery", scope="all")
-    assert store.reads == [(*ROOT, "message-writers")]  # the markers: none moved
+    assert store.reads == [(*ROOT, "meta")]  # the generation and markers: none moved
     tier.add_messages(MORE, "s2")
     store.reads.clear()
     first = tier.recall_conversation("freezing lake", scope="all")
     # the markers, the entries of the writer whose marker moved; then the session record
     # it names and the appended messages, by key (the record lists their ids)
-    assert store.reads[0] == (*ROOT, "message-writers")
+    assert store.reads[0] == (*ROOT, "meta")
     assert [r[:-1] for r in store.reads[1:]] == [(*ROOT, "message-changes")]
     assert "freezing" in first[0].content
     store.reads.clear()
@@ -184,7 +184,7 @@ def test_every_message_write_is_a_settled_write_of_the_episodic_log() -> None:
     tier = EpisodicTier(store, ROOT)
 
     def log() -> tuple[list[tuple[int, bool]], list[list[str]]]:
-        markers = store.search((*ROOT, "message-writers"), limit=100)
+        markers = store.search((*ROOT, "meta", "message-writers"), limit=100)
         entries = store.search((*ROOT, "message-changes"), limit=100)
         return ([(m.value["seq"], m.value["settled"]) for m in markers],
                 sorted(e.value["ids"] for e in entries))

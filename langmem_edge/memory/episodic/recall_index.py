@@ -73,7 +73,7 @@ from langmem_edge.memory.episodic.pages import appended_only, store_cache
 from langmem_edge.memory.episodic.recall import message_day
 from langmem_edge.memory.episodic.writes import LOG_CONFIG
 from langmem_edge.memory.index.changes import GENERATION_KEY
-from langmem_edge.memory.index.log import ChangeLog, pending
+from langmem_edge.memory.index.log import MAX_WRITERS, ChangeLog, pending
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import Analyzer
 
@@ -337,11 +337,11 @@ def indexed_keyword_plan(
         found = [meta] if meta is not None else []
         scope: list[str] | None = [session_id]
     else:
-        *near_, marker_items, gen = yield StoreStep((*vector, log.probe_op(),
-                                                     GetOp(layout.meta, GENERATION_KEY)))
-        markers = log.markers(marker_items)
-        now, generation = time.monotonic(), None if gen is None else gen.value
-        generation = generation if isinstance(generation, dict) else None
+        # one search of meta: the generation and the episodic markers below it
+        *near_, probe = yield StoreStep((*vector, SearchOp(layout.meta, limit=MAX_WRITERS)))
+        markers, now = log.markers(probe), time.monotonic()
+        generation = next((dict(it.value) for it in probe if it.key == GENERATION_KEY
+                           and tuple(it.namespace) == layout.meta), None)
     near = near_[0] if near_ else None
     if session_id is None:
         applied = index.applied(now, generation)

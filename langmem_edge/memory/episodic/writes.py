@@ -3,7 +3,7 @@
 Every write of messages or session records (ingest's append, ``delete_messages``,
 ``delete_session``, ``import_jsonl``) is one write ``s`` of a writer ``w`` of the profile's
 episodic change log (:meth:`~langmem_edge.memory.index.log.ChangeLog.of_messages`: markers at
-``(*R, "message-writers")``, entries at ``(*R, "message-changes", w)``), in three steps:
+``(*R, "meta", "message-writers")``, entries at ``(*R, "message-changes", w)``), in three steps:
 
 1. the marker ``(w, s, settled=False)``, put in the batch of a read the write makes anyway
    (ingest's read of the session record and of its messages' ids; a deletion's last read);

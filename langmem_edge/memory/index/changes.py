@@ -13,7 +13,7 @@ the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "deleted")           key = memory id      a deletion's tombstone {"id", "at"}
 
 The markers, entries, the confirmed-number logic and pruning are :mod:`.log`'s, shared with
-the episodic tier's log of message writes (``(*R, "message-writers")``).
+the episodic tier's log of message writes (``(*R, "meta", "message-writers")``).
 
 **Writers.** A writer is a random id with a counter (:class:`~langmem_edge.retrieval.
 chroma_sync.SyncWriter`, the store's keyword-index protocol uses the same one); an index

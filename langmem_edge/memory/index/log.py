@@ -6,8 +6,9 @@ places of the store (``docs/architecture.md``, the protocol section):
 - the semantic tier's records (:mod:`.changes`): markers at ``(*R, "writers")``, entries
   at ``(*R, "changes", writer)``, entries naming memory ids;
 - the episodic tier's message writes (:mod:`langmem_edge.memory.episodic.writes`): markers
-  at ``(*R, "message-writers")``, entries at ``(*R, "message-changes", writer)``, entries
-  naming session ids.
+  at ``(*R, "meta", "message-writers")`` (under ``meta``, so one search of ``meta`` reads
+  them and the profile's generation), entries at ``(*R, "message-changes", writer)``,
+  entries naming session ids.
 
 Two logs in their own namespaces, not one log with a field to filter on: a sync of one
 tier reads every marker of its log (one search by prefix), so markers of the other tier's
@@ -99,11 +100,12 @@ class ChangeLog:
         return SearchOp(self.writers, limit=MAX_WRITERS)
 
     def markers(self, items: Iterable[Item]) -> dict[str, Marker]:
-        """``writer id -> Marker`` of the marker items ``items`` (the probe's result)."""
+        """``writer id -> Marker`` of the marker items among ``items`` (a probe's result)."""
         out: dict[str, Marker] = {}
         for item in items:
             v = item.value
-            if v.get("profile") == self.profile and isinstance(v.get("seq"), int):
+            if tuple(item.namespace) == self.writers and v.get("profile") == self.profile \
+                    and isinstance(v.get("seq"), int):
                 out[item.key] = Marker(int(v["seq"]), bool(v.get("settled", True)))
         return out
 
