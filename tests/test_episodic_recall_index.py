@@ -9,18 +9,13 @@ from typing import Any
 
 import pytest
 from episodic_helpers import BACKENDS, DIMS, store_fixture
-from langgraph.store.base import BaseStore, Op, PutOp, Result, SearchOp
+from langgraph.store.base import BaseStore, Op, Result, SearchOp
 from langgraph.store.memory import InMemoryStore
 from test_episodic_hybrid_recall import TALK  # the same conversation
 
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.episodic import recall_index
-from langmem_edge.memory.episodic import tier as tier_module
-from langmem_edge.memory.episodic.recall_index import (
-    MESSAGES_MARK_KEY,
-    MessageIndex,
-    message_index_for,
-)
+from langmem_edge.memory.episodic.recall_index import MessageIndex, message_index_for
 from langmem_edge.memory.episodic.tier import EpisodicTier
 from langmem_edge.testing import FakeEmbeddings
 
@@ -117,12 +112,14 @@ def test_a_steady_recall_reads_no_message_and_an_append_reads_only_its_page() ->
     tier.recall_conversation("camping", scope="all")
     store.reads.clear()
     tier.recall_conversation("pottery", scope="all")
-    assert store.reads == []  # the messages mark, read by key, has not moved
+    assert store.reads == [(*ROOT, "meta")]  # the generation and markers: none moved
     tier.add_messages(MORE, "s2")
     store.reads.clear()
     first = tier.recall_conversation("freezing lake", scope="all")
-    # the session records; the appended messages by key (the record lists their ids)
-    assert store.reads == [(*ROOT, "sessions")]
+    # the markers, the entries of the writer whose marker moved; then the session record
+    # it names and the appended messages, by key (the record lists their ids)
+    assert store.reads[0] == (*ROOT, "meta")
+    assert [r[:-1] for r in store.reads[1:]] == [(*ROOT, "message-changes")]
     assert "freezing" in first[0].content
     store.reads.clear()
     tier.recall_conversation("freezing", scope="conversation", session_id="s1")
@@ -182,41 +179,25 @@ def test_on_chroma_a_steady_recall_ranks_by_keys_alone(tmp_path: Any) -> None:
         store.close()
 
 
-def test_every_message_write_moves_the_mark() -> None:
+def test_every_message_write_is_a_settled_write_of_the_episodic_log() -> None:
     store = InMemoryStore()
     tier = EpisodicTier(store, ROOT)
 
-    def token() -> str:
-        item = store.get((*ROOT, "meta"), MESSAGES_MARK_KEY)
-        assert item is not None
-        return str(item.value["token"])
+    def log() -> tuple[list[tuple[int, bool]], list[list[str]]]:
+        markers = store.search((*ROOT, "meta", "message-writers"), limit=100)
+        entries = store.search((*ROOT, "message-changes"), limit=100)
+        return ([(m.value["seq"], m.value["settled"]) for m in markers],
+                sorted(e.value["ids"] for e in entries))
 
     tier.add_messages(TALK, "s1")
-    seen = [token()]
-    tier.add_messages(TALK, "s1")  # nothing new: no write, the mark stays
-    assert token() == seen[-1]
-    tier.add_messages(MORE, "s1")
-    seen.append(token())
+    assert log() == ([(1, True)], [["s1"]])
+    tier.add_messages(TALK, "s1")  # nothing new: no entry, the marker settled
+    assert log() == ([(2, True)], [["s1"]])
+    tier.add_messages(MORE, "s2")
     tier.delete_messages("s1", [tier.list_messages("s1")[0].id])
-    seen.append(token())
-    tier.delete_session("s1")
-    seen.append(token())
-    assert len(set(seen)) == len(seen)
-
-
-def test_a_write_without_the_mark_is_seen_once_the_mark_is_rechecked(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    store = InMemoryStore()  # no vector index: what recall finds is the keyword side's
-    tier = EpisodicTier(store, ROOT)
-    tier.add_messages(TALK, "s1")
-    assert tier.recall_conversation("freezing", scope="all") == []
-    # a writer that moves no mark (a library version from before it)
-    monkeypatch.setattr(tier_module, "messages_mark_op",
-                        lambda layout: PutOp((*layout.root, "elsewhere"), "x", {"a": 1}))
-    tier.add_messages(MORE, "s1")
-    assert tier.recall_conversation("freezing", scope="all") == []  # trusted for now
-    monkeypatch.setattr(recall_index, "MARK_RECHECK_SECONDS", 0.0)
-    assert "freezing" in tier.recall_conversation("freezing", scope="all")[0].content
+    tier.delete_session("s2")
+    assert log() == ([(5, True)], [["s1"], ["s1"], ["s2"], ["s2"]])
+    assert store.search((*ROOT, "writers"), limit=10) == []  # not the semantic tier's log
 
 
 def test_another_store_object_writing_the_same_chroma_is_seen(tmp_path: Any) -> None:

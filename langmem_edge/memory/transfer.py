@@ -70,7 +70,7 @@ from langmem_edge.memory.core.validate import check_profile_name
 from langmem_edge.memory.documents import Document
 from langmem_edge.memory.documents.plans import DocumentScope, plan_restore
 from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
-from langmem_edge.memory.episodic.recall_index import messages_mark_op
+from langmem_edge.memory.episodic.writes import plan_put_absent
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.records import MemoryRecord, utcnow
@@ -499,9 +499,16 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
             for lo in range(0, len(todo), IMPORT_BATCH):
                 chunk = todo[lo: lo + IMPORT_BATCH]
                 spots = [(kind.namespace(layout, ln.label), ln.key) for ln in chunk]
-                got = yield batch(store, [GetOp(ns, key) for ns, key in spots])
-                new = [(ln, spot) for ln, spot, it in zip(chunk, spots, got, strict=True)
-                       if it is None]
+                messages = kind.name in ("message", "session")
+                if messages:  # one message write of the episodic change protocol
+                    fresh = yield from plan_put_absent(
+                        store, layout, [(ns, key, ln.value, _put_index(kind, ln.value))
+                                        for ln, (ns, key) in zip(chunk, spots, strict=True)],
+                        [ln.key if kind.name == "session" else str(ln.label) for ln in chunk])
+                else:
+                    got = yield batch(store, [GetOp(ns, key) for ns, key in spots])
+                    fresh = [it is None for it in got]
+                new = [(ln, spot) for ln, spot, f in zip(chunk, spots, fresh, strict=True) if f]
                 existing[type_name] += len(chunk) - len(new)
                 if new and kind.name == "memory":
                     if index is None:
@@ -515,15 +522,9 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
                                           page=memory.config.index.page_size)
                     for ln, _ in new:
                         yield from plan_restore(scope, ln.value)
-                elif new:
-                    # messages and session records move the messages mark (recall_index.py)
-                    marks = [messages_mark_op(layout)] if kind.name in (
-                        "message", "session") else []
-                    yield batch(store, [*marks, *(PutOp(ns, key, ln.value,
-                                                        index=_put_index(kind, ln.value))
-                                                  for ln, (ns, key) in new)])
-                    if marks:
-                        yield batch(store, [messages_mark_op(layout)])
+                elif new and not messages:
+                    yield batch(store, [PutOp(ns, key, ln.value, index=_put_index(kind, ln.value))
+                                        for ln, (ns, key) in new])
                 written[type_name] += len(new)
                 done += len(chunk)
                 if on_progress is not None:

@@ -6,6 +6,8 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "meta")                  the profile's generation
     (*R, "writers")               the change protocol's markers, key = writer id
     (*R, "changes", writer)       the change protocol's entries, key = sequence number
+    (*R, "meta", "message-writers")  the episodic tier's markers (message writes), key = writer
+    (*R, "message-changes", w)    the episodic tier's entries, key = sequence number
     (*R, "access", memory id)     access counts of one memory, key = writer id
     (*R, "messages", session)     the episodic tier's raw messages, key = message id
     (*R, "overlays", session)     the episodic tier's compaction overlays
@@ -45,6 +47,8 @@ class ProfileLayout:
         self.meta = (*root, "meta")
         self.changes = (*root, "changes")
         self.writers = (*root, "writers")
+        self.message_writers = (*root, "meta", "message-writers")  # read with the generation
+        self.message_changes = (*root, "message-changes")
         self.access = (*root, "access")
         self.sessions = (*root, "sessions")
         self.contacts = (*root, "contacts")
@@ -86,7 +90,8 @@ class ProfileLayout:
         """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
         the generation marker, and anything unknown): the records, the episodic tier's
         messages, overlays and sessions, the working and reflective tiers, the access counts,
-        the documents, the change log and its markers."""
+        the documents, both change logs and the semantic one's markers (the episodic markers
+        are under ``meta``: they go with it)."""
         return [self.memories, self.messages, (*self.root, "overlays"), self.sessions,
                 self.working(), self.reflective(), self.documents(), self.access,
-                self.changes, self.writers]
+                self.changes, self.writers, self.message_changes]

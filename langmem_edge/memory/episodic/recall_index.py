@@ -30,19 +30,23 @@ In a session that never lost a message (``count == next_seq``) a read must retur
 ``seq`` it covers; a short read (a write not yet visible) is used for this call and the
 session read again at the next.
 
-**The messages mark** spares a profile-wide recall the listing of the session records (one
-unfiltered search) when nothing changed. Every message write (ingest, deletions,
-``import_jsonl``) puts a fresh random token at ``(*R, "meta")`` / ``"messages"``
-(:func:`messages_mark_op`) in its own batch and again in a batch right after it. A
-profile-wide recall reads the mark by key in the batch of its vector search; if it holds
-the token read before the index's last listing, every write that completed before this
-read had completed its second batch before that listing began (else the token would have
-moved since), so the listing saw it: the index is used as it is. Otherwise the records are
-listed and compared as above. A ``scope="conversation"`` recall reads its one session
-record by key instead. The mark is trusted for at most :data:`MARK_RECHECK_SECONDS`, which
-bounds how long a write it does not show stays unseen: a writer that died between its two
-batches, or a library version from before the mark. The price of exactness is one read by
-key per recall (the records listing when something changed), instead of every message.
+**Which sessions to compare.** A ``scope="conversation"`` recall reads its one session
+record by key. A profile-wide recall would have to list every session record (one
+unfiltered search, the cost of the namespace) to find the ones that changed; it lists them
+only at its first recall in a process (or of a store from before the change protocol) and
+after ``reload_after_seconds`` (30 min) without a sync. Otherwise it asks the episodic change
+log (:mod:`.writes`, every message write is a write of the writer id + sequence protocol):
+it reads every episodic marker in the batch of its vector search; for each writer whose
+marker confirms a number other than the one this index applied, or is unsettled, it reads
+the writer's entries above the applied number and re-reads by key only the session records
+they name (and those whose last read was short), then compares them as above and records
+the confirmed numbers as applied. No marker moved and none unsettled: the index is used as
+it is. Exact because a marker confirming a write is put after that write's rows and entry,
+and the markers are read before the entries and the records (``docs/architecture.md``, the
+protocol section); a writer that died mid-write leaves its marker unsettled, so its entries
+are re-read at every recall until a pruner settles it. The price of exactness is one
+search of the markers per recall (the entries and the named records when something
+changed), instead of every message.
 
 Limits: profiles with more than :data:`MAX_INDEXED_MESSAGES` messages in scope, stores that
 expire items by default, and ``EpisodicConfig(recall_index=False)`` are scanned as before.
@@ -54,13 +58,12 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
 
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.layout import ProfileLayout
@@ -68,19 +71,19 @@ from langmem_edge.memory.core.plans import Call, Plan, StoreStep
 from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
 from langmem_edge.memory.episodic.recall import message_day
+from langmem_edge.memory.episodic.writes import LOG_CONFIG
+from langmem_edge.memory.index.changes import GENERATION_KEY
+from langmem_edge.memory.index.log import MAX_WRITERS, ChangeLog, pending
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import Analyzer
 
 __all__ = [
-    "MARK_RECHECK_SECONDS",
     "MAX_INDEXED_MESSAGES",
     "MAX_INDEXED_PROFILES",
-    "MESSAGES_MARK_KEY",
     "MessageIndex",
     "SessionRead",
     "indexed_keyword_plan",
     "message_index_for",
-    "messages_mark_op",
     "nearest_messages_plan",
 ]
 
@@ -91,15 +94,6 @@ bounds the memory one profile's index takes (about 1 KB a message)."""
 MAX_INDEXED_PROFILES = 64
 """Profiles whose message index one store's cache keeps (least recently used dropped
 first)."""
-
-MESSAGES_MARK_KEY = "messages"
-"""Key of the profile's messages mark in ``(*R, "meta")``."""
-
-MARK_RECHECK_SECONDS = 30.0
-"""Longest time (this process's monotonic clock) a profile-wide recall trusts an unchanged
-messages mark without listing the session records again: bounds how long a write the mark
-does not show (a writer that died between its two batches, or a library version that writes
-no mark) stays unseen."""
 
 SessionRead = tuple[int, int] | None
 """What a session needs read before a search: the appended ``(lo, hi)`` seq range, or None
@@ -115,16 +109,6 @@ class _Session:
     def __init__(self) -> None:
         self.record: dict[str, Any] | None = None
         self.order: list[str] = []
-
-
-def messages_mark_op(layout: ProfileLayout) -> PutOp:
-    """The put of a fresh profile messages mark, ``(*R, "meta")`` / ``"messages"``: a random
-    token, written (not embedded) in the batch of every message write and again right after
-    it, so a profile-wide recall that finds the token it saw before its last listing of the
-    session records knows no write completed since (see the module docstring)."""
-    return PutOp(layout.meta, MESSAGES_MARK_KEY,
-                 {"kind": "messages-mark", "profile": layout.profile,
-                  "token": uuid.uuid4().hex}, index=False)
 
 
 class MessageIndex:
@@ -147,24 +131,44 @@ class MessageIndex:
         self._items: dict[str, Item] = {}
         self._terms: dict[str, Fields] = {}
         self._lock = threading.Lock()
-        self._listed: tuple[str | None, float] | None = None  # (mark token, when) of a listing
+        self._applied: dict[str, int] | None = None  # episodic log numbers applied
+        self._synced_at = 0.0  # this process's monotonic clock, for the reload age only
+        self._generation: dict[str, Any] | None = None  # the profile's, at the last sync
 
-    def current(self, token: str | None) -> bool:
-        """Whether a profile-wide recall that just read mark ``token`` may skip listing the
-        session records: the mark read before the last listing is the same, that listing is
-        younger than :data:`MARK_RECHECK_SECONDS`, and every indexed session was read
-        whole."""
+    def applied(self, now: float, generation: dict[str, Any] | None
+                ) -> dict[str, int] | None:
+        """The episodic change log's numbers this index applied per writer, or None when a
+        profile-wide recall must list every session record: it never did (or that listing
+        was too large to index), the profile's ``generation`` item is another than at the
+        last sync (``delete_profile`` removes it first), or it has not synced for
+        ``reload_after_seconds`` (entries older than the retention may be pruned; ``now`` is
+        this process's monotonic clock)."""
         with self._lock:
-            listed = self._listed
-            return (listed is not None and listed[0] == token
-                    and time.monotonic() - listed[1] < MARK_RECHECK_SECONDS
-                    and all(e.record is not None for e in self._sessions.values()))
+            if self._applied is None or generation != self._generation or (
+                    now - self._synced_at > LOG_CONFIG.reload_after_seconds):
+                return None
+            return dict(self._applied)
 
-    def listed(self, token: str | None, at: float) -> None:
-        """Record a listing of every session record, done after reading mark ``token`` at
-        monotonic time ``at``."""
+    def synced(self, confirmed: Mapping[str, int], now: float,
+               generation: dict[str, Any] | None) -> None:
+        """Record a profile-wide sync that applied every write the markers it read first
+        confirm (``writer -> number``), at monotonic time ``now``, under the profile's
+        ``generation`` item."""
         with self._lock:
-            self._listed = (token, at)
+            self._applied, self._synced_at = dict(confirmed), now
+            self._generation = generation
+
+    def unread(self) -> list[str]:
+        """Sessions whose last read was short (a write not visible yet): read them again."""
+        with self._lock:
+            return [sid for sid, e in self._sessions.items() if e.record is None]
+
+    def counted(self, records: Mapping[str, Mapping[str, Any]]) -> int:
+        """Messages in the profile once the sessions of ``records`` have those records."""
+        with self._lock:
+            old = sum(int(e.record.get("count", e.record["next_seq"])) for sid, e in
+                      self._sessions.items() if e.record is not None and sid not in records)
+        return old + sum(int(r.get("count", r["next_seq"])) for r in records.values())
 
     def plan_reads(self, records: Mapping[str, Mapping[str, Any]]) -> dict[str, SessionRead]:
         """What to read for the sessions in scope (``session id -> record`` just read):
@@ -318,40 +322,59 @@ def indexed_keyword_plan(
     flt: Mapping[str, Any], depth: int, session_id: str | None, layout: ProfileLayout,
     config: EpisodicConfig,
 ) -> Plan[tuple[list[Item] | None, list[tuple[str, float]] | None]]:
-    """Run ``search`` (the vector side, if given) with the read of the session records in
-    scope, bring ``index`` up to date with them and rank by it: ``(vector hits, keyword
-    ranking)``, the hits None without ``search``; the ranking is None when the scope holds
+    """Run ``search`` (the vector side, if given) with the read of the episodic markers
+    (profile-wide) or of the session record (``session_id``), bring ``index`` up to date
+    (the module docstring) and rank by it: ``(vector hits, keyword ranking)``, the hits None
+    without ``search``; the ranking is None when the scope holds
     more than :data:`MAX_INDEXED_MESSAGES` messages (the caller scans instead). ``flt``
     beyond ``profile`` (role, contact) is applied to the ranking."""
     profile = layout.profile
     sessions, page = layout.sessions, config.scan_page_size
-    token: str | None = None
-    listed_at = 0.0
+    log = ChangeLog.of_messages(layout)
     vector: tuple[SearchOp, ...] = () if search is None else (search,)
     if session_id is not None:
         *near_, meta = yield StoreStep((*vector, GetOp(sessions, session_id)))
         found = [meta] if meta is not None else []
+        scope: list[str] | None = [session_id]
     else:
-        *near_, mark = yield StoreStep((*vector, GetOp(layout.meta, MESSAGES_MARK_KEY)))
+        # one search of meta: the generation and the episodic markers below it
+        *near_, probe = yield StoreStep((*vector, SearchOp(layout.meta, limit=MAX_WRITERS)))
+        markers, now = log.markers(probe), time.monotonic()
+        generation = next((dict(it.value) for it in probe if it.key == GENERATION_KEY
+                           and tuple(it.namespace) == layout.meta), None)
     near = near_[0] if near_ else None
     if session_id is None:
-        token = mark.value.get("token") if mark is not None else None
-        if index.current(token):
-            return near, index.rank(query, namespace_prefix=prefix, flt=flt, limit=depth)
-        listed_at = time.monotonic()
-        # unfiltered: a pushed-down filter costs ChromaStore a pass over the collection
-        (found,) = yield StoreStep((SearchOp(sessions, limit=page),))
-        while len(found) % page == 0 and 0 < len(found) < MAX_INDEXED_MESSAGES:
-            (more,) = yield StoreStep((SearchOp(sessions, limit=page, offset=len(found)),))
-            found = [*found, *more]
-            if not more:
-                break
+        applied = index.applied(now, generation)
+        if applied is not None and not set(applied) <= set(markers):
+            applied = None  # markers gone: pruned, or the profile deleted
+        if applied is None:
+            scope = None
+            # unfiltered: a pushed-down filter costs ChromaStore a pass over the collection
+            (found,) = yield StoreStep((SearchOp(sessions, limit=page),))
+            while len(found) % page == 0 and 0 < len(found) < MAX_INDEXED_MESSAGES:
+                (more,) = yield StoreStep((SearchOp(sessions, limit=page,
+                                                    offset=len(found)),))
+                found = [*found, *more]
+                if not more:
+                    break
+        else:
+            since = pending(markers, applied)
+            entries = (yield from log.plan_entries(None, since, config.scan_page_size)
+                       ) if since else []
+            scope = sorted({*index.unread(), *(i for e in entries for i in e.value.get(
+                "ids", ()) if isinstance(i, str))})
+            if not scope:
+                index.synced({w: m.confirmed for w, m in markers.items()}, now, generation)
+                return near, index.rank(query, namespace_prefix=prefix, flt=flt, limit=depth)
+            got = yield StoreStep(tuple(GetOp(sessions, sid) for sid in scope))
+            found = [it for it in got if it is not None]
     records = {it.key: it.value for it in found
                if it.value.get("profile") == profile and "next_seq" in it.value}
-    if sum(int(r.get("count", r["next_seq"])) for r in records.values()) > (
+    if (index.counted(records) if scope is not None and session_id is None else sum(
+            int(r.get("count", r["next_seq"])) for r in records.values())) > (
             MAX_INDEXED_MESSAGES):
         return near, None
-    index.forget_missing(list(records), None if session_id is None else [session_id])
+    index.forget_missing(list(records), scope)
     reads = index.plan_reads(records)
     ops: list[GetOp | SearchOp] = []
     spans: list[tuple[str, int]] = []
@@ -374,7 +397,7 @@ def indexed_keyword_plan(
         pos += n
         index.apply(sid, layout.session_messages(sid), records[sid], reads[sid], items)
     if session_id is None:
-        index.listed(token, listed_at)
+        index.synced({w: m.confirmed for w, m in markers.items()}, now, generation)
     return near, index.rank(query, namespace_prefix=prefix, flt=flt, limit=depth)
 
 

@@ -35,10 +35,11 @@ Limits: ``max_messages_per_call`` (500) messages and ``max_message_bytes`` (32 K
 message; above either, :class:`~langmem_edge.errors.LimitExceededError` names the message and
 nothing is written. Everything is validated before the first write, extraction runs before
 the messages are written (a failing model leaves nothing behind), and the messages and the
-session record are then written in one ``batch`` (with the profile's messages mark, put
-again in a batch right after it: :mod:`.recall_index`). Two processes ingesting *new* messages into
-the same session at the same moment may give two messages the same ``seq`` (ties are ordered
-by id); ingest a session from one writer at a time.
+session record are then written in one ``batch`` (one write of the episodic change
+protocol, :mod:`.writes`: its marker rides in the first read, its settled marker in a batch
+after the write). Two processes ingesting *new* messages into the same session at the same
+moment may give two messages the same ``seq`` (ties are ordered by id); ingest a session
+from one writer at a time.
 
 **Extraction** on ingest covers the new messages, with up to ``extraction_context_messages``
 (2) earlier messages of the session shown as context: with a model,
@@ -98,11 +99,8 @@ from langmem_edge.memory.episodic.compaction import (
     page_ops,
     window_plan,
 )
-from langmem_edge.memory.episodic.embedded import (
-    MESSAGE_INDEX_FIELDS,
-    repair_ops,
-    repair_range,
-)
+from langmem_edge.memory.episodic.deletion import delete_messages_plan, delete_session_plan
+from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
 from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     StoredMessage,
@@ -126,11 +124,11 @@ from langmem_edge.memory.episodic.recall_index import (
     MessageIndex,
     indexed_keyword_plan,
     message_index_for,
-    messages_mark_op,
     nearest_messages_plan,
 )
 from langmem_edge.memory.episodic.rules import rule_based_memories
-from langmem_edge.memory.episodic.sessions import record_after_append, record_after_delete
+from langmem_edge.memory.episodic.sessions import record_after_append
+from langmem_edge.memory.episodic.writes import MessageWrite, plan_message_write
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
@@ -228,9 +226,16 @@ class EpisodicTier:
         unique: dict[str, dict[str, Any]] = {}
         for norm in normalize_messages(messages, self.config, now=now):
             unique.setdefault(message_id(sid, norm["role"], norm["content"]), norm)
+        return (yield from plan_message_write(self.store, self.layout, lambda write: (
+            self._append_plan(write, unique, sid, now, contact, extract, confirm_later))))
+
+    def _append_plan(self, write: MessageWrite, unique: dict[str, dict[str, Any]], sid: str,
+                     now: datetime, contact: str | None, extract: bool, confirm_later: bool
+                     ) -> Plan[IngestOutcome]:
+        """Ingest as one message write (:mod:`.writes`): its marker in the first read."""
         ns = self.messages_namespace(sid)
-        found = yield StoreStep((GetOp(self.sessions_namespace, sid),
-                                 *(GetOp(ns, mid) for mid in unique)))
+        *found, _ = yield StoreStep((GetOp(self.sessions_namespace, sid),
+                                     *(GetOp(ns, mid) for mid in unique), write.begin))
         meta = found[0] if found[0] is not None and found[0].value.get("profile") == (
             self.profile) else None
         start = int(meta.value["next_seq"]) if meta else 0
@@ -272,11 +277,10 @@ class EpisodicTier:
                 meta.value if meta else None, new, profile=self.profile, session_id=sid,
                 page_size=ps, start=start, now=now, contact=contact,
                 extracted_to=_mark_after(mark, start, end, extract, confirm_later))
-            yield StoreStep((messages_mark_op(self.layout),
-                             *(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
-                                     index=MESSAGE_INDEX_FIELDS) for m in new),
-                             PutOp(self.sessions_namespace, sid, value, index=False)))
-            yield StoreStep((messages_mark_op(self.layout),))
+            yield StoreStep(write.rows(
+                [*(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
+                         index=MESSAGE_INDEX_FIELDS) for m in new),
+                 PutOp(self.sessions_namespace, sid, value, index=False)], [sid]))
         elif behind and not confirm_later:
             yield from self._confirm_plan(sid, end)
         return IngestOutcome(messages=new, memories=memories, resumed=behind,
@@ -428,53 +432,6 @@ class EpisodicTier:
             analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b, field_weights=weights,
             context_turns=cfg.recall_context_turns))
 
-    def _delete_session_plan(self, session_id: str) -> Plan[int]:
-        sid = validate_session_id(session_id)
-        flt = {"profile": self.profile}
-        cap = 10**9
-        msgs = yield from self._scan_plan(self.messages_namespace(sid), flt, cap)
-        overlays = yield from self._scan_plan(self.overlays_namespace(sid), flt, cap)
-        (meta,) = yield StoreStep((GetOp(self.sessions_namespace, sid),))
-        ops = [PutOp(it.namespace, it.key, None) for it in (*msgs, *overlays)]
-        if meta is not None:
-            ops.append(PutOp(self.sessions_namespace, sid, None))
-            ops.append(PutOp(self.overlays_namespace(sid)[:-1], sid, None))  # overlays mark
-        if ops:
-            yield StoreStep((messages_mark_op(self.layout), *ops))
-            yield StoreStep((messages_mark_op(self.layout),))
-        return len(msgs)
-
-    def _delete_messages_plan(self, session_id: str, message_ids: Iterable[str]) -> Plan[int]:
-        sid = validate_session_id(session_id)
-        ids = list(dict.fromkeys(message_ids))
-        ns = self.messages_namespace(sid)
-        found = yield StoreStep((GetOp(self.sessions_namespace, sid),
-                                 *(GetOp(ns, mid) for mid in ids)))
-        meta, items = found[0], [it for it in found[1:]
-                                 if it is not None and it.value.get("profile") == self.profile]
-        if not items:
-            return 0
-        seqs = {int(it.value["seq"]) for it in items}
-        overlays = yield from self._scan_plan(self.overlays_namespace(sid),
-                                              {"profile": self.profile}, 10**9)
-        stale = [ov for ov in overlays
-                 if any(ov.value["from_seq"] <= s <= ov.value["to_seq"] for s in seqs)]
-        ops = [PutOp(ns, it.key, None) for it in items]
-        ops += [PutOp(ov.namespace, ov.key, None) for ov in stale]
-        gone = {it.key for it in items}
-        ps = int(meta.value.get("page_size", self.config.page_size)) if meta else (
-            self.config.page_size)
-        span = repair_range(seqs)
-        found = yield StoreStep(history_ops(ns, self.profile, *span, ps,
-                                            meta.value if meta else None))
-        ops += repair_ops(ns, found, gone, span=span, profile=self.profile)
-        if meta is not None:
-            ops.append(PutOp(self.sessions_namespace, sid,
-                             record_after_delete(meta.value, seqs, gone), index=False))
-        yield StoreStep((messages_mark_op(self.layout), *ops))
-        yield StoreStep((messages_mark_op(self.layout),))
-        return len(items)
-
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool
                      ) -> Plan[ContextWindow]:
         sid = validate_session_id(session_id)
@@ -584,16 +541,16 @@ class EpisodicTier:
 
     def delete_session(self, session_id: str) -> int:
         """Delete a session's messages, overlays and record; returns the messages deleted."""
-        return self._run(self._delete_session_plan(session_id))
+        return self._run(delete_session_plan(self, session_id))
 
     async def adelete_session(self, session_id: str) -> int:
         """Async :meth:`delete_session`."""
-        return await self._arun(self._delete_session_plan(session_id))
+        return await self._arun(delete_session_plan(self, session_id))
 
     def delete_messages(self, session_id: str, message_ids: Iterable[str]) -> int:
         """Delete messages (see :func:`orphaned_messages`) and the overlays over them."""
-        return self._run(self._delete_messages_plan(session_id, message_ids))
+        return self._run(delete_messages_plan(self, session_id, message_ids))
 
     async def adelete_messages(self, session_id: str, message_ids: Iterable[str]) -> int:
         """Async :meth:`delete_messages`."""
-        return await self._arun(self._delete_messages_plan(session_id, message_ids))
+        return await self._arun(delete_messages_plan(self, session_id, message_ids))

@@ -12,6 +12,9 @@ the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "changes", writer)   key = seq (12 digits) one entry per write {"seq", "ids", "at"}
     (*R, "deleted")           key = memory id      a deletion's tombstone {"id", "at"}
 
+The markers, entries, the confirmed-number logic and pruning are :mod:`.log`'s, shared with
+the episodic tier's log of message writes (``(*R, "meta", "message-writers")``).
+
 **Writers.** A writer is a random id with a counter (:class:`~langmem_edge.retrieval.
 chroma_sync.SyncWriter`, the store's keyword-index protocol uses the same one); an index
 hands one writer to each commit in flight, so one writer's writes never overlap and its
@@ -94,7 +97,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from langmem_edge.memory.core.labels import plan_delete_prefix
 from langmem_edge.memory.core.plans import Plan, batch
@@ -106,6 +109,7 @@ from langmem_edge.memory.index.image import (
     plan_write_image,
     read_image,
 )
+from langmem_edge.memory.index.log import ChangeLog, pending
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.retrieval.index import Marker
 
@@ -133,9 +137,6 @@ GENERATION_KEY = "generation"
 RELOAD_LIMIT = 100_000_000
 """``limit`` of the single search that loads a whole profile."""
 
-MAX_WRITERS = 100_000
-"""Markers one sync reads at most (writers seen within the retention)."""
-
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
@@ -160,20 +161,10 @@ def _generation_of(item: Any, profile: str) -> str | None:
     return gen if isinstance(gen, str) else None
 
 
-def _markers(items: Iterable[Item], profile: str) -> dict[str, Marker]:
-    out: dict[str, Marker] = {}
-    for item in items:
-        v = item.value
-        if v.get("profile") == profile and isinstance(v.get("seq"), int):
-            out[item.key] = Marker(int(v["seq"]), bool(v.get("settled", True)))
-    return out
-
-
 def probe_ops(index: ProfileIndex) -> list[Any]:
     """The reads a sync starts with (the generation and every marker): batch them with other
     reads made before the sync."""
-    return [GetOp(index.layout.meta, GENERATION_KEY),
-            SearchOp(index.layout.writers, limit=MAX_WRITERS)]
+    return [GetOp(index.layout.meta, GENERATION_KEY), ChangeLog.of_records(index.layout).probe_op()]
 
 
 def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
@@ -185,7 +176,7 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
     gen_item, marker_items, image_items, counts = yield batch(store, [
         *probe_ops(index), image_read_op(index), SearchOp(layout.access, limit=RELOAD_LIMIT)])
     generation = _generation_of(gen_item, index.profile)
-    markers = _markers(marker_items, index.profile)
+    markers = ChangeLog.of_records(layout).markers(marker_items)
     with gc_paused():
         image = read_image(index, image_items, generation=generation, writers=set(markers))
         if image is not None:
@@ -262,19 +253,20 @@ def plan_sync(
     if _generation_of(gen_item, index.profile) != index.generation:
         yield from plan_reload(store, index, now)
         return
-    yield from _plan_catch_up(store, index, _markers(marker_items, index.profile))
+    yield from _plan_catch_up(store, index, ChangeLog.of_records(index.layout).markers(
+        marker_items))
     index.synced_at = now
 
 
 def _plan_catch_up(store: BaseStore, index: ProfileIndex, markers: dict[str, Marker]
                    ) -> Plan[None]:
     """Apply the writes ``markers`` (read before this) show this index has not applied."""
-    since = {w: index.applied.get(w, 0) for w, m in markers.items()
-             if not m.settled or m.confirmed != index.applied.get(w, 0)}
+    since = pending(markers, index.applied)
     if not since:
         index.unsettled = set()
         return
-    entries = yield from _plan_entries(store, index, since)
+    entries = yield from ChangeLog.of_records(index.layout).plan_entries(
+        store, since, index.cache.page_size)
     ids = sorted({i for e in entries for i in e.value.get("ids", ()) if isinstance(i, str)})
     if ids:
         got = yield batch(store, [GetOp(index.layout.memories, i) for i in ids])
@@ -290,37 +282,9 @@ def _plan_catch_up(store: BaseStore, index: ProfileIndex, markers: dict[str, Mar
         index.unsettled = {w for w, m in markers.items() if not m.settled}
 
 
-def _plan_entries(store: BaseStore, index: ProfileIndex, since: dict[str, int]
-                  ) -> Plan[list[Item]]:
-    """The entries of each writer in ``since`` with ``seq`` above its number (paged)."""
-    page = index.cache.page_size
-    writers = sorted(since)
-
-    def op(w: str, offset: int) -> SearchOp:
-        return SearchOp(index.layout.entries(w), filter={"seq": {"$gt": since[w]}},
-                        limit=page, offset=offset)
-
-    results = yield batch(store, [op(w, 0) for w in writers])
-    entries: list[Item] = []
-    for w, items in zip(writers, results, strict=True):
-        entries.extend(items)
-        offset = len(items)
-        while len(items) == page:
-            (items,) = yield batch(store, [op(w, offset)])
-            entries.extend(items)
-            offset += len(items)
-    return [e for e in entries if e.value.get("profile") == index.profile]
-
-
 def deleted_namespace(index: ProfileIndex) -> tuple[str, ...]:
     """``(*R, "deleted")``: the tombstones of deleted records, key = memory id."""
     return (*index.layout.root, DELETED)
-
-
-def _marker(index: ProfileIndex, writer: str, seq: int, *, settled: bool) -> PutOp:
-    return PutOp(index.layout.writers, writer,
-                 {"profile": index.profile, "writer": writer, "seq": seq,
-                  "settled": settled, "at": time.time()}, index=False)
 
 
 def plan_commit(
@@ -339,11 +303,12 @@ def plan_commit(
         rewrites = [v["id"] for v, _ in puts
                     if v["id"] in index.values or v["id"] in index.tombstones]
     graves = deleted_namespace(index)
+    log = ChangeLog.of_records(layout)
     back: list[str] = []
     writer = index.take_writer()
     try:
         seq = writer.next_seq()
-        first: list[Any] = [_marker(index, writer.writer_id, seq, settled=False)]
+        first: list[Any] = [log.marker_op(writer.writer_id, seq, settled=False)]
         first += [PutOp(graves, mid, {"profile": index.profile, "id": mid, "at": time.time()},
                         index=False) for mid in deletes]
         new_generation = None
@@ -355,9 +320,7 @@ def plan_commit(
         yield batch(store, first)
         ops: list[Any] = [PutOp(layout.memories, v["id"], v, index=ix) for v, ix in puts]
         ops += [PutOp(layout.memories, mid, None) for mid in deletes]
-        ops.append(PutOp(layout.entries(writer.writer_id), f"{seq:012d}",
-                         {"profile": index.profile, "writer": writer.writer_id, "seq": seq,
-                          "ids": ids, "at": time.time()}, index=False))
+        ops.append(log.entry_op(writer.writer_id, seq, ids))
         yield batch(store, ops)
         with index.lock:
             if new_generation is not None:
@@ -370,8 +333,8 @@ def plan_commit(
                 index.applied[writer.writer_id] = seq  # this index applied it itself
         checks = [GetOp(layout.meta, GENERATION_KEY), *(GetOp(graves, m) for m in rewrites)]
         try:
-            _, gen_item, *found = yield batch(store, [_marker(index, writer.writer_id, seq,
-                                                              settled=True), *checks])
+            _, gen_item, *found = yield batch(store, [
+                log.marker_op(writer.writer_id, seq, settled=True), *checks])
         except Exception as e:  # the write is done; readers re-read it until it settles
             logger.warning("settling write %d of %r failed: %s", seq, index.profile, e)
             gen_item, *found = yield batch(store, checks)
@@ -429,9 +392,7 @@ def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
     layout = index.layout
     mine = index.writer_ids()
     try:
-        head_item, stuck = yield batch(store, [
-            image_head_op(index), SearchOp(layout.writers, filter={"settled": False},
-                                           limit=MAX_WRITERS)])
+        (head_item,) = yield batch(store, [image_head_op(index)])
         head = image_head(index, head_item)
         imaged_at = None if head is None else float(head.get("at", 0.0))
         if _image_due(index, imaged_at, now):
@@ -441,20 +402,13 @@ def plan_prune(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
         cutoff = now - cache.retention_seconds
         if imaged_at is not None:
             cutoff = min(cutoff, imaged_at - cache.retention_seconds)
-        settle = [it for it in stuck if it.key not in mine and it.value.get(
-            "profile") == index.profile and float(it.value.get("at", now)) <
-            now - cache.settle_after_seconds]
-        if settle:
-            yield batch(store, [PutOp(layout.writers, it.key, {**it.value, "settled": True},
-                                      index=False) for it in settle])
-        # by exact prefix, never a list_namespaces match condition: the profile's name is a
-        # label there, and a profile may be called "*"
-        for prefix, keep in ((layout.changes, set()), (layout.writers, mine),
-                             (deleted_namespace(index), set())):
-            yield from plan_delete_prefix(
-                store, prefix, page=cache.page_size, filter={"at": {"$lt": cutoff}},
-                doomed=lambda it, keep=keep, cutoff=cutoff: it.key not in keep
-                and float(it.value.get("at", now)) < cutoff)
+        log = ChangeLog.of_records(layout)
+        yield from log.plan_settle(store, mine, now, cache.settle_after_seconds)
+        yield from log.plan_drop(store, mine, cutoff, cache.page_size)
+        yield from plan_delete_prefix(  # the tombstones, by exact prefix as the log
+            store, deleted_namespace(index), page=cache.page_size,
+            filter={"at": {"$lt": cutoff}},
+            doomed=lambda it: float(it.value.get("at", now)) < cutoff)
     except Exception as e:  # pruning is housekeeping: never fail the write that triggered it
         logger.warning("pruning the change log of %r failed: %s", index.profile, e)
 

@@ -36,6 +36,7 @@ from langmem_edge.memory.config import IndexCacheConfig, RecallConfig
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.index.columns import Columns, ended_at, own_access
+from langmem_edge.memory.index.log import WriterPool
 from langmem_edge.memory.index.values import RecordValues
 from langmem_edge.memory.records import KINDS
 from langmem_edge.retrieval.bm25 import BM25Index, BM25Snapshot
@@ -127,8 +128,7 @@ class ProfileIndex:
         """Access counts read from the store: ``{memory id: {writer: (count, last ISO)}}``."""
         self.count_writer = uuid.uuid4().hex[:16]
         """This index's writer id for access-count items."""
-        self._free_writers: list[SyncWriter] = []
-        self._writer_ids: set[str] = set()
+        self._writers = WriterPool()
         self._clear()
         self.last_prune = 0.0
 
@@ -156,22 +156,15 @@ class ProfileIndex:
     def take_writer(self) -> SyncWriter:
         """A writer for one commit: each commit in flight gets its own, so a writer's writes
         never overlap (its numbers and marker only move forward)."""
-        with self.lock:
-            if self._free_writers:
-                return self._free_writers.pop()
-            writer = SyncWriter()
-            self._writer_ids.add(writer.writer_id)
-            return writer
+        return self._writers.take()
 
     def return_writer(self, writer: SyncWriter) -> None:
         """Give back a writer taken by :meth:`take_writer`."""
-        with self.lock:
-            self._free_writers.append(writer)
+        self._writers.give_back(writer)
 
     def writer_ids(self) -> set[str]:
         """Ids of every writer of this index (their markers are never pruned by it)."""
-        with self.lock:
-            return set(self._writer_ids)
+        return self._writers.ids()
 
     # -- access bumps (written behind) -------------------------------------------------------
 

@@ -1,0 +1,92 @@
+"""The episodic tier's deletions: a session, or some of its messages (each one message write
+of the change protocol, :mod:`.writes`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from langgraph.store.base import GetOp, PutOp
+
+from langmem_edge.memory.core.plans import Plan, StoreStep
+from langmem_edge.memory.episodic.compaction import history_ops
+from langmem_edge.memory.episodic.embedded import repair_ops, repair_range
+from langmem_edge.memory.episodic.messages import validate_session_id
+from langmem_edge.memory.episodic.sessions import record_after_delete
+from langmem_edge.memory.episodic.writes import MessageWrite, plan_message_write
+
+if TYPE_CHECKING:
+    from langmem_edge.memory.episodic.tier import EpisodicTier
+
+__all__ = ["delete_messages_plan", "delete_session_plan"]
+
+SCAN_ALL = 10**9
+"""``cap`` of the scans that find everything of a session to delete."""
+
+
+def delete_session_plan(tier: EpisodicTier, session_id: str) -> Plan[int]:
+    """Delete a session's messages, overlays and record (see
+    :meth:`~.tier.EpisodicTier.delete_session`); returns the messages deleted. The marker
+    goes in the batch that reads the record; a session with a record and nothing else reads
+    it once more (the first read, without a marker, found that there is something to
+    delete)."""
+    sid = validate_session_id(session_id)
+    flt = {"profile": tier.profile}
+    msgs = yield from tier._scan_plan(tier.messages_namespace(sid), flt, SCAN_ALL)
+    overlays = yield from tier._scan_plan(tier.overlays_namespace(sid), flt, SCAN_ALL)
+    if not msgs and not overlays:
+        (meta,) = yield StoreStep((GetOp(tier.sessions_namespace, sid),))
+        if meta is None:
+            return 0  # nothing to delete: no write
+
+    def body(write: MessageWrite) -> Plan[int]:
+        meta, _ = yield StoreStep((GetOp(tier.sessions_namespace, sid), write.begin))
+        ops = [PutOp(it.namespace, it.key, None) for it in (*msgs, *overlays)]
+        if meta is not None:
+            ops.append(PutOp(tier.sessions_namespace, sid, None))
+            ops.append(PutOp(tier.overlays_namespace(sid)[:-1], sid, None))  # overlays mark
+        if ops:
+            yield StoreStep(write.rows(ops, [sid]))
+        return len(msgs)
+
+    return (yield from plan_message_write(tier.store, tier.layout, body))
+
+
+def delete_messages_plan(tier: EpisodicTier, session_id: str, message_ids: Iterable[str]
+                         ) -> Plan[int]:
+    """Delete messages and the overlays over them (see
+    :meth:`~.tier.EpisodicTier.delete_messages`); returns how many. The marker goes in the
+    batch that reads the history around them."""
+    sid = validate_session_id(session_id)
+    ids = list(dict.fromkeys(message_ids))
+    ns = tier.messages_namespace(sid)
+    found = yield StoreStep((GetOp(tier.sessions_namespace, sid),
+                             *(GetOp(ns, mid) for mid in ids)))
+    meta, items = found[0], [it for it in found[1:]
+                             if it is not None and it.value.get("profile") == tier.profile]
+    if not items:
+        return 0
+    seqs = {int(it.value["seq"]) for it in items}
+    overlays = yield from tier._scan_plan(tier.overlays_namespace(sid),
+                                          {"profile": tier.profile}, SCAN_ALL)
+    stale = [ov for ov in overlays
+             if any(ov.value["from_seq"] <= s <= ov.value["to_seq"] for s in seqs)]
+    ops = [PutOp(ns, it.key, None) for it in items]
+    ops += [PutOp(ov.namespace, ov.key, None) for ov in stale]
+    gone = {it.key for it in items}
+    ps = int(meta.value.get("page_size", tier.config.page_size)) if meta else (
+        tier.config.page_size)
+    span = repair_range(seqs)
+
+    def body(write: MessageWrite) -> Plan[int]:
+        *around, _ = yield StoreStep((*history_ops(ns, tier.profile, *span, ps,
+                                                   meta.value if meta else None),
+                                      write.begin))
+        rows = ops + repair_ops(ns, around, gone, span=span, profile=tier.profile)
+        if meta is not None:
+            rows.append(PutOp(tier.sessions_namespace, sid,
+                              record_after_delete(meta.value, seqs, gone), index=False))
+        yield StoreStep(write.rows(rows, [sid]))
+        return len(items)
+
+    return (yield from plan_message_write(tier.store, tier.layout, body))

@@ -1,0 +1,163 @@
+"""The episodic tier's message writes, as writes of the writer id + sequence protocol.
+
+Every write of messages or session records (ingest's append, ``delete_messages``,
+``delete_session``, ``import_jsonl``) is one write ``s`` of a writer ``w`` of the profile's
+episodic change log (:meth:`~langmem_edge.memory.index.log.ChangeLog.of_messages`: markers at
+``(*R, "meta", "message-writers")``, entries at ``(*R, "message-changes", w)``), in three steps:
+
+1. the marker ``(w, s, settled=False)``, put in the batch of a read the write makes anyway
+   (ingest's read of the session record and of its messages' ids; a deletion's last read);
+2. the rows (messages, overlays, session records) and the entry ``(w, s, session ids)``, in
+   one batch;
+3. the marker ``(w, s, settled=True)``, in a batch of its own (where a second batch carried
+   the old "messages mark").
+
+So a message write costs the store the batches it cost before. A write that turns out to
+write nothing (a re-ingest of stored messages) settles its marker in one small batch; a
+write that fails before step 2 settles it too (nothing of it is in the store); a write that
+fails in or after step 2 leaves its marker unsettled: readers re-read its entries at every
+sync until a pruning process settles it (``settle_after_seconds``, 10 min).
+
+The readers are :func:`~.recall_index.indexed_keyword_plan`; why this is exact is argued in
+``docs/architecture.md`` (the protocol section) and :mod:`langmem_edge.memory.index.changes`.
+Pruning (at most every ``prune_interval_seconds`` per process, after a write) settles markers
+of dead writers and drops entries and markers older than ``retention_seconds``; readers that
+have not synced for ``reload_after_seconds`` list every session record again. The numbers are
+:class:`~langmem_edge.memory.config.IndexCacheConfig`'s defaults (:data:`LOG_CONFIG`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from langgraph.store.base import BaseStore, GetOp, PutOp
+
+from langmem_edge.memory.config import IndexCacheConfig
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.index.log import ChangeLog, WriterPool
+
+__all__ = ["LOG_CONFIG", "MessageWrite", "plan_message_write", "plan_put_absent"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LOG_CONFIG = IndexCacheConfig()
+"""Retention, reload age, settle age and prune interval of the episodic change log (the
+profile index's defaults: 1 h, 30 min, 10 min, 5 min)."""
+
+_POOLS: weakref.WeakKeyDictionary[BaseStore, dict[tuple[str, ...], WriterPool]] = (
+    weakref.WeakKeyDictionary())
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(store: BaseStore, log: ChangeLog) -> WriterPool:
+    """This process's writers of ``log`` on ``store`` (by identity; a store that cannot be
+    referenced weakly gets a pool per write, each writer settled before it is dropped)."""
+    with _POOLS_LOCK:
+        try:
+            pools = _POOLS.setdefault(store, {})
+        except TypeError:
+            return WriterPool()
+        return pools.setdefault(log.writers, WriterPool())
+
+
+class MessageWrite:
+    """One write of the episodic change log (see the module docstring).
+
+    Put :attr:`begin` in a read batch before the rows, the rows with :meth:`rows`, then run
+    :meth:`plan_end` (always: it settles the marker, or, after a failure, decides what to do
+    with it).
+    """
+
+    def __init__(self, store: BaseStore, layout: ProfileLayout) -> None:
+        self.store = store
+        self.log = ChangeLog.of_messages(layout)
+        self._pool = _pool(store, self.log)
+        self._writer = self._pool.take()
+        self.seq = self._writer.next_seq()
+        self.wrote = False
+        """Whether :meth:`rows` was called (the rows' batch may have run, wholly or not)."""
+
+    @property
+    def begin(self) -> PutOp:
+        """The unsettled marker, for a batch that runs before the rows'."""
+        return self.log.marker_op(self._writer.writer_id, self.seq, settled=False)
+
+    def rows(self, ops: Sequence[Any], session_ids: Iterable[str]) -> tuple[Any, ...]:
+        """The ops of the rows' batch: ``ops`` and the entry naming ``session_ids``."""
+        self.wrote = True
+        return (*ops, self.log.entry_op(self._writer.writer_id, self.seq,
+                                        sorted(set(session_ids))))
+
+    def plan_end(self, error: BaseException | None = None) -> Plan[None]:
+        """Settle the marker (one batch) and prune when due; after ``error`` in or after the
+        rows' batch, leave the marker unsettled and drop the writer (readers re-read its
+        entries until a pruner settles it)."""
+        if error is not None and self.wrote:
+            logger.warning("message write %d of %r failed after its marker: left unsettled "
+                           "(%s)", self.seq, self.log.profile, error)
+            return
+        settle = self.log.marker_op(self._writer.writer_id, self.seq, settled=True)
+        try:
+            yield batch(self.store, [settle])
+        except Exception as e:  # the write is done; readers re-read it until it settles
+            logger.warning("settling message write %d of %r failed: %s", self.seq,
+                           self.log.profile, e)
+            return
+        self._pool.give_back(self._writer)
+        if error is None:
+            yield from self._plan_prune(time.time())
+
+    def _plan_prune(self, now: float) -> Plan[None]:
+        cfg = LOG_CONFIG
+        if not self._pool.prune_due(now, cfg.prune_interval_seconds):
+            return
+        mine = self._pool.ids()
+        try:
+            yield from self.log.plan_settle(self.store, mine, now, cfg.settle_after_seconds)
+            yield from self.log.plan_drop(self.store, mine, now - cfg.retention_seconds,
+                                          cfg.page_size)
+        except Exception as e:  # housekeeping: never fail the write that triggered it
+            logger.warning("pruning the message log of %r failed: %s", self.log.profile, e)
+
+
+def plan_message_write(store: BaseStore, layout: ProfileLayout,
+                       body: Callable[[MessageWrite], Plan[T]]) -> Plan[T]:
+    """Run plan ``body(write)`` as one :class:`MessageWrite`, ending it as it must whether
+    ``body`` returns or raises; returns what ``body`` returns."""
+    write = MessageWrite(store, layout)
+    try:
+        out = yield from body(write)
+    except Exception as e:
+        yield from write.plan_end(e)
+        raise
+    yield from write.plan_end()
+    return out
+
+
+def plan_put_absent(store: BaseStore, layout: ProfileLayout,
+                    puts: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]],
+                    session_ids: Sequence[str]) -> Plan[list[bool]]:
+    """Put each ``(namespace, key, value, index)`` of ``puts`` that is not in the store yet
+    (messages or session records; ``session_ids[i]`` is the session of ``puts[i]``), as one
+    message write with its marker in the read of what exists; returns which were put."""
+
+    def body(write: MessageWrite) -> Plan[list[bool]]:
+        *got, _ = yield batch(store, [*(GetOp(ns, key) for ns, key, _, _ in puts),
+                                      write.begin])
+        fresh = [it is None for it in got]
+        new = [i for i, f in enumerate(fresh) if f]
+        if new:
+            yield batch(store, write.rows(
+                [PutOp(puts[i][0], puts[i][1], puts[i][2], index=puts[i][3]) for i in new],
+                [session_ids[i] for i in new]))
+        return fresh
+
+    return (yield from plan_message_write(store, layout, body))

@@ -1,0 +1,197 @@
+"""A change log of the writer id + sequence protocol: markers, entries, pruning, writers.
+
+Both change logs of a profile are one :class:`ChangeLog` each, the same mechanism in two
+places of the store (``docs/architecture.md``, the protocol section):
+
+- the semantic tier's records (:mod:`.changes`): markers at ``(*R, "writers")``, entries
+  at ``(*R, "changes", writer)``, entries naming memory ids;
+- the episodic tier's message writes (:mod:`langmem_edge.memory.episodic.writes`): markers
+  at ``(*R, "meta", "message-writers")`` (under ``meta``, so one search of ``meta`` reads
+  them and the profile's generation), entries at ``(*R, "message-changes", writer)``,
+  entries naming session ids.
+
+Two logs in their own namespaces, not one log with a field to filter on: a sync of one
+tier reads every marker of its log (one search by prefix), so markers of the other tier's
+writers in it would make it read entries that never name anything of its own; and a
+prefix search cannot leave a field out on every store without a pass over the collection.
+
+A marker ``{"seq", "settled", "at"}`` confirms every write of its writer up to ``seq`` when
+settled, up to ``seq - 1`` when not (:class:`~langmem_edge.retrieval.index.Marker`); an
+entry ``{"seq", "ids", "at"}`` names what write ``seq`` touched. A reader that applied
+numbers ``applied`` reads the entries of the writers :func:`pending` returns. ``at`` (the
+writer's wall clock) serves pruning only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+
+from langgraph.store.base import BaseStore, Item, PutOp, SearchOp
+
+from langmem_edge.memory.core.labels import plan_delete_prefix
+from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.plans import Plan, StoreStep, batch
+from langmem_edge.retrieval.chroma_sync import SyncWriter
+from langmem_edge.retrieval.index import Marker
+
+__all__ = [
+    "MAX_WRITERS",
+    "ChangeLog",
+    "WriterPool",
+    "pending",
+]
+
+MAX_WRITERS = 100_000
+"""Markers one sync reads at most (writers seen within the retention)."""
+
+
+def pending(markers: Mapping[str, Marker], applied: Mapping[str, int]) -> dict[str, int]:
+    """``{writer: number applied}`` of the writers whose entries a reader must read: their
+    marker is unsettled, or confirms a number other than the one applied."""
+    return {w: applied.get(w, 0) for w, m in markers.items()
+            if not m.settled or m.confirmed != applied.get(w, 0)}
+
+
+class ChangeLog:
+    """The markers and entries of one change log of one profile (pure, but for the plans).
+
+    Args:
+        profile: The profile name written into every value (and checked on every read).
+        writers: The namespace of the markers, key = writer id.
+        changes: The prefix of the entries; one writer's are ``(*changes, writer)``.
+    """
+
+    def __init__(self, profile: str, writers: tuple[str, ...], changes: tuple[str, ...]
+                 ) -> None:
+        self.profile = profile
+        self.writers = writers
+        self.changes = changes
+
+    @classmethod
+    def of_records(cls, layout: ProfileLayout) -> ChangeLog:
+        """The semantic tier's log of ``layout``'s profile."""
+        return cls(layout.profile, layout.writers, layout.changes)
+
+    @classmethod
+    def of_messages(cls, layout: ProfileLayout) -> ChangeLog:
+        """The episodic tier's log of ``layout``'s profile (its message writes)."""
+        return cls(layout.profile, layout.message_writers, layout.message_changes)
+
+    def entries(self, writer: str) -> tuple[str, ...]:
+        """The namespace of ``writer``'s entries."""
+        return (*self.changes, writer)
+
+    def marker_op(self, writer: str, seq: int, *, settled: bool) -> PutOp:
+        """The put of ``writer``'s marker at write ``seq``."""
+        return PutOp(self.writers, writer,
+                     {"profile": self.profile, "writer": writer, "seq": seq,
+                      "settled": settled, "at": time.time()}, index=False)
+
+    def entry_op(self, writer: str, seq: int, ids: Iterable[str]) -> PutOp:
+        """The put of the entry of write ``seq`` of ``writer``, naming ``ids``."""
+        return PutOp(self.entries(writer), f"{seq:012d}",
+                     {"profile": self.profile, "writer": writer, "seq": seq,
+                      "ids": list(ids), "at": time.time()}, index=False)
+
+    def probe_op(self) -> SearchOp:
+        """The read of every marker (batch it with the reads a sync starts with)."""
+        return SearchOp(self.writers, limit=MAX_WRITERS)
+
+    def markers(self, items: Iterable[Item]) -> dict[str, Marker]:
+        """``writer id -> Marker`` of the marker items among ``items`` (a probe's result)."""
+        out: dict[str, Marker] = {}
+        for item in items:
+            v = item.value
+            if tuple(item.namespace) == self.writers and v.get("profile") == self.profile \
+                    and isinstance(v.get("seq"), int):
+                out[item.key] = Marker(int(v["seq"]), bool(v.get("settled", True)))
+        return out
+
+    def plan_entries(self, store: BaseStore | None, since: Mapping[str, int], page: int
+                     ) -> Plan[list[Item]]:
+        """The entries of each writer in ``since`` with ``seq`` above its number (paged);
+        ``store`` None: the plan driver's."""
+        writers = sorted(since)
+
+        def op(w: str, offset: int) -> SearchOp:
+            return SearchOp(self.entries(w), filter={"seq": {"$gt": since[w]}},
+                            limit=page, offset=offset)
+
+        results = yield StoreStep(tuple(op(w, 0) for w in writers), store)
+        entries: list[Item] = []
+        for w, items in zip(writers, results, strict=True):
+            entries.extend(items)
+            offset = len(items)
+            while len(items) == page:
+                (items,) = yield StoreStep((op(w, offset),), store)
+                entries.extend(items)
+                offset += len(items)
+        return [e for e in entries if e.value.get("profile") == self.profile]
+
+    def plan_settle(self, store: BaseStore, mine: set[str], now: float,
+                    settle_after: float) -> Plan[None]:
+        """Settle the markers of other writers left unsettled for ``settle_after`` seconds
+        by their ``at`` (their writer died mid-write; readers have re-read its entries at
+        every sync since, so nothing is lost)."""
+        (stuck,) = yield batch(store, [SearchOp(self.writers, filter={"settled": False},
+                                                limit=MAX_WRITERS)])
+        settle = [it for it in stuck if it.key not in mine
+                  and it.value.get("profile") == self.profile
+                  and float(it.value.get("at", now)) < now - settle_after]
+        if settle:
+            yield batch(store, [PutOp(self.writers, it.key, {**it.value, "settled": True},
+                                      index=False) for it in settle])
+
+    def plan_drop(self, store: BaseStore, mine: set[str], cutoff: float, page: int
+                  ) -> Plan[None]:
+        """Delete the entries, and the markers of other writers, older than ``cutoff``."""
+        # by exact prefix, never a list_namespaces match condition: the profile's name is a
+        # label there, and a profile may be called "*"
+        for prefix, keep in ((self.changes, set()), (self.writers, mine)):
+            yield from plan_delete_prefix(
+                store, prefix, page=page, filter={"at": {"$lt": cutoff}},
+                doomed=lambda it, keep=keep: it.key not in keep
+                and float(it.value.get("at", cutoff)) < cutoff)
+
+
+class WriterPool:
+    """The writers of one process for one change log: each write in flight takes its own,
+    so one writer's writes never overlap and its numbers and marker only move forward."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: list[SyncWriter] = []
+        self._ids: set[str] = set()
+        self.last_prune = time.time()
+        """When this process last pruned the log (wall clock; a new pool first prunes one
+        interval after it was made, so a process's first writes cost no housekeeping)."""
+
+    def take(self) -> SyncWriter:
+        """A writer for one write; give it back with :meth:`give_back` once it settled."""
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            writer = SyncWriter()
+            self._ids.add(writer.writer_id)
+            return writer
+
+    def give_back(self, writer: SyncWriter) -> None:
+        """Return a writer taken by :meth:`take`."""
+        with self._lock:
+            self._free.append(writer)
+
+    def ids(self) -> set[str]:
+        """Ids of every writer of the pool (their markers are never pruned by it)."""
+        with self._lock:
+            return set(self._ids)
+
+    def prune_due(self, now: float, interval: float) -> bool:
+        """Whether this process prunes now (at most once per ``interval``); if so, the
+        time is recorded."""
+        with self._lock:
+            if now - self.last_prune < interval:
+                return False
+            self.last_prune = now
+            return True
