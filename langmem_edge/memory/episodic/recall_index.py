@@ -111,6 +111,11 @@ class _Session:
         self.order: list[str] = []
 
 
+def _matches(value: Mapping[str, Any], flt: Mapping[str, Any]) -> bool:
+    """Whether a message's stored ``value`` has every ``field: value`` of ``flt``."""
+    return all(value.get(k) == v for k, v in flt.items())
+
+
 class MessageIndex:
     """BM25 over one profile's messages, each with its neighbours, speaker and day.
 
@@ -234,8 +239,7 @@ class MessageIndex:
         """:meth:`search` keeping the messages whose value matches every ``field: value`` of
         ``flt`` beyond ``profile`` (``role``, ``contact``)."""
         extra = {k: v for k, v in flt.items() if k != "profile"}
-        accept = (lambda it: all(it.value.get(k) == v for k, v in extra.items())
-                  ) if extra else None
+        accept = (lambda it: _matches(it.value, extra)) if extra else None
         return self.search(query, namespace_prefix=namespace_prefix, limit=limit,
                            accept=accept)
 
@@ -248,7 +252,7 @@ class MessageIndex:
         ``field: value`` of ``flt`` (``profile``, ``role``, ``contact``)."""
         item = self._items.get(key)
         return (item is not None and tuple(item.namespace) == tuple(namespace)
-                and all(item.value.get(k) == v for k, v in flt.items()))
+                and _matches(item.value, flt))
 
     def day(self, key: str) -> str:
         """The day of indexed message ``key`` (``"8 May 2023"``), empty when unknown."""

@@ -195,6 +195,7 @@ class EpisodicTier:
     ) -> None:
         check_namespace(namespace_root, "namespace_root", MAX_ROOT_LABEL_CHARS)
         self.store = store
+        self._ranks_keys = ranks_keys(store)  # a store's kind does not change
         self.root = tuple(namespace_root)
         self.config = config or EpisodicConfig()
         self.model = model
@@ -382,7 +383,7 @@ class EpisodicTier:
         ranked, near = None, None
         if index is not None:  # on a NearestKeys store the index gives the values
             near, ranked = yield from indexed_keyword_plan(
-                index, query, search=None if ranks_keys(self.store) else search,
+                index, query, search=None if self._ranks_keys else search,
                 prefix=prefix, flt=flt, depth=depth, session_id=session_id,
                 layout=self.layout, config=cfg)
         if near is None and ranked is not None and index is not None:
