@@ -21,12 +21,24 @@ store (median of 20). The baseline, measured in the same run: the same window wi
 cache off (every history page read through the store's filtered search, as windows did before
 the cache; p50 of 5), and the ratio between the two. Last, the window right after a 2-message
 turn was ingested (p50 of 5 turns): the cache re-reads only the page the turn wrote to.
+
+Part 3, ``--turns N`` (what a profile's writes cost, through the public API; child processes
+of ``_write_costs.py``): p50 of a 2-message ``Profile.ingest`` and of a ``remember`` (fake
+vectors, so the store's and the tiers' share shows), and ``Profile.ingest`` throughput in
+batches of 500 (``--turn-bulk`` messages, default model) against the model's own. With
+``--before DIR`` (repeatable: checkouts of earlier code) each round runs every code's child
+in turn, so before and after share the machine's load; medians of ``--turn-rounds`` rounds.
+
+    python benchmarks/ingest_bench.py --turns 40 --before ../old --backends chroma
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -160,11 +172,50 @@ def main() -> None:
                         help="comma-separated: memory (InMemoryStore), chroma (embedded)")
     parser.add_argument("--windows-only", action="store_true",
                         help="skip part 1 (ingest throughput); measure window assembly only")
+    parser.add_argument("--turns", type=int, default=0,
+                        help="part 3 only: turns (and remembers) per child, p50 reported")
+    parser.add_argument("--turn-bulk", type=int, default=1000,
+                        help="part 3: messages of the bulk Profile.ingest (0: skip it)")
+    parser.add_argument("--turn-rounds", type=int, default=3, help="part 3: rounds")
+    parser.add_argument("--before", action="append", default=[],
+                        help="part 3: a checkout of earlier code, measured alternately")
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if args.turns:
+        turns_part(backends, args.turns, args.turn_bulk, args.turn_rounds, args.before)
+        return
     if not args.windows_only:
         ingest_part(backends, args.n, args.rounds)
     window_part(backends, args.window_n, args.budget, args.window_repeats)
+
+
+def turns_part(backends: list[str], turns: int, bulk: int, rounds: int,
+               before: list[str]) -> None:
+    """Part 3: every code's ``_write_costs.py`` child in turn, ``rounds`` times."""
+    here = Path(__file__).resolve().parent
+    codes = [("this code", here.parent)] + [(f"before: {b}", Path(b).resolve()) for b in before]
+    rows = []
+    for backend in backends:
+        runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in codes}
+        for _ in range(rounds):
+            for label, root in codes:
+                env = {**os.environ, "PYTHONPATH": str(root)}
+                out = subprocess.run([sys.executable, str(here / "_write_costs.py"), backend,
+                                      str(turns), str(bulk)], env=env, check=True,
+                                     capture_output=True, text=True).stdout
+                runs[label].append(json.loads(out.strip().splitlines()[-1]))
+                print(f"({backend}, {label}: {runs[label][-1]})", file=sys.stderr, flush=True)
+        for label, _ in codes:
+            r = runs[label]
+            rows.append([backend, label,
+                         f"{median([x['turn_ms'] for x in r]):.1f}",
+                         f"{median([x['remember_ms'] for x in r]):.1f}",
+                         f"{median([x['bulk_rate'] for x in r]):,.0f}",
+                         f"{median([x['bulk_rate'] / x['model_rate'] for x in r]):.2f}"])
+    print(f"\n### What a profile's writes cost ({turns} turns and remembers a child, "
+          f"{bulk} messages of bulk ingest, medians of {rounds} rounds)\n")
+    print(table(["backend", "code", "2-message ingest p50 (ms)", "remember p50 (ms)",
+                 "bulk ingest (msg/s)", "bulk ingest / model"], rows))
 
 
 def ingest_part(backends: list[str], n: int, rounds_per: int) -> None:

@@ -164,6 +164,80 @@ def test_another_clients_writes_reach_the_next_search(open_store: Any) -> None:
     assert all(r.key != "new" for r in reader.search(("s",), query="zanzibar"))
 
 
+class SyncWrites:
+    """A caller that records which collections a store writes to (wraps ``store._call``);
+    ``before_write()`` runs before each write call."""
+
+    def __init__(self, store: ChromaStore, before_write: Any = None) -> None:
+        self.inner, self.writes, self.before_write = store._call, [], before_write
+        store._call = self
+
+    def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if fn.__name__ in ("upsert", "update", "delete"):
+            self.writes.append(getattr(fn.__self__, "name", "?").rsplit("-", 1)[-1])
+            if self.before_write is not None:
+                self.before_write()
+        return self.inner(fn, *args, **kwargs)
+
+
+def keyword_rank(store: ChromaStore, query: str, key: str) -> int | None:
+    """The keyword channel's rank of ``key`` for ``query`` in ``("s",)``."""
+    for e in store.explain_search(("s",), query=query, limit=10):
+        if e.item.key == key:
+            return e.channels["keyword"]["rank"]
+    return None
+
+
+def test_a_rewrite_that_keeps_the_indexed_text_takes_no_change_number(open_store: Any) -> None:
+    """A put that leaves an item's keyword document as it is (a new value beside the same
+    text, or ``index=False``) writes the item row alone: no change marker, and readers see
+    the new value and still find the item by the text it is indexed by."""
+    writer = open_store("shared", embed=BlindEmbeddings(DIMS))
+    reader = open_store("shared", embed=BlindEmbeddings(DIMS))
+    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 1})
+    writer.put(("s",), "y", {"text": "unrelated seed text"})
+    assert keyword_rank(reader, "zanzibar", "x") == 1  # the reader's index is loaded
+    seen = SyncWrites(writer)
+    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 2})
+    writer.put(("s",), "x", {"text": "walk in the park", "n": 3}, index=False)
+    assert seen.writes == ["items", "items"]  # the item rows alone, no change marker
+    assert keyword_rank(reader, "zanzibar", "x") == 1  # index=False keeps what x is found by
+    assert reader.get(("s",), "x").value == {"text": "walk in the park", "n": 3}
+    writer.put(("s",), "x", {"text": "walk in the park", "n": 4})  # the text changes
+    assert "sync" in seen.writes
+    assert keyword_rank(reader, "park", "x") == 1
+    assert keyword_rank(reader, "zanzibar", "x") is None
+
+
+def test_a_quiet_rewrite_keeps_the_row_where_readers_fetch_it(open_store: Any) -> None:
+    """A reader that has not yet applied an item's write fetches it by the stamp of that
+    write; a rewrite that takes no number keeps the stamp, so the reader still finds it."""
+    writer = open_store("shared", embed=BlindEmbeddings(DIMS))
+    reader = open_store("shared", embed=BlindEmbeddings(DIMS))
+    reader.put(("s",), "seed", {"text": "unrelated seed text"})
+    assert keyword_rank(reader, "seed", "seed") == 1  # loaded before the writer's writes
+    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 1})
+    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 2})
+    assert keyword_rank(reader, "zanzibar", "x") == 1
+    assert reader.get(("s",), "x").value["n"] == 2
+
+
+def test_a_quiet_rewrite_racing_a_delete_leaves_the_item_deleted(open_store: Any) -> None:
+    """Another process deletes the item between the put's read and its write: the put
+    (concurrent with the delete) takes effect before it, and nothing comes back that the
+    readers' keyword indexes were told is gone."""
+    writer = open_store("shared", embed=BlindEmbeddings(DIMS))
+    other = open_store("shared", embed=BlindEmbeddings(DIMS))
+    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 1})
+    other.put(("s",), "y", {"text": "unrelated seed text"})
+    assert keyword_rank(other, "zanzibar", "x") == 1
+    SyncWrites(writer, before_write=lambda: other.delete(("s",), "x"))
+    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 2})  # same text: quiet
+    assert writer.get(("s",), "x") is None and other.get(("s",), "x") is None
+    assert keyword_rank(other, "zanzibar", "x") is None
+    assert all(r.key != "x" for r in other.search(("s",), query="zanzibar"))
+
+
 async def test_async_twins(open_store: Any) -> None:
     store = open_store()
     fill(store)

@@ -356,16 +356,30 @@ class ChromaStore(
 
         Expiry is checked in Python: a ``where`` next to ``ids`` makes Chroma scan every row.
         """
+        return self._get_rows(ids, now=now)[0]
+
+    def _get_rows(
+        self, ids: list[str], *, now: float | None = None, documents: bool = False
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, str | None]]:
+        """Item rows by id (as :meth:`_get_items`) and, with ``documents``, their keyword
+        documents in the same ``get`` (empty otherwise)."""
         if not ids:
-            return {}
-        res = self._call(self._items.get, ids=ids, include=["metadatas"])
+            return {}, {}
+        res = self._call(
+            self._items.get, ids=ids, include=["metadatas", "documents"] if documents
+            else ["metadatas"]
+        )
         self._names.learn(res["ids"], res["metadatas"])
         self._gens.learn(res["ids"], res["metadatas"])
-        return {
-            iid: meta
-            for iid, meta in zip(res["ids"], res["metadatas"], strict=True)
+        alive = [
+            (i, iid) for i, (iid, meta) in enumerate(zip(res["ids"], res["metadatas"], strict=True))
             if now is None or meta["exp"] > now
-        }
+        ]
+        docs = res.get("documents") or [] if documents else []
+        return (
+            {iid: res["metadatas"][i] for i, iid in alive},
+            {iid: docs[i] for i, iid in alive} if documents else {},
+        )
 
     def _scan_items(
         self, where: dict[str, Any] | None, now: float | None = None

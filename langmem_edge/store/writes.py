@@ -54,7 +54,7 @@ class WriteMixin:
     _last_written: dict[str, int]
     _names: ItemNames
     _gens: Generations
-    _get_items: Callable[..., dict[str, dict[str, Any]]]
+    _get_rows: Callable[..., tuple[dict[str, dict[str, Any]], dict[str, str | None]]]
     _ttl_minutes: Callable[[Any], float | None]
 
     def delete_prefix(self, namespace_prefix: tuple[str, ...], /) -> int:
@@ -98,7 +98,7 @@ class WriteMixin:
             plans.append((op, encoded, (ttl, layout.expiry(now, ttl))))
 
         ids = [layout.item_id(op.namespace, op.key) for op, _, _ in plans]
-        old = self._get_items(ids=ids)
+        old, old_docs = self._get_rows(ids, documents=True)
         texts = {
             iid: self._texts(op)
             for iid, (op, vj, _) in zip(ids, plans, strict=True)
@@ -123,15 +123,12 @@ class WriteMixin:
         vectors = self._vectors_for(
             {i: t for i, t in texts.items() if i not in keep and i not in unchanged}, old
         )
-        kept_docs: dict[str, str] = {}
-        if keep:
-            got = self._call(self._items.get, ids=sorted(keep), include=["documents"])
-            kept_docs = dict(zip(got["ids"], got["documents"] or [], strict=False))
 
         vec_ids, vec_embs, vec_metas = [], [], []
         item_ids, item_metas, item_docs = [], [], []
         stale: list[str] = []
         deletes: list[str] = []
+        quiet = True  # no keyword row changes: every put rewrites an item with its document
         for iid, (op, value_json, ttl_exp) in zip(ids, plans, strict=True):
             prev = old.get(iid)
             if value_json is None:
@@ -146,7 +143,7 @@ class WriteMixin:
                 n_vectors, gen = int(prev["nv"]), str(prev.get("vg", ""))
                 signature = str(prev.get("vt", ""))
                 if iid in keep:
-                    document = kept_docs.get(iid) or document
+                    document = old_docs.get(iid) or document
             else:
                 n_vectors, gen = len(triples), layout.new_generation()
                 signature = layout.texts_signature(triples)
@@ -176,11 +173,13 @@ class WriteMixin:
                 )
             )
             item_docs.append(document)
+            quiet = quiet and prev is not None and document == old_docs.get(iid)
         self._write(
             vectors=(vec_ids, vec_embs, vec_metas),
             items=(item_ids, item_metas, item_docs),
             deletes=deletes,
             stale=stale,
+            quiet=quiet and not deletes,
         )
 
     def _write(
@@ -191,6 +190,7 @@ class WriteMixin:
         deletes: Sequence[str] = (),
         stale: Sequence[str] = (),
         delete_where: dict[str, Any] | None = None,
+        quiet: bool = False,
     ) -> int:
         """Apply one write; every prefix of its calls is a state reads answer right.
 
@@ -216,10 +216,28 @@ class WriteMixin:
         The settled marker follows when the writer falls idle (:meth:`_settle`). Each step
         is split into calls of at most the client's maximum batch size; a crash between two
         of them leaves the write's first items written and the rest not (each item whole).
+
+        A ``quiet`` write changes no row of the keyword index: it only rewrites items that
+        exist with the documents they have (a new value, TTL or ``index=False``; the same
+        indexed texts). It is step 4 alone, as a Chroma ``update`` of the metadata: each row
+        keeps its document and the stamp it had (a reader that fetches it by that stamp
+        indexes what it indexed before), so no number, marker or settle is needed; and an
+        item another process deleted since the put read it stays deleted (``update`` skips
+        ids that are gone: the put, concurrent with the delete, took effect before it), so
+        no row comes back that the keyword index was told is gone. The write markers of
+        ``AgentMemory``'s change protocol are such puts.
         """
         if not (vectors[0] or items[0] or deletes or stale):
             return 0
         with self._write_lock:
+            if quiet:
+                assert not (deletes or stale or vectors[0])
+                item_ids, item_metas, _ = items
+                self._chunked(self._items.update, ids=item_ids, metadatas=item_metas)
+                self._names.learn(item_ids, item_metas)
+                self._gens.learn(item_ids, item_metas)
+                self._written(item_ids, ())
+                return 0
             seq = self._writer.next_seq()
             stamp = self._writer.stamp(seq)
             begin = self._writer.marker(seq, settled=False)

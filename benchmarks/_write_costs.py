@@ -1,0 +1,101 @@
+"""Child of ``ingest_bench.py --turns``: what a profile's writes cost, through the public API.
+
+Run as ``python benchmarks/_write_costs.py BACKEND TURNS BULK`` with ``PYTHONPATH`` set to
+the checkout to measure (only names every version since the memory rooms has are used:
+``AgentMemory``, ``Profile.ingest``, ``Profile.remember``, ``ChromaStore.from_path``,
+``default_embeddings``, ``FakeEmbeddings``), so the code before a change and after it run the
+same measurement. Prints one JSON line:
+
+* ``turn_ms``: p50 of a 2-message ``Profile.ingest`` (model-free: rule-based extraction),
+  ``TURNS`` turns into one session, fake vectors (the store's and the tiers' work, not the
+  model's);
+* ``remember_ms``: p50 of a ``remember`` (5 keys in turn, so 4 in 5 supersede), fake vectors;
+* ``bulk_rate`` / ``model_rate``: messages/s of ``Profile.ingest`` in batches of 500 (the
+  per-call limit) of ``BULK`` distinct messages with the default model (cold cache), and of
+  the model's own ``embed_documents`` on the same texts, measured just before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+from langgraph.store.memory import InMemoryStore  # noqa: E402
+
+from langmem_edge import AgentMemory, ChromaStore, default_embeddings  # noqa: E402
+from langmem_edge.testing import FakeEmbeddings  # noqa: E402
+
+BATCH = 500
+DIMS = 384
+
+
+def open_store(backend: str, embed: Any, folder: str) -> Any:
+    index = {"dims": DIMS, "embed": embed, "fields": ["text"]}
+    if backend == "memory":
+        return InMemoryStore(index=index)  # type: ignore[arg-type]
+    return ChromaStore.from_path(folder, index=index)  # type: ignore[arg-type]
+
+
+def timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def turn(i: int, tag: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"({tag}-{i}) I booked a flight to Lisbon, seat {i}."},
+            {"role": "assistant", "content": f"({tag}-{i}) Noted: seat {i} to Lisbon."}]
+
+
+def per_call(backend: str, turns: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as folder:
+        store = open_store(backend, FakeEmbeddings(DIMS), folder)
+        profile = AgentMemory(store).profile("user:bench")
+        ingest, remember = [], []
+        for i in range(turns):
+            ingest.append(timed(lambda i=i: profile.ingest(turn(i, "t"), session_id="s1")))
+            remember.append(timed(lambda i=i: profile.remember(
+                f"fact number {i} about cedar trees", key=f"topic.{i % 5}")))
+        close = getattr(store, "close", None)
+        if close:
+            close()
+    return statistics.median(ingest), statistics.median(remember)
+
+
+def bulk(backend: str, n: int) -> tuple[float, float]:
+    msgs = [m for i in range(0, n, 2) for m in turn(i, f"b{os.getpid()}")][:n]
+    texts = [m["content"] for m in msgs]
+    cached = default_embeddings()
+    inner = cached.inner  # type: ignore[attr-defined]
+    inner.embed_documents(["warm-up sentence"])
+    model_s = sum(timed(lambda i=i: inner.embed_documents(texts[i:i + BATCH]))
+                  for i in range(0, n, BATCH))
+    with tempfile.TemporaryDirectory() as folder:
+        store = open_store(backend, cached, folder)
+        profile = AgentMemory(store).profile("user:bulk")
+        tier_s = sum(timed(lambda i=i: profile.ingest(msgs[i:i + BATCH], session_id="bulk"))
+                     for i in range(0, n, BATCH))
+        close = getattr(store, "close", None)
+        if close:
+            close()
+    return n / tier_s, n / model_s
+
+
+def main() -> None:
+    backend, turns, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    turn_s, remember_s = per_call(backend, turns)
+    bulk_rate, model_rate = bulk(backend, n) if n else (float("nan"), float("nan"))
+    print(json.dumps({"turn_ms": turn_s * 1000, "remember_ms": remember_s * 1000,
+                      "bulk_rate": bulk_rate, "model_rate": model_rate}))
+
+
+if __name__ == "__main__":
+    main()
