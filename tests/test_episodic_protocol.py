@@ -186,6 +186,27 @@ def test_an_ingest_costs_the_batches_it_cost_before(store: BaseStore) -> None:
     assert len(wv.batches) == 2
 
 
+def test_an_ingest_that_extracts_nothing_moves_the_mark_in_its_write(
+        store: BaseStore) -> None:
+    """A turn the extraction finds nothing in leaves no memory to wait for: the session's
+    extraction mark moves in the messages' write, and no confirming write follows (a turn
+    with memories still confirms after writing them: tests/test_memory_defects.py)."""
+    wv, _, writer, _, _ = _views(store)
+    profile = writer.profile("alice")
+    chatter = [{"role": "user", "content": "hello there"},
+               {"role": "assistant", "content": "hi, how can I help?"}]
+    assert profile.ingest(chatter, session_id="s9").memories_written == []
+    wv.batches.clear()
+    more = [{"role": "user", "content": "just saying hi again"},
+            {"role": "assistant", "content": "hi again!"}]
+    assert profile.ingest(more, session_id="s9").memories_written == []
+    records = [op.value for b in wv.batches for op in b
+               if isinstance(op, PutOp) and op.namespace == (*ROOT, "sessions")]
+    assert len(records) == 1  # with the messages, not after them
+    assert records[0]["extracted_to"] == records[0]["next_seq"] == 4
+    assert profile.ingest(more, session_id="s9").messages_added == 0
+
+
 def test_a_deleted_profile_is_seen_by_a_running_reader(store: BaseStore) -> None:
     _, _, writer, reader, reference = _views(store)
     writer.profile("alice").ingest(TALK, session_id="s1")

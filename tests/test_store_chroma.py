@@ -375,6 +375,35 @@ def test_unchanged_text_is_never_embedded_twice(open_store: Any) -> None:
     assert store.search(("c",), query="new text")[0].score == pytest.approx(1.0)
 
 
+def test_a_batch_of_gets_and_puts_reads_once_and_answers_from_before(open_store: Any
+                                                                      ) -> None:
+    """Reads go first (the gets see the values the puts replace), in one read by ids that
+    also brings the rows the puts replace."""
+    from langgraph.store.base import GetOp
+
+    store = open_store()
+    store.put(("c",), "a", {"text": "old a"})
+    store.put(("c",), "b", {"text": "old b"}, index=False)
+    reads: list[str] = []
+    inner = store._call
+
+    def caller(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if fn.__name__ == "get":
+            reads.append(getattr(fn.__self__, "name", ""))
+        return inner(fn, *args, **kwargs)
+
+    store._call = caller
+    got = store.batch([GetOp(("c",), "a"), GetOp(("c",), "missing"),
+                       PutOp(("c",), "a", {"text": "new a"}),
+                       PutOp(("c",), "b", {"text": "new b"}, index=False)])
+    assert [g and g.value for g in got[:2]] == [{"text": "old a"}, None]
+    assert [r for r in reads if r.endswith("items")] == [reads[0]]  # one read of item rows
+    store._call = inner
+    assert store.get(("c",), "a").value == {"text": "new a"}
+    assert store.search(("c",), query="new a")[0].key == "a"
+    assert store.get(("c",), "b").value == {"text": "new b"}
+
+
 def test_four_threads_putting_lose_nothing(open_store: Any) -> None:
     store = open_store()
     errors: list[BaseException] = []

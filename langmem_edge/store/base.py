@@ -278,17 +278,22 @@ class ChromaStore(
         refresh: dict[str, dict[str, Any]] = {}
 
         gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+        puts = {(op.namespace, op.key): op for op in ops if isinstance(op, PutOp)}
+        rows = None
+        if gets and puts:  # one read for both: the gets' rows and the rows the puts replace
+            rows = self._get_rows(list(dict.fromkeys(
+                layout.item_id(*nk) for nk in [*((op.namespace, op.key) for _, op in gets),
+                                               *puts])), documents=True)
         if gets:
-            self._run_gets(gets, results, refresh, now)
+            self._run_gets(gets, results, refresh, now, rows and rows[0])
         searches = [(i, op) for i, op in enumerate(ops) if isinstance(op, SearchOp)]
         if searches:
             self._run_searches(searches, results, refresh, now)
         for i, op in enumerate(ops):
             if isinstance(op, ListNamespacesOp):
                 results[i] = self._list_namespaces(op, now)
-        puts = {(op.namespace, op.key): op for op in ops if isinstance(op, PutOp)}
         if puts:
-            self._run_puts(list(puts.values()), now)
+            self._run_puts(list(puts.values()), now, rows)
         if refresh:
             self._refresh_ttl(refresh, now, read_at=epoch)
         return results
@@ -305,9 +310,14 @@ class ChromaStore(
         results: list[Result],
         refresh: dict[str, dict[str, Any]],
         now: float,
+        read: dict[str, dict[str, Any]] | None = None,
     ) -> None:
-        ids = list(dict.fromkeys(layout.item_id(op.namespace, op.key) for _, op in gets))
-        rows = self._get_items(ids=ids, now=now)
+        """Answer ``gets`` from one read by ids (or from ``read``, rows read already)."""
+        if read is None:
+            ids = list(dict.fromkeys(layout.item_id(op.namespace, op.key) for _, op in gets))
+            rows = self._get_items(ids=ids, now=now)
+        else:
+            rows = {iid: meta for iid, meta in read.items() if meta["exp"] > now}
         for i, op in gets:
             meta = rows.get(layout.item_id(op.namespace, op.key))
             if meta is None:

@@ -83,7 +83,14 @@ class WriteMixin:
         """``delete_prefix`` on a worker thread."""
         return await run_in_executor(None, self.delete_prefix, tuple(namespace_prefix))
 
-    def _run_puts(self, puts: list[PutOp], now: float) -> None:
+    def _run_puts(
+        self,
+        puts: list[PutOp],
+        now: float,
+        read: tuple[dict[str, dict[str, Any]], dict[str, str | None]] | None = None,
+    ) -> None:
+        """Write ``puts`` (validated first); ``read``: their rows and documents, read already
+        (with the batch's gets)."""
         plans: list[tuple[PutOp, str | None, tuple[float | None, float] | None]] = []
         for op in puts:  # validate everything before writing anything
             if not isinstance(op.key, str):
@@ -98,7 +105,7 @@ class WriteMixin:
             plans.append((op, encoded, (ttl, layout.expiry(now, ttl))))
 
         ids = [layout.item_id(op.namespace, op.key) for op, _, _ in plans]
-        old, old_docs = self._get_rows(ids, documents=True)
+        old, old_docs = read if read is not None else self._get_rows(ids, documents=True)
         texts = {
             iid: self._texts(op)
             for iid, (op, vj, _) in zip(ids, plans, strict=True)

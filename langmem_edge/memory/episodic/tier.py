@@ -50,9 +50,11 @@ confidence 0.5; the Profile writes them through the semantic tier.
 **The extraction mark.** The session record's ``extracted_to`` is the first message whose
 memories are not known to be written. ``ingest(..., confirm_later=True)`` (what the Profile
 uses) leaves it where it was, and the caller moves it with :meth:`EpisodicTier.
-confirm_extracted` once the memories are written; every ingest of the session extracts the
-messages from the mark on (``IngestOutcome.resumed``), so a failure between storing the
-messages and writing their memories is repaired by the next ingest, not lost for good.
+confirm_extracted` once the memories are written (an extraction that found nothing leaves
+nothing to wait for: the mark moves with the messages, in the same write); every ingest of
+the session extracts the messages from the mark on (``IngestOutcome.resumed``), so a failure
+between storing the messages and writing their memories is repaired by the next ingest, not
+lost for good.
 
 **Recall.** ``recall_conversation(query, mode=...)`` searches raw messages. ``"semantic"`` is the
 store's own ``search(query=...)`` over the messages namespace (vector or hybrid, as the store
@@ -273,19 +275,20 @@ class EpisodicTier:
                     todo, source=self.config.extraction_source,
                     confidence=self.config.extraction_confidence, session_id=sid)
         end = start + len(new)
+        wait = confirm_later and bool(memories)  # nothing extracted: nothing to wait for
         if new:
             value, embedded = record_after_append(
                 meta.value if meta else None, new, profile=self.profile, session_id=sid,
                 page_size=ps, start=start, now=now, contact=contact,
-                extracted_to=_mark_after(mark, start, end, extract, confirm_later))
+                extracted_to=_mark_after(mark, start, end, extract, wait))
             yield StoreStep(write.rows(
                 [*(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
                          index=MESSAGE_INDEX_FIELDS) for m in new),
                  PutOp(self.sessions_namespace, sid, value, index=False)], [sid]))
-        elif behind and not confirm_later:
+        elif behind and not wait:
             yield from self._confirm_plan(sid, end)
         return IngestOutcome(messages=new, memories=memories, resumed=behind,
-                             extracted_to=end if confirm_later and extract and todo else None)
+                             extracted_to=end if wait and extract and todo else None)
 
     def _confirm_plan(self, session_id: str, extracted_to: int) -> Plan[None]:
         sid = validate_session_id(session_id)
