@@ -12,7 +12,8 @@ episodic change log (:meth:`~langmem_edge.memory.index.log.ChangeLog.of_messages
 3. the marker ``(w, s, settled=True)``, in a batch of its own (where a second batch carried
    the old "messages mark").
 
-So a message write costs the store the batches it cost before. A write that turns out to
+So a message write costs the store the batches it cost before (on ``ChromaStore`` each
+marker put is one row ``update``, read in the same ``get`` as the batch's reads). A write that turns out to
 write nothing (a re-ingest of stored messages) settles its marker in one small batch; a
 write that fails before step 2 settles it too (nothing of it is in the store); a write that
 fails in or after step 2 leaves its marker unsettled: readers re-read its entries at every
