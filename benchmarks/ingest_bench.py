@@ -25,7 +25,9 @@ turn was ingested (p50 of 5 turns): the cache re-reads only the page the turn wr
 Part 3, ``--turns N`` (what a profile's writes cost, through the public API; child processes
 of ``_write_costs.py``): p50 of a 2-message ``Profile.ingest`` and of a ``remember`` (fake
 vectors, so the store's and the tiers' share shows), and ``Profile.ingest`` throughput in
-batches of 500 (``--turn-bulk`` messages, default model) against the model's own. With
+batches of 500 (``--turn-bulk`` messages, default model) against the model's own on the
+messages, and the model's share of it (its own time on exactly the texts the ingest sent
+it: a version that embeds more per message is charged for the model, not the store). With
 ``--before DIR`` (repeatable: checkouts of earlier code) each round runs every code's child
 in turn, so before and after share the machine's load; medians of ``--turn-rounds`` rounds.
 
@@ -211,11 +213,14 @@ def turns_part(backends: list[str], turns: int, bulk: int, rounds: int,
                          f"{median([x['turn_ms'] for x in r]):.1f}",
                          f"{median([x['remember_ms'] for x in r]):.1f}",
                          f"{median([x['bulk_rate'] for x in r]):,.0f}",
-                         f"{median([x['bulk_rate'] / x['model_rate'] for x in r]):.2f}"])
+                         f"{median([x['bulk_rate'] / x['model_rate'] for x in r]):.2f}",
+                         f"{median([x['embedded_chars'] for x in r]):,.0f}",
+                         f"{median([x['model_share'] for x in r]):.2f}"])
     print(f"\n### What a profile's writes cost ({turns} turns and remembers a child, "
           f"{bulk} messages of bulk ingest, medians of {rounds} rounds)\n")
     print(table(["backend", "code", "2-message ingest p50 (ms)", "remember p50 (ms)",
-                 "bulk ingest (msg/s)", "bulk ingest / model"], rows))
+                 "bulk ingest (msg/s)", "bulk ingest / model on the messages",
+                 "chars embedded a message", "model's share of the bulk ingest"], rows))
 
 
 def ingest_part(backends: list[str], n: int, rounds_per: int) -> None:

@@ -208,6 +208,22 @@ def test_a_scripted_model_writes_the_reflection(memory: AgentMemory) -> None:
     assert "deploy failed: registry timeout" in prompt and goal.id in prompt
 
 
+def test_the_model_reviews_the_messages_of_the_window(memory: AgentMemory) -> None:
+    """Regression: the prompt read a message's ``text`` (a StoredMessage has ``content``),
+    so every window with messages fell back to the rules without the model."""
+    alice = memory.profile("alice")
+    goal = alice.reflective.add_goal("ship", steps=["build", "test"])
+    alice.ingest([{"role": "user", "content": "Can you deploy the site?"},
+                  {"role": "assistant", "content": "The deploy failed twice."}],
+                 session_id="conv-1")
+    model = ScriptedChatModel(responses=[draft(goal.id)])
+    result = alice.reflect(model=model)
+    assert result.reflection is not None and result.reflection.by == "model"
+    prompt = str(model.calls[0][-1].content)
+    assert "(conv-1) user: Can you deploy the site?" in prompt
+    assert "assistant: The deploy failed twice." in prompt
+
+
 def test_a_failing_model_falls_back_to_the_rules(memory: AgentMemory) -> None:
     fail(memory, "deploy failed")
     fail(memory, "deploy failed again")

@@ -290,7 +290,7 @@ def reflection_messages(activity: _Activity) -> list[Any]:
 
     events = "\n".join(f"- [{v.get('fact_type')}] {cut(str(v.get('text', '')))}"
                        for v in activity.events) or "(none)"
-    messages = "\n".join(f"- ({m.session_id}) {m.role}: {cut(m.text)}"
+    messages = "\n".join(f"- ({m.session_id}) {m.role}: {cut(m.content)}"
                          for m in activity.messages) or "(none)"
     goals = "\n".join(
         f"- id={g.id} status={g.status}: {g.title}; steps: "

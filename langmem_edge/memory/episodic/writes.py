@@ -13,11 +13,12 @@ episodic change log (:meth:`~langmem_edge.memory.index.log.ChangeLog.of_messages
    the old "messages mark").
 
 So a message write costs the store the batches it cost before (on ``ChromaStore`` each
-marker put is one row ``update``, read in the same ``get`` as the batch's reads). A write that turns out to
-write nothing (a re-ingest of stored messages) settles its marker in one small batch; a
-write that fails before step 2 settles it too (nothing of it is in the store); a write that
-fails in or after step 2 leaves its marker unsettled: readers re-read its entries at every
-sync until a pruning process settles it (``settle_after_seconds``, 10 min).
+marker put is one row ``update``, read in the same ``get`` as the batch's reads). A write
+that turns out to write nothing (a re-ingest of stored messages) settles its marker in one
+small batch; a write that fails before step 2 settles it too (nothing of it is in the
+store); a write that fails in or after step 2 leaves its marker unsettled: readers re-read
+its entries at every sync until a pruning process settles it (``settle_after_seconds``,
+10 min).
 
 The readers are :func:`~.recall_index.indexed_keyword_plan`; why this is exact is argued in
 ``docs/architecture.md`` (the protocol section) and :mod:`langmem_edge.memory.index.changes`.
