@@ -37,6 +37,10 @@ class View(BaseStore):
     and optionally running ``during`` in the middle of its next batch that writes messages,
     then dying (raising) at the batch after that one."""
 
+    atomic_put_limit = 0
+    """It can split a batch (``during``), so it promises no batch is applied whole: message
+    writes take the three-batch protocol here, on every backend."""
+
     def __init__(self, inner: BaseStore) -> None:
         self.inner = inner
         self.batches: list[list[Op]] = []

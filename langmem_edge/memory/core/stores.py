@@ -1,10 +1,15 @@
 """What memory may use of a store beyond the ``BaseStore`` API, each found by duck typing.
 
 Memory never imports the store layer (import-linter says so); a store that offers more than
-``batch``/``abatch`` is recognised by the methods it has. Today that is one capability:
-ranking keys by vector without reading values (:class:`NearestKeys`, ``ChromaStore``), which
-the tiers use where they keep the values themselves (the semantic tier's profile index, the
-episodic tier's message index).
+``batch``/``abatch`` is recognised by the methods it has. Two capabilities today, both
+``ChromaStore``'s:
+
+- ranking keys by vector without reading values (:class:`NearestKeys`), which the tiers use
+  where they keep the values themselves (the semantic tier's profile index, the episodic
+  tier's message index);
+- applying a batch of puts whole (:func:`atomic_put_limit`), which lets a write of the change
+  protocol be one batch instead of three (``docs/architecture.md``, "Stores that apply a
+  batch whole").
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
-__all__ = ["NearestKeys", "ranks_keys"]
+__all__ = ["NearestKeys", "atomic_put_limit", "ranks_keys"]
 
 
 @runtime_checkable
@@ -37,3 +42,17 @@ def ranks_keys(store: BaseStore) -> bool:
     """Whether ``store`` embeds what it is given (it has an index config) and ranks keys by
     vector alone (:class:`NearestKeys`)."""
     return bool(getattr(store, "index_config", None)) and isinstance(store, NearestKeys)
+
+
+def atomic_put_limit(store: BaseStore) -> int:
+    """How many puts ``store`` promises to apply whole in one batch; 0: no such promise.
+
+    A store with an ``atomic_put_limit`` attribute (an int above 0; ``ChromaStore``'s) promises:
+    a batch of at most that many puts, each with a value (no deletes, no reads), is
+    applied all or nothing, even if the process dies during it, and every reader sees either
+    none of it or all of it. ``InMemoryStore`` makes no such promise (a reader on another
+    thread can see half a batch), nor does a store wrapped in anything that does not pass the
+    attribute on.
+    """
+    limit = getattr(store, "atomic_put_limit", 0)
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else 0

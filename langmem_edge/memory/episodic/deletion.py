@@ -40,7 +40,7 @@ def delete_session_plan(tier: EpisodicTier, session_id: str) -> Plan[int]:
             return 0  # nothing to delete: no write
 
     def body(write: MessageWrite) -> Plan[int]:
-        meta, _ = yield StoreStep((GetOp(tier.sessions_namespace, sid), write.begin))
+        meta, *_ = yield StoreStep((GetOp(tier.sessions_namespace, sid), *write.begin))
         ops = [PutOp(it.namespace, it.key, None) for it in (*msgs, *overlays)]
         if meta is not None:
             ops.append(PutOp(tier.sessions_namespace, sid, None))
@@ -79,9 +79,8 @@ def delete_messages_plan(tier: EpisodicTier, session_id: str, message_ids: Itera
     span = repair_range(seqs)
 
     def body(write: MessageWrite) -> Plan[int]:
-        *around, _ = yield StoreStep((*history_ops(ns, tier.profile, *span, ps,
-                                                   meta.value if meta else None),
-                                      write.begin))
+        reads = history_ops(ns, tier.profile, *span, ps, meta.value if meta else None)
+        around = (yield StoreStep((*reads, *write.begin)))[:len(reads)]
         rows = ops + repair_ops(ns, around, gone, span=span, profile=tier.profile)
         if meta is not None:
             rows.append(PutOp(tier.sessions_namespace, sid,

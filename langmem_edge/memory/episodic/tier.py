@@ -230,15 +230,17 @@ class EpisodicTier:
         for norm in normalize_messages(messages, self.config, now=now):
             unique.setdefault(message_id(sid, norm["role"], norm["content"]), norm)
         return (yield from plan_message_write(self.store, self.layout, lambda write: (
-            self._append_plan(write, unique, sid, now, contact, extract, confirm_later))))
+            self._append_plan(write, unique, sid, now, contact, extract, confirm_later)),
+            puts=len(unique) + 1))  # the new messages and the session record
 
     def _append_plan(self, write: MessageWrite, unique: dict[str, dict[str, Any]], sid: str,
                      now: datetime, contact: str | None, extract: bool, confirm_later: bool
                      ) -> Plan[IngestOutcome]:
         """Ingest as one message write (:mod:`.writes`): its marker in the first read."""
         ns = self.messages_namespace(sid)
-        *found, _ = yield StoreStep((GetOp(self.sessions_namespace, sid),
-                                     *(GetOp(ns, mid) for mid in unique), write.begin))
+        found = (yield StoreStep((GetOp(self.sessions_namespace, sid),
+                                  *(GetOp(ns, mid) for mid in unique), *write.begin)))
+        found = found[:len(unique) + 1]
         meta = found[0] if found[0] is not None and found[0].value.get("profile") == (
             self.profile) else None
         start = int(meta.value["next_seq"]) if meta else 0

@@ -20,6 +20,12 @@ store); a write that fails in or after step 2 leaves its marker unsettled: reade
 its entries at every sync until a pruning process settles it (``settle_after_seconds``,
 10 min).
 
+On a store that applies a batch of puts whole (:func:`~langmem_edge.memory.core.stores.
+atomic_put_limit`, ``ChromaStore``), a write that only puts (ingest's append, an import
+chunk) is step 2 alone with the settled marker in it: no reader can see part of it and a
+crash leaves all or nothing, so no unsettled marker is needed (``docs/architecture.md``,
+"Stores that apply a batch whole").
+
 The readers are :func:`~.recall_index.indexed_keyword_plan`; why this is exact is argued in
 ``docs/architecture.md`` (the protocol section) and :mod:`langmem_edge.memory.index.changes`.
 Pruning (at most every ``prune_interval_seconds`` per process, after a write) settles markers
@@ -42,6 +48,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from langmem_edge.memory.config import IndexCacheConfig
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.core.stores import atomic_put_limit
 from langmem_edge.memory.index.log import ChangeLog, WriterPool
 
 __all__ = ["LOG_CONFIG", "MessageWrite", "plan_message_write", "plan_put_absent"]
@@ -76,11 +83,19 @@ class MessageWrite:
     Put :attr:`begin` in a read batch before the rows, the rows with :meth:`rows`, then run
     :meth:`plan_end` (always: it settles the marker, or, after a failure, decides what to do
     with it).
+
+    Args:
+        store: The store. layout: The profile's layout.
+        puts: For a write that only puts (no deletes), the most rows it will put: on a store
+            that applies that many whole, the write is its rows' batch alone (:attr:`whole`).
     """
 
-    def __init__(self, store: BaseStore, layout: ProfileLayout) -> None:
+    def __init__(self, store: BaseStore, layout: ProfileLayout, *, puts: int | None = None
+                 ) -> None:
         self.store = store
         self.log = ChangeLog.of_messages(layout)
+        self.whole = puts is not None and puts + 2 <= atomic_put_limit(store)
+        """Whether the rows' batch carries the settled marker (nothing before or after it)."""
         self._pool = _pool(store, self.log)
         self._writer = self._pool.take()
         self.seq = self._writer.next_seq()
@@ -88,20 +103,37 @@ class MessageWrite:
         """Whether :meth:`rows` was called (the rows' batch may have run, wholly or not)."""
 
     @property
-    def begin(self) -> PutOp:
-        """The unsettled marker, for a batch that runs before the rows'."""
-        return self.log.marker_op(self._writer.writer_id, self.seq, settled=False)
+    def begin(self) -> tuple[PutOp, ...]:
+        """The unsettled marker, for a batch that runs before the rows' (none when
+        :attr:`whole`)."""
+        if self.whole:
+            return ()
+        return (self.log.marker_op(self._writer.writer_id, self.seq, settled=False),)
 
     def rows(self, ops: Sequence[Any], session_ids: Iterable[str]) -> tuple[Any, ...]:
-        """The ops of the rows' batch: ``ops`` and the entry naming ``session_ids``."""
+        """The ops of the rows' batch: ``ops`` and the entry naming ``session_ids`` (and,
+        when :attr:`whole`, the settled marker)."""
         self.wrote = True
-        return (*ops, self.log.entry_op(self._writer.writer_id, self.seq,
-                                        sorted(set(session_ids))))
+        entry = self.log.entry_op(self._writer.writer_id, self.seq, sorted(set(session_ids)))
+        if not self.whole:
+            return (*ops, entry)
+        if any(not isinstance(op, PutOp) or op.value is None for op in ops) or (
+                len(ops) + 2 > atomic_put_limit(self.store)):
+            raise ValueError("a whole message write puts at most the rows it was made for")
+        return (*ops, entry, self.log.marker_op(self._writer.writer_id, self.seq,
+                                                 settled=True))
 
     def plan_end(self, error: BaseException | None = None) -> Plan[None]:
         """Settle the marker (one batch) and prune when due; after ``error`` in or after the
         rows' batch, leave the marker unsettled and drop the writer (readers re-read its
-        entries until a pruner settles it)."""
+        entries until a pruner settles it). A :attr:`whole` write has nothing to settle: its
+        rows' batch landed whole or not at all."""
+        if self.whole:
+            if error is None or not self.wrote:
+                self._pool.give_back(self._writer)
+            if error is None:
+                yield from self._plan_prune(time.time())
+            return
         if error is not None and self.wrote:
             logger.warning("message write %d of %r failed after its marker: left unsettled "
                            "(%s)", self.seq, self.log.profile, error)
@@ -131,10 +163,11 @@ class MessageWrite:
 
 
 def plan_message_write(store: BaseStore, layout: ProfileLayout,
-                       body: Callable[[MessageWrite], Plan[T]]) -> Plan[T]:
-    """Run plan ``body(write)`` as one :class:`MessageWrite`, ending it as it must whether
-    ``body`` returns or raises; returns what ``body`` returns."""
-    write = MessageWrite(store, layout)
+                       body: Callable[[MessageWrite], Plan[T]], *, puts: int | None = None
+                       ) -> Plan[T]:
+    """Run plan ``body(write)`` as one :class:`MessageWrite` (``puts``: see there), ending it
+    as it must whether ``body`` returns or raises; returns what ``body`` returns."""
+    write = MessageWrite(store, layout, puts=puts)
     try:
         out = yield from body(write)
     except Exception as e:
@@ -152,9 +185,8 @@ def plan_put_absent(store: BaseStore, layout: ProfileLayout,
     message write with its marker in the read of what exists; returns which were put."""
 
     def body(write: MessageWrite) -> Plan[list[bool]]:
-        *got, _ = yield batch(store, [*(GetOp(ns, key) for ns, key, _, _ in puts),
-                                      write.begin])
-        fresh = [it is None for it in got]
+        got = yield batch(store, [*(GetOp(ns, key) for ns, key, _, _ in puts), *write.begin])
+        fresh = [it is None for it in got[:len(puts)]]
         new = [i for i, f in enumerate(fresh) if f]
         if new:
             yield batch(store, write.rows(
@@ -162,4 +194,4 @@ def plan_put_absent(store: BaseStore, layout: ProfileLayout,
                 [session_ids[i] for i in new]))
         return fresh
 
-    return (yield from plan_message_write(store, layout, body))
+    return (yield from plan_message_write(store, layout, body, puts=len(puts)))

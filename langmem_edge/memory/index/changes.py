@@ -25,6 +25,11 @@ three batches, in order:
 2. the records (puts and deletes) and the entry ``(w, s, ids)``;
 3. the marker ``(w, s, settled=True)``.
 
+On a store that applies a batch of puts whole (:func:`~langmem_edge.memory.core.stores.
+atomic_put_limit`, ``ChromaStore``), a write without deletes is one batch: 2 and 3 together
+(and the generation), 1 not needed: no reader sees part of the batch, and a crash leaves all
+or nothing (``docs/architecture.md``, "Stores that apply a batch whole").
+
 **Readers.** A sync (:func:`plan_sync`, the start of every read that uses the index) reads
 the generation and every marker (a get and a search, which recall batches with its vector
 search). A marker confirms every write of its writer up to ``s`` when settled, up to ``s - 1``
@@ -101,6 +106,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from langmem_edge.memory.core.labels import plan_delete_prefix
 from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.core.stores import atomic_put_limit
 from langmem_edge.memory.index.image import (
     HEAD_KEY,
     image_head,
@@ -295,7 +301,10 @@ def plan_commit(
 ) -> Plan[None]:
     """Write records (``(value, index_arg)`` pairs) and deletions as one write of the
     protocol (three batches: marker and tombstones, records and entry, settled marker and
-    the tombstone check of rewritten records; see the module docstring)."""
+    the tombstone check of rewritten records; see the module docstring). On a store that
+    applies a batch of puts whole (:func:`~langmem_edge.memory.core.stores.atomic_put_limit`)
+    a write of puts alone is one batch, records, entry and settled marker together, and the
+    checks a read after it."""
     layout = index.layout
     deletes = list(deletes)
     ids = [v["id"] for v, _ in puts] + deletes
@@ -304,11 +313,13 @@ def plan_commit(
                     if v["id"] in index.values or v["id"] in index.tombstones]
     graves = deleted_namespace(index)
     log = ChangeLog.of_records(layout)
+    whole = not deletes and len(puts) + 3 <= atomic_put_limit(store)
     back: list[str] = []
     writer = index.take_writer()
     try:
         seq = writer.next_seq()
-        first: list[Any] = [log.marker_op(writer.writer_id, seq, settled=False)]
+        first: list[Any] = [] if whole else [log.marker_op(writer.writer_id, seq,
+                                                           settled=False)]
         first += [PutOp(graves, mid, {"profile": index.profile, "id": mid, "at": time.time()},
                         index=False) for mid in deletes]
         new_generation = None
@@ -317,11 +328,14 @@ def plan_commit(
             first.append(PutOp(layout.meta, GENERATION_KEY,
                                {"profile": index.profile, GENERATION_KEY: new_generation},
                                index=False))
-        yield batch(store, first)
         ops: list[Any] = [PutOp(layout.memories, v["id"], v, index=ix) for v, ix in puts]
         ops += [PutOp(layout.memories, mid, None) for mid in deletes]
         ops.append(log.entry_op(writer.writer_id, seq, ids))
-        yield batch(store, ops)
+        if whole:  # no reader sees part of it, a crash leaves all or nothing: settled at once
+            yield batch(store, [*first, *ops, log.marker_op(writer.writer_id, seq, settled=True)])
+        else:
+            yield batch(store, first)
+            yield batch(store, ops)
         with index.lock:
             if new_generation is not None:
                 index.generation = new_generation
@@ -332,12 +346,15 @@ def plan_commit(
             if index.applied.get(writer.writer_id, 0) == seq - 1:
                 index.applied[writer.writer_id] = seq  # this index applied it itself
         checks = [GetOp(layout.meta, GENERATION_KEY), *(GetOp(graves, m) for m in rewrites)]
-        try:
-            _, gen_item, *found = yield batch(store, [
-                log.marker_op(writer.writer_id, seq, settled=True), *checks])
-        except Exception as e:  # the write is done; readers re-read it until it settles
-            logger.warning("settling write %d of %r failed: %s", seq, index.profile, e)
+        if whole:
             gen_item, *found = yield batch(store, checks)
+        else:
+            try:
+                _, gen_item, *found = yield batch(store, [
+                    log.marker_op(writer.writer_id, seq, settled=True), *checks])
+            except Exception as e:  # the write is done; readers re-read it until it settles
+                logger.warning("settling write %d of %r failed: %s", seq, index.profile, e)
+                gen_item, *found = yield batch(store, checks)
         if _generation_of(gen_item, index.profile) is None:
             # delete_profile ran during this write (it removes the generation first). A
             # generation other than ours is no sign of it: two first writes race to make one

@@ -10,7 +10,8 @@ texts in one batch and the chunk costs a constant number of store batches, whate
 1. the sync probe (``plan_sync``: another process's writes since the last chunk);
 2. the stored records the chunk supersedes, read fresh (only when there are any);
 3. the protocol's three batches: unsettled marker; the records and their change entry;
-   settled marker;
+   settled marker (one batch, all three together, on a store that applies a batch whole:
+   :func:`~langmem_edge.memory.core.stores.atomic_put_limit`);
 4. when the chunk holds keyed facts or instructions, settling its keys
    (``write.py`` ``plan_settle_keys``): one sync probe for the whole chunk, and only when
    another writer raced on some of its keys (both left theirs active), one fresh read and
