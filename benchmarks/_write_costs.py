@@ -18,7 +18,11 @@ same measurement. Prints one JSON line:
   time: the share of a bulk ingest that is the model's, whatever each version embeds for a
   message (since the episodic tier embeds a message with its day, speaker and the two turns
   before it, a message is a longer text to the model); ``embedded_chars``: characters the
-  ingest sent to the model per message.
+  ingest sent to the model per message;
+* ``turn_calls`` / ``remember_calls``: Chroma collection calls (``get``, ``upsert``,
+  ``update``, ``delete``, ``query``, ``add``, ``count``, counted on Chroma's own
+  ``Collection`` class, so every version is counted the same way) of the median 2-message
+  ingest and ``remember`` (0 on the memory backend).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -61,19 +66,46 @@ def turn(i: int, tag: str) -> list[dict[str, str]]:
             {"role": "assistant", "content": f"({tag}-{i}) Noted: seat {i} to Lisbon."}]
 
 
-def per_call(backend: str, turns: int) -> tuple[float, float]:
+CHROMA_CALLS = ("get", "upsert", "update", "delete", "query", "add", "count")
+calls = [0]
+
+
+def count_chroma_calls() -> None:
+    """Count every call of Chroma's collection methods in :data:`calls`."""
+    from chromadb.api.models.Collection import Collection
+
+    def counted(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[0] += 1
+            return method(*args, **kwargs)
+        return call
+
+    for name in CHROMA_CALLS:
+        setattr(Collection, name, counted(getattr(Collection, name)))
+
+
+def counting(fn: Callable[[], Any]) -> tuple[float, int]:
+    """Seconds ``fn`` took and the Chroma calls it made."""
+    before = calls[0]
+    return timed(fn), calls[0] - before
+
+
+def per_call(backend: str, turns: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         store = open_store(backend, FakeEmbeddings(DIMS), folder)
         profile = AgentMemory(store).profile("user:bench")
         ingest, remember = [], []
         for i in range(turns):
-            ingest.append(timed(lambda i=i: profile.ingest(turn(i, "t"), session_id="s1")))
-            remember.append(timed(lambda i=i: profile.remember(
+            ingest.append(counting(lambda i=i: profile.ingest(turn(i, "t"), session_id="s1")))
+            remember.append(counting(lambda i=i: profile.remember(
                 f"fact number {i} about cedar trees", key=f"topic.{i % 5}")))
         close = getattr(store, "close", None)
         if close:
             close()
-    return statistics.median(ingest), statistics.median(remember)
+    return {"turn_ms": statistics.median(s for s, _ in ingest) * 1000,
+            "remember_ms": statistics.median(s for s, _ in remember) * 1000,
+            "turn_calls": statistics.median(n for _, n in ingest),
+            "remember_calls": statistics.median(n for _, n in remember)}
 
 
 class Recording:
@@ -117,11 +149,12 @@ def bulk(backend: str, n: int) -> dict[str, float]:
 
 def main() -> None:
     backend, turns, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    turn_s, remember_s = per_call(backend, turns)
+    count_chroma_calls()
+    costs = per_call(backend, turns)
     nan = float("nan")
     rates = bulk(backend, n) if n else {"bulk_rate": nan, "model_rate": nan,
                                          "model_share": nan, "embedded_chars": nan}
-    print(json.dumps({"turn_ms": turn_s * 1000, "remember_ms": remember_s * 1000, **rates}))
+    print(json.dumps({**costs, **rates}))
 
 
 if __name__ == "__main__":

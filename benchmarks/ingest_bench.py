@@ -195,6 +195,7 @@ def turns_part(backends: list[str], turns: int, bulk: int, rounds: int,
                before: list[str]) -> None:
     """Part 3: every code's ``_write_costs.py`` child in turn, ``rounds`` times."""
     here = Path(__file__).resolve().parent
+    nan = float("nan")
     codes = [("this code", here.parent)] + [(f"before: {b}", Path(b).resolve()) for b in before]
     rows = []
     for backend in backends:
@@ -212,6 +213,8 @@ def turns_part(backends: list[str], turns: int, bulk: int, rounds: int,
             rows.append([backend, label,
                          f"{median([x['turn_ms'] for x in r]):.1f}",
                          f"{median([x['remember_ms'] for x in r]):.1f}",
+                         f"{median([x.get('turn_calls', nan) for x in r]):g}",
+                         f"{median([x.get('remember_calls', nan) for x in r]):g}",
                          f"{median([x['bulk_rate'] for x in r]):,.0f}",
                          f"{median([x['bulk_rate'] / x['model_rate'] for x in r]):.2f}",
                          f"{median([x['embedded_chars'] for x in r]):,.0f}",
@@ -219,6 +222,7 @@ def turns_part(backends: list[str], turns: int, bulk: int, rounds: int,
     print(f"\n### What a profile's writes cost ({turns} turns and remembers a child, "
           f"{bulk} messages of bulk ingest, medians of {rounds} rounds)\n")
     print(table(["backend", "code", "2-message ingest p50 (ms)", "remember p50 (ms)",
+                 "Chroma calls an ingest", "Chroma calls a remember",
                  "bulk ingest (msg/s)", "bulk ingest / model on the messages",
                  "chars embedded a message", "model's share of the bulk ingest"], rows))
 

@@ -9,9 +9,10 @@ and every write of one must be visible to the next read of the other.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
-from langgraph.store.base import PutOp
+from langgraph.store.base import PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
 
@@ -44,6 +45,49 @@ def test_writes_of_one_process_are_seen_by_the_next_read_of_another(make_store) 
     assert pa.delete(other.id)
     assert pb.recall("tomatoes").count == 0 and pb.get(other.id) is None
     assert pb.list(status="all").memories[-1].id == new.id
+
+
+def _writer_searches(store, call) -> int:
+    """Searches of the markers' namespace (``(*R, "writers")``) ``store``'s class saw during
+    ``call`` (the class's ``batch`` wrapped while it runs: nothing else runs then)."""
+    seen: list[Any] = []
+    cls = type(store)
+    inner = cls.batch
+
+    def recording(self, ops):
+        ops = list(ops)
+        seen.extend(ops)
+        return inner(self, ops)
+
+    cls.batch = recording
+    try:
+        call()
+    finally:
+        cls.batch = inner
+    return sum(1 for op in seen if isinstance(op, SearchOp) and op.namespace_prefix[-1:]
+               == ("writers",))
+
+
+def test_a_sync_reads_known_markers_by_key_and_searches_when_a_writer_is_new(make_store
+                                                                            ) -> None:
+    a, reader, store = two(make_store)
+    b = AgentMemory(make_store(path="shared"))
+    pa, pr, pb = a.profile("p"), reader.profile("p"), b.profile("p")
+    pa.remember("Keeps bees in the garden")
+    assert _writer_searches(reader.store, lambda: pr.recall("bees")) == 1  # first: a full load
+    pr.recall("bees")  # learns the roster stamp
+    assert _writer_searches(reader.store, lambda: pr.recall("bees")) == 0  # nothing new
+    gamma = pa.remember("Grows tomatoes on the balcony")  # a known writer: its marker by key
+    found: list[Any] = []
+    assert _writer_searches(reader.store, lambda: found.extend(
+        texts(pr.recall("tomatoes balcony", fill=False)))) == 0
+    assert found == [gamma.text]
+    kites = pb.remember("Flies kites on the beach")  # a new writer: the stamp changes
+    found.clear()
+    assert _writer_searches(reader.store, lambda: found.extend(
+        texts(pr.recall("kites beach", fill=False)))) == 1
+    assert found == [kites.text]
+    assert _writer_searches(reader.store, lambda: pr.recall("kites")) == 0
 
 
 def test_delete_profile_is_seen_by_other_processes(make_store) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langgraph.store.base import BaseStore, GetOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.config import MemoryConfig, load_config
@@ -46,7 +46,7 @@ from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.stores import ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
-from langmem_edge.memory.index.changes import plan_commit, plan_sync
+from langmem_edge.memory.index.changes import GENERATION_KEY, plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
@@ -178,7 +178,12 @@ class AgentMemory:
         # (meta) goes first: a write of the protocol that finds its generation gone once its
         # records are put removes them itself, and one that finds it there put them before
         # this, so the deletion below removes them (index/changes.py, plan_commit). Readers
-        # see the generation change and reload.
+        # see the generation change and reload. It goes by key before the rest of meta (the
+        # markers), which a paged deletion may reach in any order.
+        (generation,) = yield batch(self.store, [GetOp(layout.meta, GENERATION_KEY)])
+        if generation is not None:
+            yield batch(self.store, [PutOp(layout.meta, GENERATION_KEY, None)])
+            deleted += 1
         deleted += yield from plan_delete_prefix(self.store, layout.meta, page=page)
         for part in layout.parts_before_meta():
             deleted += yield from plan_delete_prefix(self.store, part, page=page)

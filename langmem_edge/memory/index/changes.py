@@ -8,6 +8,7 @@ the profile root ``R = (*namespace, "profiles", profile)``::
     (*R, "memories")          key = memory id      the records (source of truth)
     (*R, "meta")              key = "generation"   a random id, made with the profile's first
                                                    write, removed by delete_profile
+    (*R, "meta")              key = "roster"       a random stamp each new writer rewrites
     (*R, "writers")           key = writer id      the writer's marker {"seq", "settled", "at"}
     (*R, "changes", writer)   key = seq (12 digits) one entry per write {"seq", "ids", "at"}
     (*R, "deleted")           key = memory id      a deletion's tombstone {"id", "at"}
@@ -31,8 +32,18 @@ atomic_put_limit`, ``ChromaStore``), a write without deletes is one batch: 2 and
 or nothing (``docs/architecture.md``, "Stores that apply a batch whole").
 
 **Readers.** A sync (:func:`plan_sync`, the start of every read that uses the index) reads
-the generation and every marker (a get and a search, which recall batches with its vector
-search). A marker confirms every write of its writer up to ``s`` when settled, up to ``s - 1``
+the generation and every marker. By key, in one read that recall batches with its vector
+search: the generation, the roster stamp, and the markers of the writers this index knows.
+Only when the stamp is not the one it saw at its last search of the markers does it search
+them all again (a search costs in proportion to the whole store on ``ChromaStore``: Chroma
+filters metadata by a scan, about 2 ms at 20,000 rows and 11 ms at 80,000, where a read by
+key stays at 0.5 ms). A writer's first write rewrites the stamp after its marker (in the
+same whole batch, or in the batch after the marker's), so a writer the reader does not know
+changes the stamp after its marker exists: the reader that reads the old stamp and then
+searches finds the marker or, at a later sync, a new stamp. A known writer's marker gone
+(pruned) drops it.
+
+A marker confirms every write of its writer up to ``s`` when settled, up to ``s - 1``
 when not (write ``s`` may be half done). For each writer whose marker is unsettled or whose
 confirmed number differs from the one this index applied, it reads the writer's entries with
 ``seq`` above the applied number, re-reads the records they name (a record gone is a delete;
@@ -129,7 +140,9 @@ __all__ = [
     "plan_prune",
     "plan_reload",
     "plan_sync",
+    "ROSTER_KEY",
     "probe_ops",
+    "roster_op",
 ]
 
 logger = logging.getLogger(__name__)
@@ -167,10 +180,33 @@ def _generation_of(item: Any, profile: str) -> str | None:
     return gen if isinstance(gen, str) else None
 
 
+ROSTER_KEY = "roster"
+"""Key (in ``(*R, "meta")``) of the roster stamp, rewritten by each writer's first write."""
+
+
+def _roster_of(item: Any, profile: str) -> str | None:
+    if item is None or item.value.get("profile") != profile:
+        return None
+    stamp = item.value.get("stamp")
+    return stamp if isinstance(stamp, str) else None
+
+
+def roster_op(index: ProfileIndex) -> PutOp:
+    """The put of a new roster stamp (a writer's first write, after its marker)."""
+    return PutOp(index.layout.meta, ROSTER_KEY,
+                 {"profile": index.profile, "stamp": uuid.uuid4().hex, "at": time.time()},
+                 index=False)
+
+
 def probe_ops(index: ProfileIndex) -> list[Any]:
-    """The reads a sync starts with (the generation and every marker): batch them with other
-    reads made before the sync."""
-    return [GetOp(index.layout.meta, GENERATION_KEY), ChangeLog.of_records(index.layout).probe_op()]
+    """The reads a sync starts with, all by key: the generation, the roster stamp and the
+    markers of the writers this index knows. Batch them with other reads made before the
+    sync and pass :func:`plan_sync` their results."""
+    layout = index.layout
+    with index.lock:
+        known = index.known_writers
+    return [GetOp(layout.meta, GENERATION_KEY), GetOp(layout.meta, ROSTER_KEY),
+            *(GetOp(layout.writers, w) for w in known)]
 
 
 def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]:
@@ -179,10 +215,12 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
     record (and every access count), so every write the markers confirm is in what is
     loaded. A large profile loaded record by record gets a new image."""
     layout = index.layout
+    log = ChangeLog.of_records(layout)
     gen_item, marker_items, image_items, counts = yield batch(store, [
-        *probe_ops(index), image_read_op(index), SearchOp(layout.access, limit=RELOAD_LIMIT)])
+        GetOp(layout.meta, GENERATION_KEY), log.probe_op(), image_read_op(index),
+        SearchOp(layout.access, limit=RELOAD_LIMIT)])
     generation = _generation_of(gen_item, index.profile)
-    markers = ChangeLog.of_records(layout).markers(marker_items)
+    markers = log.markers(marker_items)
     with gc_paused():
         image = read_image(index, image_items, generation=generation, writers=set(markers))
         if image is not None:
@@ -200,6 +238,7 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
         index.applied = image.applied
         index.image_pages = int(old.get("pages") or 0)
         yield from _plan_catch_up(store, index, markers)
+        _know(index, None, markers)
         return
     # One search for the whole profile: offset pages are not stable on stores that order
     # by update time while other processes write (the protocol covers writes after the
@@ -216,6 +255,7 @@ def plan_reload(store: BaseStore, index: ProfileIndex, now: float) -> Plan[None]
     index.applied = {w: m.confirmed for w, m in markers.items()}
     index.unsettled = {w for w, m in markers.items() if not m.settled}
     index.image_pages = int(old.get("pages") or 0)
+    _know(index, None, markers)
     if len(values) >= index.cache.image_min_records:
         yield from plan_image(store, index)
 
@@ -255,13 +295,31 @@ def plan_sync(
         return
     if probe is None:
         probe = yield batch(store, probe_ops(index))
-    gen_item, marker_items = probe
-    if _generation_of(gen_item, index.profile) != index.generation:
+    gen_item, roster_item, *marker_items = probe
+    generation = _generation_of(gen_item, index.profile)
+    if generation != index.generation:
         yield from plan_reload(store, index, now)
         return
-    yield from _plan_catch_up(store, index, ChangeLog.of_records(index.layout).markers(
-        marker_items))
+    log = ChangeLog.of_records(index.layout)
+    roster = _roster_of(roster_item, index.profile)
+    if generation is None:  # never written: no marker to find
+        markers: dict[str, Marker] = {}
+    elif roster is None or roster != index.roster:  # a writer it may not know: search
+        (found,) = yield batch(store, [log.probe_op()])
+        markers = log.markers(found)
+    else:
+        markers = log.markers(it for it in marker_items if it is not None)
+    yield from _plan_catch_up(store, index, markers)
+    _know(index, roster, markers)
     index.synced_at = now
+
+
+def _know(index: ProfileIndex, roster: str | None, markers: dict[str, Marker]) -> None:
+    """After a sync: the writers whose markers the next one reads by key, and the roster
+    stamp read before the markers were (None: the next sync searches them)."""
+    with index.lock:
+        index.roster = roster
+        index.known_writers = tuple(sorted(markers))
 
 
 def _plan_catch_up(store: BaseStore, index: ProfileIndex, markers: dict[str, Marker]
@@ -313,10 +371,12 @@ def plan_commit(
                     if v["id"] in index.values or v["id"] in index.tombstones]
     graves = deleted_namespace(index)
     log = ChangeLog.of_records(layout)
-    whole = not deletes and len(puts) + 3 <= atomic_put_limit(store)
+    # with the entry, the marker, the generation and the roster stamp
+    whole = not deletes and len(puts) + 4 <= atomic_put_limit(store)
     back: list[str] = []
     writer = index.take_writer()
     try:
+        new_writer = writer.seq == 0
         seq = writer.next_seq()
         first: list[Any] = [] if whole else [log.marker_op(writer.writer_id, seq,
                                                            settled=False)]
@@ -332,7 +392,11 @@ def plan_commit(
         ops += [PutOp(layout.memories, mid, None) for mid in deletes]
         ops.append(log.entry_op(writer.writer_id, seq, ids))
         if whole:  # no reader sees part of it, a crash leaves all or nothing: settled at once
-            yield batch(store, [*first, *ops, log.marker_op(writer.writer_id, seq, settled=True)])
+            ops.append(log.marker_op(writer.writer_id, seq, settled=True))
+        if new_writer:  # after the marker (the batch before it, or this whole one)
+            ops.append(roster_op(index))
+        if whole:
+            yield batch(store, [*first, *ops])
         else:
             yield batch(store, first)
             yield batch(store, ops)

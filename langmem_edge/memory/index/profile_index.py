@@ -142,6 +142,10 @@ class ProfileIndex:
         """The change protocol's number applied per writer."""
         self.unsettled: set[str] = set()
         """Writers whose markers the last sync read unsettled (for the index image)."""
+        self.known_writers: tuple[str, ...] = ()
+        """Writers whose markers a sync reads by key (``index/changes.py``)."""
+        self.roster: str | None = None
+        """The roster stamp read before the last search of the markers (None: search)."""
         self.image_pages = 0
         """Pages of the store's index image when this index last read it."""
         self.bm25 = BM25Index(k1=self.recall_config.bm25_k1, b=self.recall_config.bm25_b)
