@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,19 +25,14 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 import chromadb  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import table  # noqa: E402
+from _common import median, table, timed  # noqa: E402
 
 BATCH = 1_000
 RARE = [{"p4": "meta", "k": "a"}, {"p4": "meta", "k": "b"}, {"p4": "meta", "k": "c"}]
 
 
 def median_ms(fn: Callable[[], Any], reads: int) -> float:
-    times = []
-    for _ in range(reads):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+    return median([timed(fn) for _ in range(reads)]) * 1000
 
 
 def main() -> None:
