@@ -131,3 +131,68 @@ def test_rare_prefix_among_many_neighbours(chroma_store_factory: Any) -> None:
     assert [r.key for r in store.search(("rare",), query="sourdough bread", limit=10)] == [
         k.key for k in keys
     ]
+
+
+def _same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+    """Equal scores (to float32 rounding) rank by id in both, the same ids above the cut-off
+    score (items tied at it may be either side of the cut)."""
+    if len(a) != len(b) or any(abs(x - y) > 1e-5 for (_, x), (_, y) in zip(a, b, strict=True)):
+        return False
+    cut = a[-1][1] + 1e-5 if a else 0.0
+
+    def above(hits: list[tuple[str, float]]) -> list[tuple[float, str]]:
+        return sorted((-round(s, 5), i) for i, s in hits if s > cut)
+
+    return above(a) == above(b)
+
+
+def test_a_small_prefix_is_ranked_in_process_as_chroma_ranks_it(
+    chroma_store_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filtered round on a prefix of at most ``LOCAL_RANK_ROWS`` vector rows reads them and
+    scores them in process (Chroma's filtered query scans the whole collection); the hits,
+    their order and scores are Chroma's own. A larger prefix goes to Chroma, and is
+    remembered as large."""
+    from langgraph.store.base import PutOp, SearchOp
+
+    from langmem_edge.store.ranking import cosine_distances
+    from langmem_edge.store.search import LOCAL_RANK_ROWS
+
+    store = chroma_store_factory("l", index=index())
+    store.batch([PutOp(("big",), f"b{i}", {"text": f"{TOPICS[i % 8]} {i}"})
+                 for i in range(LOCAL_RANK_ROWS + 20)])
+    store.batch([PutOp(("small", "x"), f"s{i}", {"text": f"{TOPICS[i % 8]} small {i}"})
+                 for i in range(40)])
+    queried: list[Any] = []
+    real_query = type(store._vectors).query
+    monkeypatch.setattr(type(store._vectors), "query",
+                        lambda self, **kw: queried.append(kw["where"]) or real_query(self, **kw))
+    vector = FakeEmbeddings(DIMS).embed_query("chess openings")
+
+    def rounds(prefix: tuple[str, ...], n: int) -> list[tuple[str, float]]:
+        hits, _ = store._vector_round(SearchOp(prefix, query="q"), vector, n, filtered=True)
+        return [(h.item_id, h.score) for h in hits]
+
+    for prefix in (("small",), ("small", "x")):
+        local = rounds(prefix, 25)
+        assert queried == [] and len(local) == 25
+        store._large_prefixes[prefix] = 0  # the same round by Chroma's filtered query
+        by_chroma = rounds(prefix, 25)
+        assert queried and _same_ranking(local, by_chroma)
+        del store._large_prefixes[prefix]
+        queried.clear()
+    assert rounds(("small",), 100)[-1:] and len(rounds(("small",), 100)) == 40
+    assert rounds(("nothing",), 10) == [] and queried == []
+    big = rounds(("big",), 10)
+    assert len(big) == 10 and len(queried) == 1 and ("big",) in store._large_prefixes
+    assert rounds(("big",), 10) == big and len(queried) == 2  # straight to Chroma
+    # through search: the small prefix's answer is the exact ranking of its items
+    texts = {f"s{i}": f"{TOPICS[i % 8]} small {i}" for i in range(40)}
+    vectors = dict(zip(texts, FakeEmbeddings(DIMS).embed_documents(list(texts.values())),
+                       strict=True))
+    exact = sorted((round(1.0 - cosine_distances([v], vector)[0], 5) for v in vectors.values()),
+                   reverse=True)
+    found = store.search(("small",), query="chess openings", limit=5)
+    assert [round(r.score or 0.0, 5) for r in found] == exact[:5]
+    assert all(round(1.0 - cosine_distances([vectors[r.key]], vector)[0], 5)
+               == round(r.score or 0.0, 5) for r in found)

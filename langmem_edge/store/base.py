@@ -170,6 +170,7 @@ class ChromaStore(
         self._gens = Generations()
         self._listing_hints = ListingHints()
         self._prefix_share: dict[tuple[str, ...], float] = {}  # see SearchMixin._gather
+        self._large_prefixes: dict[tuple[str, ...], int] = {}  # see _rank_in_process
         self._keywords = KeywordIndex(
             ChromaKeywordSource(self._items, self._sync, call=self._call),
             config=self.hybrid_config["keyword"],

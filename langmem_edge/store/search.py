@@ -49,6 +49,7 @@ from langmem_edge.store.ranking import (
     Hit,
     KeyHit,
     Ranking,
+    cosine_distances,
     current_hits,
     passes,
     pool_vector_hits,
@@ -69,7 +70,16 @@ MIN_SHARE_SAMPLE = 20
 """Neighbours an unfiltered round must return for its prefix share to be remembered."""
 
 MAX_SHARES_KEPT = 4096
-"""Prefixes whose share of the neighbours a store remembers (then it starts over)."""
+"""Prefixes whose share of the neighbours a store remembers (then it starts over); also the
+prefixes remembered as too large to rank in process."""
+
+LOCAL_RANK_ROWS = 300
+"""Largest number of vector rows under a prefix that a filtered round ranks in process (their
+vectors read by ``where`` and scored with numpy) instead of by Chroma's filtered query.
+Chroma evaluates a filtered query by scanning the collection: measured on chromadb 1.5.9 with
+384-dim vectors (``benchmarks/chroma_filter_cost.py --vectors``), a query filtered to 20 rows
+of 60k costs ~45 ms, to 200 rows ~36 ms; reading those rows' vectors and scoring them ~6 ms
+and ~10 ms. Past ~500 rows reading the vectors costs more than Chroma's query."""
 
 
 
@@ -93,6 +103,7 @@ class SearchMixin:
     _gens: Generations
     _write_epoch: int
     _prefix_share: dict[tuple[str, ...], float]
+    _large_prefixes: dict[tuple[str, ...], int]
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -295,6 +306,11 @@ class SearchMixin:
         prefix field; the filter is checked on the item rows); otherwise the hits may lie
         anywhere in the store."""
         sent = layout.prefix_where(op.namespace_prefix) if filtered else None
+        prefix = tuple(op.namespace_prefix)
+        if sent is not None and prefix not in self._large_prefixes:
+            local = self._rank_in_process(prefix, sent, query, n)
+            if local is not None:
+                return local
         res = self._call(
             self._vectors.query,
             query_embeddings=[query],
@@ -305,6 +321,28 @@ class SearchMixin:
         ids = (res.get("ids") or [[]])[0]
         dists = res["distances"][0] if ids else []
         return pool_vector_hits(ids, dists), len(ids)
+
+    def _rank_in_process(
+        self, prefix: tuple[str, ...], where: dict[str, Any], query: list[float], n: int
+    ) -> tuple[list[Hit], int] | None:
+        """``_vector_round``'s filtered query answered in process: the prefix's vector rows
+        read by ``where`` (at most :data:`LOCAL_RANK_ROWS`), scored by exact cosine distance
+        (Chroma's own measure, so scores agree to float32 rounding), the best ``n`` pooled.
+        None when the prefix holds more rows (remembered: later rounds ask Chroma at once)."""
+        res = self._call(
+            self._vectors.get, where=where, include=["embeddings"], limit=LOCAL_RANK_ROWS + 1
+        )
+        ids = res["ids"]
+        if len(ids) > LOCAL_RANK_ROWS:
+            if len(self._large_prefixes) >= MAX_SHARES_KEPT:
+                self._large_prefixes.clear()
+            self._large_prefixes[prefix] = len(ids)
+            return None
+        if not ids:
+            return [], 0
+        distances = cosine_distances(res["embeddings"], query)
+        best = sorted(range(len(ids)), key=lambda i: (distances[i], ids[i]))[:n]
+        return pool_vector_hits([ids[i] for i in best], [distances[i] for i in best]), len(best)
 
     def _within_prefix(self, hits: list[Hit], prefix: tuple[str, ...]) -> list[Hit]:
         """The hits whose items lie under ``prefix``, in order.
