@@ -6,9 +6,17 @@ proportion to the rows in the collection (its metadata filter is a scan), while 
 ``get(ids=[...])`` stays flat. ``docs/architecture.md`` ("Reading the markers by key") says what
 the change protocol does about it.
 
+The same holds for a vector query filtered to a namespace: ``--vectors`` compares Chroma's
+filtered ``query`` with what ``ChromaStore`` does for a prefix of at most
+``store.search.LOCAL_RANK_ROWS`` vector rows (read them with ``get(where=...)`` and rank them
+by cosine distance in process), for namespaces of several sizes in a growing collection.
+
 Run: ``python benchmarks/chroma_filter_cost.py [--sizes 1000,5000,20000,80000] [--reads 100]``.
 Prints, for each size, the median milliseconds of a read by id and of two filtered reads
 matching the same 3 rows (one equality, one ``$and`` of two).
+``python benchmarks/chroma_filter_cost.py --vectors [--sizes 20000,60000] [--dims 384]``
+prints, for each size and namespace size, the median milliseconds of a filtered query for 40
+neighbours and of the in-process ranking.
 """
 
 from __future__ import annotations
@@ -18,14 +26,19 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import chromadb  # noqa: E402
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import median, table, timed  # noqa: E402
+
+from langmem_edge.store.ranking import cosine_distances  # noqa: E402
 
 BATCH = 1_000
 RARE = [{"p4": "meta", "k": "a"}, {"p4": "meta", "k": "b"}, {"p4": "meta", "k": "c"}]
@@ -35,14 +48,70 @@ def median_ms(fn: Callable[[], Any], reads: int) -> float:
     return median([timed(fn) for _ in range(reads)]) * 1000
 
 
+NAMESPACES = (20, 200, 1000)
+"""Vector rows of the namespaces ``--vectors`` ranks (the rest of the collection: 100 others)."""
+
+
+def filtered_query(col: Any, where: dict[str, str], query: list[float]) -> Any:
+    """Chroma's answer: a query for 40 neighbours with the namespace's ``where``."""
+    return col.query(query_embeddings=[query], n_results=40, where=where, include=["distances"])
+
+
+def ranked_in_process(col: Any, where: dict[str, str], query: list[float]) -> list[float]:
+    """ChromaStore's answer for a small prefix: its vectors read by ``where``, ranked here."""
+    got = col.get(where=where, include=["embeddings"])
+    return sorted(cosine_distances(got["embeddings"], query))[:40]
+
+
+def vector_rows(rows: list[list[str]], sizes: list[int], dims: int, reads: int) -> None:
+    """``--vectors``: a filtered query against reading the namespace's vectors and ranking them."""
+    rng = np.random.default_rng(1)
+    with tempfile.TemporaryDirectory() as folder:
+        client = chromadb.PersistentClient(folder, settings=chromadb.Settings(
+            anonymized_telemetry=False))
+        col = client.create_collection("vector-cost", embedding_function=None,
+                                       metadata={"hnsw:space": "cosine"})
+        for k in NAMESPACES:
+            for i in range(0, k, BATCH):
+                m = min(BATCH, k - i)
+                col.add(ids=[f"s{k}-{j}" for j in range(i, i + m)],
+                        embeddings=rng.random((m, dims)).tolist(),
+                        metadatas=[{"p1": f"small{k}"}] * m)
+        n = 0
+        for size in sizes:
+            while n < size:
+                col.add(ids=[f"i{i}" for i in range(n, n + BATCH)],
+                        embeddings=rng.random((BATCH, dims)).tolist(),
+                        metadatas=[{"p1": f"ns{i % 100}"} for i in range(n, n + BATCH)])
+                n += BATCH
+            query = rng.random(dims).tolist()
+            for k in NAMESPACES:
+                where = {"p1": f"small{k}"}
+                chroma = median_ms(partial(filtered_query, col, where, query), reads)
+                own = median_ms(partial(ranked_in_process, col, where, query), reads)
+                rows.append([f"{n:,}", f"{k:,}", f"{chroma:.1f}", f"{own:.1f}",
+                             f"{chroma / own:.1f}x"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,5000,20000,80000",
                         help="rows in the collection at each measurement, ascending")
     parser.add_argument("--reads", type=int, default=100, help="reads timed per measurement")
+    parser.add_argument("--vectors", action="store_true",
+                        help="filtered vector queries against ranking in process")
+    parser.add_argument("--dims", type=int, default=384, help="vector dimensions (--vectors)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
+    rows: list[list[str]] = []
+    if args.vectors:
+        vector_rows(rows, sizes, args.dims, args.reads)
+        print(f"\n### A query for 40 neighbours in one namespace (chromadb "
+              f"{chromadb.__version__}, embedded, {args.dims} dims, median of {args.reads})\n")
+        print(table(["rows in the collection", "rows in the namespace",
+                     "Chroma filtered query (ms)", "read and rank in process (ms)",
+                     "query / in process"], rows))
+        return
     with tempfile.TemporaryDirectory() as folder:
         client = chromadb.PersistentClient(folder, settings=chromadb.Settings(
             anonymized_telemetry=False))
