@@ -11,12 +11,18 @@ filtered ``query`` with what ``ChromaStore`` does for a prefix of at most
 ``store.search.LOCAL_RANK_ROWS`` vector rows (read them with ``get(where=...)`` and rank them
 by cosine distance in process), for namespaces of several sizes in a growing collection.
 
+And several listings in one batch: ``--in`` compares three filtered reads, one per namespace,
+with the one read ``ChromaStore`` makes for them (``{"p4": {"$in": [...]}}``, split in
+process; ``store/listing.py`` ``_list_together``).
+
 Run: ``python benchmarks/chroma_filter_cost.py [--sizes 1000,5000,20000,80000] [--reads 100]``.
 Prints, for each size, the median milliseconds of a read by id and of two filtered reads
 matching the same 3 rows (one equality, one ``$and`` of two).
 ``python benchmarks/chroma_filter_cost.py --vectors [--sizes 20000,60000] [--dims 384]``
 prints, for each size and namespace size, the median milliseconds of a filtered query for 40
 neighbours and of the in-process ranking.
+``python benchmarks/chroma_filter_cost.py --in [--sizes 20000,60000]`` prints the median
+milliseconds of the three reads and of the one.
 """
 
 from __future__ import annotations
@@ -93,6 +99,32 @@ def vector_rows(rows: list[list[str]], sizes: list[int], dims: int, reads: int) 
                              f"{chroma / own:.1f}x"])
 
 
+def listing_rows(rows: list[list[str]], sizes: list[int], reads: int) -> None:
+    """``--in``: three namespaces read one by one against one ``$in`` read."""
+    with tempfile.TemporaryDirectory() as folder:
+        client = chromadb.PersistentClient(folder, settings=chromadb.Settings(
+            anonymized_telemetry=False))
+        col = client.create_collection("listing-cost", embedding_function=None)
+        names = ["writers", "access", "image"]
+        for name in names:
+            col.add(ids=[f"{name}{i}" for i in range(10)], embeddings=[[0.1, 0.2]] * 10,
+                    metadatas=[{"p4": name, "k": str(i)} for i in range(10)])
+        n = 0
+        for size in sizes:
+            while n < size:
+                col.add(ids=[f"i{i}" for i in range(n, n + BATCH)],
+                        embeddings=[[0.1, 0.2]] * BATCH,
+                        metadatas=[{"p4": f"ns{i % 100}", "k": str(i)}
+                                   for i in range(n, n + BATCH)])
+                n += BATCH
+            apart = median_ms(lambda: [col.get(where={"p4": name}, include=["metadatas"])
+                                       for name in names], reads)
+            together = median_ms(lambda: col.get(where={"p4": {"$in": names}},
+                                                 include=["metadatas"]), reads)
+            rows.append([f"{n:,}", f"{apart:.1f}", f"{together:.1f}",
+                         f"{apart / together:.1f}x"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,5000,20000,80000",
@@ -100,10 +132,19 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=100, help="reads timed per measurement")
     parser.add_argument("--vectors", action="store_true",
                         help="filtered vector queries against ranking in process")
+    parser.add_argument("--in", dest="listings", action="store_true",
+                        help="three filtered reads against one $in read")
     parser.add_argument("--dims", type=int, default=384, help="vector dimensions (--vectors)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[list[str]] = []
+    if args.listings:
+        listing_rows(rows, sizes, args.reads)
+        print(f"\n### Three namespaces of 10 rows read (chromadb {chromadb.__version__}, "
+              f"embedded, median of {args.reads})\n")
+        print(table(["rows in the collection", "three reads (ms)", "one $in read (ms)",
+                     "three / one"], rows))
+        return
     if args.vectors:
         vector_rows(rows, sizes, args.dims, args.reads)
         print(f"\n### A query for 40 neighbours in one namespace (chromadb "

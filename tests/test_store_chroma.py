@@ -84,6 +84,42 @@ def test_search_without_query_is_newest_first(open_store: Any) -> None:
     assert [r.key for r in store.search(("o",))] == ["a", "c", "b"]
 
 
+def test_whole_listings_in_one_batch_share_one_read(
+    open_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Query-less searches of whole prefixes (``offset + limit`` >= ``MIN_WHOLE_LISTING``,
+    no filter) of one depth in one batch are one Chroma read; each page is what it is alone,
+    children and expired items included as ``search`` includes them."""
+    from langgraph.store.base import SearchOp
+
+    store = open_store()
+    for ns, n in ((("u", "a"), 5), (("u", "b"), 3), (("u", "a", "deep"), 2), (("v", "x"), 4)):
+        for i in range(n):
+            store.put(ns, f"k{i}", {"text": f"{ns} {i}"}, index=False)
+            time.sleep(0.002)
+    store.put(("u", "b"), "gone", {"text": "short"}, index=False, ttl=0.0005)
+    time.sleep(0.1)
+    ops = [SearchOp(("u", "a"), limit=100), SearchOp(("u", "b"), limit=500),
+           SearchOp(("v", "x"), limit=100, offset=1), SearchOp(("u", "a"), limit=10),
+           SearchOp(("u",), limit=100), SearchOp(("u", "empty"), limit=100),
+           SearchOp(("u", "b"), limit=100, filter={"text": "x"})]
+    alone = [store.batch([op])[0] for op in ops]
+    gets: list[Any] = []
+    real_get = type(store._items).get
+    monkeypatch.setattr(type(store._items), "get",
+                        lambda self, **kw: gets.append(kw.get("where")) or real_get(self, **kw))
+    together = store.batch(ops)
+    keys = [[(r.namespace, r.key) for r in res] for res in together]
+    assert keys == [[(r.namespace, r.key) for r in res] for res in alone]
+    assert len(keys[0]) == 7 and keys[0][0] == (("u", "a", "deep"), "k1")
+    assert [k for _, k in keys[1]] == ["k2", "k1", "k0"] and len(keys[2]) == 3
+    assert keys[5] == [] and keys[6] == []
+    # the four depth-2 listings (one filtered, one short) in one read; the others alone
+    assert {"p2": {"$in": sorted(layout.NS_SEP.join(p) for p in
+                                 (("u", "a"), ("u", "b"), ("v", "x"), ("u", "empty")))}} in gets
+    assert len([w for w in gets if w and "$in" in str(w)]) == 1
+
+
 def test_dotted_filter_keys(open_store: Any) -> None:
     store = open_store()
     store.put(("f",), "x", {"meta": {"tier": "gold", "rank": 3}})

@@ -104,6 +104,7 @@ class SearchMixin:
     _write_epoch: int
     _prefix_share: dict[tuple[str, ...], float]
     _large_prefixes: dict[tuple[str, ...], int]
+    _list_together: Callable[..., dict[int, list[tuple[ExplainedItem, dict[str, Any]]]]]
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -118,8 +119,11 @@ class SearchMixin:
             validate_search_op(op)
         queries = sorted({op.query for _, op in searches if op.query})
         vectors = self._embed_queries(queries) if queries else {}
+        listed = self._list_together(searches, now) if len(searches) > 1 else {}
         for i, op in searches:
-            found = self._search_one(op, vectors, self.ranking, self.hybrid_config, now)
+            found = listed.get(i)
+            if found is None:
+                found = self._search_one(op, vectors, self.ranking, self.hybrid_config, now)
             results[i] = [e.item for e, _ in found]
             if self._should_refresh(op.refresh_ttl):
                 for e, meta in found:
