@@ -77,9 +77,9 @@ LOCAL_RANK_ROWS = 300
 """Largest number of vector rows under a prefix that a filtered round ranks in process (their
 vectors read by ``where`` and scored with numpy) instead of by Chroma's filtered query.
 Chroma evaluates a filtered query by scanning the collection: measured on chromadb 1.5.9 with
-384-dim vectors (``benchmarks/chroma_filter_cost.py --vectors``), a query filtered to 20 rows
-of 60k costs ~45 ms, to 200 rows ~36 ms; reading those rows' vectors and scoring them ~6 ms
-and ~10 ms. Past ~500 rows reading the vectors costs more than Chroma's query."""
+384-dim vectors (``benchmarks/chroma_filter_cost.py --vectors``, ``docs/benchmarks.md``), a
+query filtered to 20 rows of 60k costs ~10x reading those rows' vectors and scoring them, to
+200 rows ~2.5x, to 1,000 rows 0.2-0.7x (reading vectors costs ~25 us a row)."""
 
 
 
