@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import median, table, timed  # noqa: E402
 
-from langmem_edge.store.ranking import cosine_distances  # noqa: E402
+from langmem_edge.retrieval.vectors import cosine_distances  # noqa: E402
 
 BATCH = 1_000
 RARE = [{"p4": "meta", "k": "a"}, {"p4": "meta", "k": "b"}, {"p4": "meta", "k": "c"}]

@@ -155,7 +155,7 @@ def test_a_small_prefix_is_ranked_in_process_as_chroma_ranks_it(
     remembered as large."""
     from langgraph.store.base import PutOp, SearchOp
 
-    from langmem_edge.store.ranking import cosine_distances
+    from langmem_edge.retrieval.vectors import cosine_distances
     from langmem_edge.store.search import LOCAL_RANK_ROWS
 
     store = chroma_store_factory("l", index=index())

@@ -13,6 +13,7 @@ protocol):
 - :mod:`.index`: :class:`KeywordIndex`, the per-process cache kept exact by the change
   protocol; :mod:`.chroma_sync`: its Chroma source and the writer's side.
 - :mod:`.hybrid`: fusing the channels with a resolved config.
+- :mod:`.vectors`: cosine distance, for vectors scored in process.
 
 Design notes and measurements: ``docs/retrieval.md``.
 """

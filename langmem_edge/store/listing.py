@@ -87,12 +87,19 @@ class ListingMixin:
             if len(window) >= want:
                 rows = window
         if rows is None:
-            rows = [m for m in self._scan_items(where, now) if passes(m, op.filter)]
-            rows.sort(key=newest_first)
-            self._listing_hints.learn(key, [float(m["ua"]) for m in rows])
-        else:
-            rows.sort(key=newest_first)
-            self._listing_hints.refine(key, [float(m["ua"]) for m in rows])
+            whole = [m for m in self._scan_items(where, now) if passes(m, op.filter)]
+            return self._page_of_whole(op, whole)
+        rows.sort(key=newest_first)
+        self._listing_hints.refine(key, [float(m["ua"]) for m in rows])
+        return _page(rows, op.offset, op.limit)
+
+    def _page_of_whole(
+        self, op: SearchOp, rows: list[dict[str, Any]]
+    ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
+        """``op``'s page of every live row under its prefix that passes its filter (sorted
+        here); the rows' update times become the prefix's listing hints."""
+        rows.sort(key=newest_first)
+        self._listing_hints.learn(_hint_key(op), [float(m["ua"]) for m in rows])
         return _page(rows, op.offset, op.limit)
 
     def _list_together(
@@ -121,12 +128,8 @@ class ListingMixin:
             rows: dict[str, list[dict[str, Any]]] = {v: [] for v in joined.values()}
             for m in self._scan_items({field: {"$in": sorted(rows)}}, now):
                 rows[m[field]].append(m)
-            for part in rows.values():
-                part.sort(key=newest_first)
             for i, op in group:
-                mine = rows[joined[i]]
-                self._listing_hints.learn(_hint_key(op), [float(m["ua"]) for m in mine])
-                out[i] = _page(mine, op.offset, op.limit)
+                out[i] = self._page_of_whole(op, list(rows[joined[i]]))
         return out
 
     def _page_between(

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-import numpy as np
 from langgraph.store.base import SearchItem, SearchOp
 
 from langmem_edge.errors import InvalidInputError
@@ -97,17 +96,6 @@ def pool_vector_hits(vector_ids: Sequence[str], distances: Sequence[float]) -> l
         if iid not in rows or score > rows[iid][0]:
             rows[iid] = (score, vid)
     return _ranked({iid: (rows[iid][0], per, rows[iid][1]) for iid, per in gens.items()})
-
-
-def cosine_distances(vectors: Any, query: Sequence[float]) -> list[float]:
-    """Cosine distance (``1 - cos``, Chroma's ``cosine`` space) of each row of ``vectors`` to
-    ``query``; a zero vector is at distance 1 (Chroma normalises it to zero as well)."""
-    rows = np.asarray(vectors, dtype=np.float64)
-    q = np.asarray(query, dtype=np.float64)
-    norms = np.linalg.norm(rows, axis=1) * float(np.linalg.norm(q))
-    dots = rows @ q
-    sims = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-    return [float(d) for d in 1.0 - sims]
 
 
 def current_hits(hits: Sequence[Hit], current: Mapping[str, str]) -> list[Hit]:

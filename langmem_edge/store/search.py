@@ -39,6 +39,7 @@ from langmem_edge.retrieval import (
     HybridConfig,
     KeywordIndex,
 )
+from langmem_edge.retrieval.vectors import cosine_distances
 from langmem_edge.store import layout
 from langmem_edge.store.listing import newest_first
 from langmem_edge.store.names import Generations, ItemNames
@@ -49,7 +50,6 @@ from langmem_edge.store.ranking import (
     Hit,
     KeyHit,
     Ranking,
-    cosine_distances,
     current_hits,
     passes,
     pool_vector_hits,

@@ -61,6 +61,7 @@ from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.memory.semantic.scoring import composite, recency, tag_overlap
 from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, plan_flush_access
 from langmem_edge.retrieval.fusion import rrf_fuse
+from langmem_edge.retrieval.vectors import cosine_distances
 
 __all__ = ["RecallRequest", "keyword_channel", "plan_count_access", "plan_lookup", "plan_recall"]
 
@@ -401,13 +402,8 @@ def _plan_cosines(ctx: ProfileContext, query: str, fused: dict[str, Any]
         except Exception as e:
             logger.warning("embedding for the composite scorer failed (%s)", e)
             return out
-        import numpy as np
-
-        m = np.asarray(vectors, dtype=np.float64)
-        norms = np.linalg.norm(m, axis=1)
-        norms[norms == 0] = 1.0
-        sims = (m[1:] @ m[0]) / (norms[1:] * norms[0])
-        out.update({d: float(s) for d, s in zip(missing, sims, strict=True)})
+        distances = cosine_distances(vectors[1:], vectors[0])
+        out.update({d: 1.0 - dist for d, dist in zip(missing, distances, strict=True)})
     return out
 
 
