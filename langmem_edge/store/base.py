@@ -46,6 +46,7 @@ from langgraph.store.base import (
 )
 
 from langmem_edge import _chroma
+from langmem_edge._sqlite_stats import PlannerStatistics, folder_of
 from langmem_edge.embeddings import default_embeddings
 from langmem_edge.errors import (
     ConfigurationError,
@@ -176,6 +177,9 @@ class ChromaStore(
             config=self.hybrid_config["keyword"],
         )
         self._clock: Callable[[], float] = time.time  # epoch seconds; tests may replace it
+        self._statistics = PlannerStatistics(folder_of(client))  # an embedded folder's
+        if self._statistics.folder is not None:
+            self._statistics.opened(int(self._call(self._items.count)))
 
     def _flag_incomplete_mirrors(self, items: Any, found: int) -> None:
         """Upgrade from schema < 3: set ``fx`` on item rows whose filter mirror is incomplete
@@ -246,6 +250,7 @@ class ChromaStore(
                 timer.cancel()
                 self._settle(self._writer.seq)
         self.stop_ttl_sweeper(timeout=5)
+        self._statistics.wait(timeout=30)
         if self._owns_client:
             closer = getattr(self._client, "close", None)
             if callable(closer):

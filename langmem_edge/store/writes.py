@@ -14,6 +14,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import IndexConfig, PutOp, SearchOp, get_text_at_path, tokenize_path
 
 from langmem_edge import _chroma
+from langmem_edge._sqlite_stats import PlannerStatistics
 from langmem_edge.embeddings import text_hash
 from langmem_edge.errors import EmbeddingError, InvalidInputError, InvalidNamespaceError
 from langmem_edge.retrieval import KeywordIndex, SyncWriter, encode_document
@@ -65,6 +66,7 @@ class WriteMixin:
     _gens: Generations
     _get_rows: Callable[..., tuple[dict[str, dict[str, Any]], dict[str, str | None]]]
     _ttl_minutes: Callable[[Any], float | None]
+    _statistics: PlannerStatistics
 
     @property
     def atomic_put_limit(self) -> int:
@@ -205,6 +207,7 @@ class WriteMixin:
             stale=stale,
             quiet=quiet and not deletes,
         )
+        self._statistics.wrote(len(item_ids) + len(vec_ids))
 
     def _write(
         self,
