@@ -15,6 +15,10 @@ And several listings in one batch: ``--in`` compares three filtered reads, one p
 with the one read ``ChromaStore`` makes for them (``{"p4": {"$in": [...]}}``, split in
 process; ``store/listing.py`` ``_list_together``).
 
+And what SQLite's planner statistics change: ``--analyze`` times the same reads on one folder
+without statistics (as Chroma leaves a folder) and after ``ANALYZE`` (as ``ChromaStore`` and
+``ChromaSaver`` keep an embedded folder: ``langmem_edge/_sqlite_stats.py``).
+
 Run: ``python benchmarks/chroma_filter_cost.py [--sizes 1000,5000,20000,80000] [--reads 100]``.
 Prints, for each size, the median milliseconds of a read by id and of two filtered reads
 matching the same 3 rows (one equality, one ``$and`` of two).
@@ -23,12 +27,15 @@ prints, for each size and namespace size, the median milliseconds of a filtered 
 neighbours and of the in-process ranking.
 ``python benchmarks/chroma_filter_cost.py --in [--sizes 20000,60000]`` prints the median
 milliseconds of the three reads and of the one.
+``python benchmarks/chroma_filter_cost.py --analyze [--sizes 20000,60000]`` prints, for each
+size and read, the median milliseconds without and with statistics.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -44,6 +51,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import median, table, timed  # noqa: E402
 
+from langmem_edge._sqlite_stats import refresh  # noqa: E402
 from langmem_edge.retrieval.vectors import cosine_distances  # noqa: E402
 
 BATCH = 1_000
@@ -125,6 +133,61 @@ def listing_rows(rows: list[list[str]], sizes: list[int], reads: int) -> None:
                          f"{apart / together:.1f}x"])
 
 
+_DROP = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("DROP TABLE IF EXISTS sqlite_stat1")
+db.commit()
+"""
+
+
+def drop_statistics(folder: str) -> None:
+    """Remove a folder's planner statistics (in a child: see ``_sqlite_stats``)."""
+    subprocess.run([sys.executable, "-c", _DROP, os.path.join(folder, "chroma.sqlite3")],
+                   check=True)
+
+
+def analyze_rows(rows: list[list[str]], sizes: list[int], reads: int) -> None:
+    """``--analyze``: reads by filter without planner statistics, then with them."""
+    with tempfile.TemporaryDirectory() as folder:
+        client = chromadb.PersistentClient(folder, settings=chromadb.Settings(
+            anonymized_telemetry=False))
+        col = client.create_collection("analyze-cost", embedding_function=None)
+        col.add(ids=["r1", "r2", "r3"], embeddings=[[0.1, 0.2]] * 3,
+                metadatas=[{**m, "g": float(i)} for i, m in enumerate(RARE)])
+        names = ["writers", "access", "image"]
+        for name in names:
+            col.add(ids=[f"{name}{i}" for i in range(10)], embeddings=[[0.1, 0.2]] * 10,
+                    metadatas=[{"p4": name, "k": str(i), "g": float(i)} for i in range(10)])
+        reads_of: dict[str, Callable[[], Any]] = {
+            "3 rows, where p4 equal": lambda: col.get(where={"p4": "meta"},
+                                                      include=["metadatas"]),
+            "3 rows, p4 and a range": lambda: col.get(
+                where={"$and": [{"p4": "meta"}, {"g": {"$lt": 2.0}}]}, include=["metadatas"]),
+            "30 rows, p4 $in three": lambda: col.get(where={"p4": {"$in": names}},
+                                                     include=["metadatas"]),
+            "1% of the rows, where p4 equal": lambda: col.get(where={"p4": "ns7"},
+                                                              include=["metadatas"]),
+            "every row, a range (ids only)": lambda: col.get(where={"g": {"$gt": -1.0}},
+                                                             include=[]),
+        }
+        n = 0
+        for size in sizes:
+            while n < size:
+                col.add(ids=[f"i{i}" for i in range(n, n + BATCH)],
+                        embeddings=[[0.1, 0.2]] * BATCH,
+                        metadatas=[{"p4": f"ns{i % 100}", "k": str(i), "g": float(i)}
+                                   for i in range(n, n + BATCH)])
+                n += BATCH
+            drop_statistics(folder)
+            without = {name: median_ms(fn, reads) for name, fn in reads_of.items()}
+            refresh(folder, min_rows=1, growth=1.0)
+            for name, fn in reads_of.items():
+                with_ = median_ms(fn, reads)
+                rows.append([f"{n:,}", name, f"{without[name]:.2f}", f"{with_:.2f}",
+                             f"{without[name] / with_:.1f}x"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,5000,20000,80000",
@@ -134,10 +197,19 @@ def main() -> None:
                         help="filtered vector queries against ranking in process")
     parser.add_argument("--in", dest="listings", action="store_true",
                         help="three filtered reads against one $in read")
+    parser.add_argument("--analyze", action="store_true",
+                        help="filtered reads without and with SQLite's planner statistics")
     parser.add_argument("--dims", type=int, default=384, help="vector dimensions (--vectors)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[list[str]] = []
+    if args.analyze:
+        analyze_rows(rows, sizes, args.reads)
+        print(f"\n### Filtered reads without and with planner statistics (chromadb "
+              f"{chromadb.__version__}, embedded, median of {args.reads})\n")
+        print(table(["rows in the collection", "read", "without statistics (ms)",
+                     "with statistics (ms)", "without / with"], rows))
+        return
     if args.listings:
         listing_rows(rows, sizes, args.reads)
         print(f"\n### Three namespaces of 10 rows read (chromadb {chromadb.__version__}, "

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import chromadb
 import pytest
+from checkpointer_helpers import config, make_checkpoint
 from langgraph.store.base import PutOp
 
 from langmem_edge import ChromaStore, _sqlite_stats
 from langmem_edge._sqlite_stats import PlannerStatistics, folder_of, refresh
+from langmem_edge.checkpointers import ChromaSaver
 from langmem_edge.testing import FakeEmbeddings
 
 # The shape of the query Chroma 1.5's SQLite reader runs for get(where={"p2": <value>}).
@@ -145,3 +147,19 @@ def test_the_command_refreshes_a_folder_and_refuses_a_missing_one(tmp_path: Path
     missing = subprocess.run([*run, str(tmp_path / "nothing")], capture_output=True, text=True)
     assert missing.returncode == 1 and "no Chroma folder" in missing.stderr
     assert not (tmp_path / "nothing").exists()
+
+
+def test_a_saver_that_grows_gets_statistics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sqlite_stats, "CHECK_EVERY", 200)
+    saver = ChromaSaver.from_path(str(tmp_path))
+    try:
+        for n in range(1_100):
+            saver.put(config(f"thread-{n % 40}"), make_checkpoint(), {"step": n}, {})
+        assert saver._statistics.wait(timeout=60)
+        assert saver._statistics.last_report is not None
+        assert not _walks_every_row(_plan(tmp_path))
+        assert saver.get_tuple(config("thread-7")) is not None
+    finally:
+        saver.close()

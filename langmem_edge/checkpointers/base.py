@@ -47,6 +47,7 @@ from langmem_edge._chroma import (
     open_persistent_client,
     validate_collection_prefix,
 )
+from langmem_edge._sqlite_stats import PlannerStatistics, folder_of
 from langmem_edge.checkpointers import layout as L
 from langmem_edge.checkpointers import maintenance as M
 from langmem_edge.checkpointers import reads as R
@@ -124,6 +125,9 @@ class ChromaSaver(BaseCheckpointSaver[str]):
         self._hints = R.HeadHints(HEAD_HINT_CAPACITY)
         self._sweeper = TTLSweeper(self.sweep_ttl)
         self._owns_client = False
+        self._statistics = PlannerStatistics(folder_of(client))  # an embedded folder's
+        if self._statistics.folder is not None:
+            self._statistics.opened(int(self._call(self.collection.count)))
 
     # ------------------------------------------------------------------ construction
 
@@ -148,6 +152,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
     def close(self) -> None:
         """Stop the TTL sweeper and close the client if this saver opened it."""
         self._sweeper.stop(timeout=5)
+        self._statistics.wait(timeout=30)
         if self._owns_client:
             self._owns_client = False
             try:
@@ -204,6 +209,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
             return
         fn = self.collection.upsert if replace else self.collection.add
         self._call(fn, ids=batch.ids, embeddings=batch.embeddings(), metadatas=batch.metadatas)
+        self._statistics.wrote(len(batch.ids))
 
     # ------------------------------------------------------------------ core five
 
