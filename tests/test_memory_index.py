@@ -576,3 +576,23 @@ def test_an_index_restored_from_its_image_answers_as_the_index_it_was_taken_from
         index.apply(fresh)
         index.apply(new)
     _same_index(a, b, [*queries, "rain lyon", "tea ana"])
+
+
+def test_a_profile_reloaded_after_eviction_keeps_its_writers(make_store) -> None:
+    """An index dropped from the cache and loaded again writes with the process's writers of
+    that log, not new ones: the log keeps one marker per writer, not one more per load."""
+    store = make_store()
+    memory = AgentMemory(store, config={"index": {"cached_profiles": 1}})
+    for n in range(6):
+        for name in ("p", "q"):  # each profile's index evicts the other's
+            memory.profile(name).remember(f"Fact number {n} of {name}", key=f"k.{n}")
+    for name in ("p", "q"):
+        layout = memory._index(name).layout
+        markers = store.search(layout.writers, limit=100)
+        assert [m.key for m in markers] == [memory._index(name).writer_ids().pop()]
+        assert markers[0].value["seq"] == 6
+        assert len(memory.profile(name).list().memories) == 6
+    other = AgentMemory(store)  # another process's view: every write is there
+    assert sorted(m.text for m in other.profile("p").list().memories) == [
+        f"Fact number {n} of p" for n in range(6)]
+    assert len(memory.writer_pools) == 2

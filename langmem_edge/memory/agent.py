@@ -47,6 +47,7 @@ from langmem_edge.memory.core.stores import ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
 from langmem_edge.memory.index.changes import GENERATION_KEY, plan_commit, plan_sync
+from langmem_edge.memory.index.log import ChangeLog, WriterPools
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
@@ -116,6 +117,8 @@ class AgentMemory:
         # on put(index=False), so updates that do not change the text need no re-indexing.
         self.rewrite_index: Any = False
         self._indexes: OrderedDict[str, ProfileIndex] = OrderedDict()
+        self.writer_pools = WriterPools()
+        """This memory's writers of its profiles' record logs (kept across index reloads)."""
         self._lock = threading.Lock()
         self.documents = DocumentWorker()
         """Processes documents added without ``wait`` (``docs/documents.md``)."""
@@ -129,8 +132,9 @@ class AgentMemory:
         with self._lock:
             index = self._indexes.get(name)
             if index is None:
-                index = ProfileIndex(ProfileLayout(self.namespace, name), self.config.index,
-                                     self.config.recall)
+                layout = ProfileLayout(self.namespace, name)
+                index = ProfileIndex(layout, self.config.index, self.config.recall,
+                                     self.writer_pools.pool(ChangeLog.of_records(layout)))
                 self._indexes[name] = index
             self._indexes.move_to_end(name)
             while len(self._indexes) > self.config.index.cached_profiles:

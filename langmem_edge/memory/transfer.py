@@ -72,6 +72,7 @@ from langmem_edge.memory.documents.plans import DocumentScope, plan_restore
 from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
 from langmem_edge.memory.episodic.writes import plan_put_absent
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
+from langmem_edge.memory.index.log import ChangeLog
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.records import MemoryRecord, utcnow
 from langmem_edge.memory.reflective.records import Goal, Reflection
@@ -512,7 +513,9 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
                 existing[type_name] += len(chunk) - len(new)
                 if new and kind.name == "memory":
                     if index is None:
-                        index = ProfileIndex(layout, memory.config.index, memory.config.recall)
+                        index = ProfileIndex(layout, memory.config.index, memory.config.recall,
+                                             memory.writer_pools.pool(
+                                                 ChangeLog.of_records(layout)))
                         yield from plan_sync(store, index)
                     puts = [(ln.value, _memory_index(memory, ln.value)) for ln, _ in new]
                     yield from plan_commit(store, index, puts)

@@ -7,7 +7,9 @@ reached), the profile indexes (``AgentMemory``, ``MemoryConfig.index.cached_prof
 ``CACHED_PROFILES`` = 16; the test writes to :data:`PROFILES` profiles) and the embedding
 cache (``CachedEmbeddings``, ``DEFAULT_CACHE_SIZE`` vectors; :data:`SOAK_EMBED_CACHE` here)
 and the store keyword index's prefix masks (``retrieval.bm25.MAX_PREFIX_MASKS``;
-:data:`SOAK_PREFIX_MASKS` here: hybrid searches go to one of ``("soak",)``'s ~100 children).
+:data:`SOAK_PREFIX_MASKS` here: hybrid searches go to one of ``("soak",)``'s ~100 children)
+and the change logs' writer pools (``memory.index.log.WRITER_POOLS`` per registry: the
+memory's for its record logs, the store's for message logs).
 Memory is measured with ``tracemalloc`` (Python allocations) and the RSS after a warm-up of
 :data:`WARMUP_FRACTION` of the run, at the half and at the end: growth over the second half
 above :data:`MAX_SECOND_HALF_GROWTH_MB` is a leak. The RSS is also sampled every
@@ -45,6 +47,7 @@ from langgraph.store.base import PutOp
 
 from langmem_edge.embeddings import CachedEmbeddings
 from langmem_edge.memory.config.sections import CACHED_PROFILES
+from langmem_edge.memory.index.log import WRITER_POOLS, writer_pools_kept
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.testing import FakeEmbeddings
 
@@ -160,7 +163,8 @@ class _Soak:
         self.memory = open_memory(self.store,
                                   config={"index": CONSTANT_INDEX} if constant else None)
         self.ops: Counter[str] = Counter()
-        self.peak = {"ids": 0, "indexes": 0, "embeddings": 0, "prefix_masks": 0}
+        self.peak = {"ids": 0, "indexes": 0, "embeddings": 0, "prefix_masks": 0,
+                     "writer_pools": 0}
 
     def word(self) -> str:
         """A word: a put key; its first 3 characters name a namespace."""
@@ -221,6 +225,8 @@ class _Soak:
         peak["indexes"] = max(peak["indexes"], len(self.memory._indexes))
         peak["embeddings"] = max(peak["embeddings"], len(self.cache._cache))
         peak["prefix_masks"] = max(peak["prefix_masks"], len(self.masks._mask_cache))
+        peak["writer_pools"] = max(peak["writer_pools"], len(self.memory.writer_pools),
+                                   writer_pools_kept(store))
 
     def run(self, total: int, *, trim: bool) -> dict[str, Any]:
         """``total`` operations; the figures (printed by the tests)."""
@@ -262,7 +268,8 @@ class _Soak:
                 "cache_peaks": self.peak,
                 "cache_bounds": {"ids": SOAK_ID_CAPACITY, "indexes": CACHED_PROFILES,
                                  "embeddings": SOAK_EMBED_CACHE,
-                                 "prefix_masks": SOAK_PREFIX_MASKS}}
+                                 "prefix_masks": SOAK_PREFIX_MASKS,
+                                 "writer_pools": WRITER_POOLS}}
 
 
 def _check_bounds(figures: dict[str, Any]) -> None:
@@ -272,6 +279,7 @@ def _check_bounds(figures: dict[str, Any]) -> None:
     assert peak["indexes"] <= CACHED_PROFILES
     assert peak["embeddings"] <= SOAK_EMBED_CACHE
     assert 1 < peak["prefix_masks"] <= SOAK_PREFIX_MASKS  # searched, and bounded
+    assert 0 < peak["writer_pools"] <= min(WRITER_POOLS, PROFILES)  # one per log written
     assert figures["second_half_growth_mb"] <= MAX_SECOND_HALF_GROWTH_MB
 
 

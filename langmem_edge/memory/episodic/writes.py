@@ -37,9 +37,7 @@ have not synced for ``reload_after_seconds`` list every session record again. Th
 from __future__ import annotations
 
 import logging
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -49,7 +47,7 @@ from langmem_edge.memory.config import IndexCacheConfig
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.stores import atomic_put_limit
-from langmem_edge.memory.index.log import ChangeLog, WriterPool
+from langmem_edge.memory.index.log import ChangeLog, writer_pool
 
 __all__ = ["LOG_CONFIG", "MessageWrite", "plan_message_write", "plan_put_absent"]
 
@@ -60,22 +58,6 @@ T = TypeVar("T")
 LOG_CONFIG = IndexCacheConfig()
 """Retention, reload age, settle age and prune interval of the episodic change log (the
 profile index's defaults: 1 h, 30 min, 10 min, 5 min)."""
-
-_POOLS: weakref.WeakKeyDictionary[BaseStore, dict[tuple[str, ...], WriterPool]] = (
-    weakref.WeakKeyDictionary())
-_POOLS_LOCK = threading.Lock()
-
-
-def _pool(store: BaseStore, log: ChangeLog) -> WriterPool:
-    """This process's writers of ``log`` on ``store`` (by identity; a store that cannot be
-    referenced weakly gets a pool per write, each writer settled before it is dropped)."""
-    with _POOLS_LOCK:
-        try:
-            pools = _POOLS.setdefault(store, {})
-        except TypeError:
-            return WriterPool()
-        return pools.setdefault(log.writers, WriterPool())
-
 
 class MessageWrite:
     """One write of the episodic change log (see the module docstring).
@@ -96,7 +78,7 @@ class MessageWrite:
         self.log = ChangeLog.of_messages(layout)
         self.whole = puts is not None and puts + 2 <= atomic_put_limit(store)
         """Whether the rows' batch carries the settled marker (nothing before or after it)."""
-        self._pool = _pool(store, self.log)
+        self._pool = writer_pool(store, self.log)
         self._writer = self._pool.take()
         self.seq = self._writer.next_seq()
         self.wrote = False

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from langgraph.store.base import BaseStore, Item, PutOp, SearchOp
@@ -38,9 +40,12 @@ from langmem_edge.retrieval.index import Marker
 
 __all__ = [
     "MAX_WRITERS",
+    "WRITER_POOLS",
     "ChangeLog",
     "WriterPool",
+    "WriterPools",
     "pending",
+    "writer_pool",
 ]
 
 MAX_WRITERS = 100_000
@@ -195,3 +200,61 @@ class WriterPool:
                 return False
             self.last_prune = now
             return True
+
+
+WRITER_POOLS = 4_096
+"""Change logs whose writer pools one registry keeps, the least recently used dropped first.
+A pool is a few hundred bytes; a log whose pool was dropped gets new writers at its next
+write (new markers, pruned after the retention like any other)."""
+
+
+class WriterPools:
+    """This process's writer pools, by the log's marker namespace (bounded, LRU): the same
+    pool for as long as the process writes the log, so a profile whose index was dropped from
+    the cache and loaded again keeps its writers, and its log keeps one marker per writer of
+    the process instead of one more per load. ``AgentMemory`` keeps one for its profiles'
+    record logs; :func:`writer_pool` one per store for the message logs."""
+
+    def __init__(self, capacity: int = WRITER_POOLS) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._pools: OrderedDict[tuple[str, ...], WriterPool] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._pools)
+
+    def pool(self, log: ChangeLog) -> WriterPool:
+        """The pool of ``log``'s writers (made on first use)."""
+        with self._lock:
+            pool = self._pools.get(log.writers)
+            if pool is None:
+                pool = self._pools[log.writers] = WriterPool()
+            self._pools.move_to_end(log.writers)
+            while len(self._pools) > self.capacity:
+                self._pools.popitem(last=False)
+            return pool
+
+
+_BY_STORE: weakref.WeakKeyDictionary[BaseStore, WriterPools] = weakref.WeakKeyDictionary()
+_BY_STORE_LOCK = threading.Lock()
+
+
+def writer_pool(store: BaseStore, log: ChangeLog) -> WriterPool:
+    """This process's writers of ``log`` on ``store`` (:class:`WriterPools` per store, by
+    identity). A store that cannot be referenced weakly gets a new pool each call (each
+    writer settled before it is dropped)."""
+    with _BY_STORE_LOCK:
+        try:
+            pools = _BY_STORE.get(store)
+            if pools is None:
+                pools = _BY_STORE[store] = WriterPools()
+        except TypeError:
+            return WriterPool()
+    return pools.pool(log)
+
+
+def writer_pools_kept(store: BaseStore) -> int:
+    """How many pools :func:`writer_pool` keeps for ``store`` (for tests and the soak)."""
+    with _BY_STORE_LOCK:
+        pools = _BY_STORE.get(store)
+    return 0 if pools is None else len(pools)

@@ -115,8 +115,8 @@ class ProfileIndex:
     """Everything recall needs about one profile, in memory, kept exact by the change protocol
     (:mod:`langmem_edge.memory.index.changes`)."""
 
-    def __init__(self, layout: ProfileLayout, cache: IndexCacheConfig, recall: RecallConfig
-                 ) -> None:
+    def __init__(self, layout: ProfileLayout, cache: IndexCacheConfig, recall: RecallConfig,
+                 writers: WriterPool | None = None) -> None:
         self.layout = layout
         self.profile = layout.profile
         self.cache = cache
@@ -128,7 +128,9 @@ class ProfileIndex:
         """Access counts read from the store: ``{memory id: {writer: (count, last ISO)}}``."""
         self.count_writer = uuid.uuid4().hex[:16]
         """This index's writer id for access-count items."""
-        self._writers = WriterPool()
+        self._writers = writers if writers is not None else WriterPool()
+        """The writers of the profile's record log: the process's pool for it
+        (:func:`~langmem_edge.memory.index.log.writer_pool`), so a reload keeps them."""
         self._clear()
         self.last_prune = 0.0
 
