@@ -424,3 +424,13 @@ def test_the_console_script_is_the_app() -> None:
     assert project["scripts"]["langmem-edge"] == "langmem_edge.cli:main"
     assert callable(main)
     assert any(dep.startswith("typer") for dep in project["dependencies"])
+
+
+def test_analyze_takes_a_folders_statistics_and_refuses_a_missing_one(tmp_path: Path) -> None:
+    cli = runner_for(["--path", str(tmp_path / "memory")])
+    cli("remember", "Likes tea")
+    result = cli("analyze", str(tmp_path / "memory"))
+    assert "Planner statistics taken on" in result.stdout
+    assert "no Chroma folder" in cli("analyze", str(tmp_path / "nothing"),
+                                     code=EXIT_NOT_FOUND).stderr
+    assert not (tmp_path / "nothing").exists()

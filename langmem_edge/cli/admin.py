@@ -1,4 +1,4 @@
-"""Commands on the whole memory: export, import, stats, delete-profile."""
+"""Commands on the whole memory: export, import, stats, delete-profile, analyze."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from rich.table import Table
 
 from langmem_edge.cli.base import (
     DEFAULT_PROFILE,
+    EXIT_FAILURE,
+    EXIT_NOT_FOUND,
     JsonOption,
     ProfileOption,
     YesOption,
@@ -18,13 +20,14 @@ from langmem_edge.cli.base import (
     confirm,
     emit_json,
     err,
+    fail,
     opened,
     opened_profile,
     out,
     progress,
 )
 
-__all__ = ["delete_profile", "export", "import_", "stats"]
+__all__ = ["analyze", "delete_profile", "export", "import_", "stats"]
 
 STDOUT = "-"
 """The file name that means standard output."""
@@ -122,3 +125,23 @@ def delete_profile(
     if as_json:
         return emit_json({"profile": profile, "items_deleted": removed})
     out.print(f"Deleted profile {profile!r} ({removed} store items)")
+
+
+@app.command()
+def analyze(folder: Annotated[Path, typer.Argument(
+        help="A Chroma folder: an embedded store's, or a Chroma server's while it runs.")]
+            ) -> None:
+    """Take SQLite's planner statistics of a Chroma folder, so that reads by metadata filter
+    start from the index instead of walking every row (docs/store.md). A store keeps its
+    embedded folder's statistics itself; run this on a server's folder after loading data."""
+    import subprocess
+
+    from langmem_edge._sqlite_stats import refresh
+
+    try:
+        report = refresh(str(folder), min_rows=1, growth=1.0)
+    except FileNotFoundError as e:
+        fail(str(e), EXIT_NOT_FOUND)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        fail(str(e), EXIT_FAILURE)
+    out.print(f"Planner statistics taken on {report.split()[-1]} rows of {folder}.")
