@@ -77,8 +77,11 @@ def ranked_in_process(col: Any, where: dict[str, str], query: list[float]) -> li
     return sorted(cosine_distances(got["embeddings"], query))[:40]
 
 
-def vector_rows(rows: list[list[str]], sizes: list[int], dims: int, reads: int) -> None:
-    """``--vectors``: a filtered query against reading the namespace's vectors and ranking them."""
+def vector_rows(rows: list[list[str]], sizes: list[int], dims: int, reads: int,
+                statistics: bool = False) -> None:
+    """``--vectors``: a filtered query against reading the namespace's vectors and ranking them
+    (with ``statistics``, on a folder whose planner statistics were taken, as the store keeps
+    an embedded folder)."""
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory() as folder:
         client = chromadb.PersistentClient(folder, settings=chromadb.Settings(
@@ -98,6 +101,8 @@ def vector_rows(rows: list[list[str]], sizes: list[int], dims: int, reads: int) 
                         embeddings=rng.random((BATCH, dims)).tolist(),
                         metadatas=[{"p1": f"ns{i % 100}"} for i in range(n, n + BATCH)])
                 n += BATCH
+            if statistics:
+                refresh(folder, min_rows=1, growth=1.0)
             query = rng.random(dims).tolist()
             for k in NAMESPACES:
                 where = {"p1": f"small{k}"}
@@ -199,6 +204,8 @@ def main() -> None:
                         help="three filtered reads against one $in read")
     parser.add_argument("--analyze", action="store_true",
                         help="filtered reads without and with SQLite's planner statistics")
+    parser.add_argument("--statistics", action="store_true",
+                        help="--vectors on a folder with planner statistics (as the store keeps)")
     parser.add_argument("--dims", type=int, default=384, help="vector dimensions (--vectors)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -218,9 +225,10 @@ def main() -> None:
                      "three / one"], rows))
         return
     if args.vectors:
-        vector_rows(rows, sizes, args.dims, args.reads)
+        vector_rows(rows, sizes, args.dims, args.reads, statistics=args.statistics)
         print(f"\n### A query for 40 neighbours in one namespace (chromadb "
-              f"{chromadb.__version__}, embedded, {args.dims} dims, median of {args.reads})\n")
+              f"{chromadb.__version__}, embedded, {args.dims} dims, median of {args.reads}"
+              f"{', planner statistics taken' if args.statistics else ''})\n")
         print(table(["rows in the collection", "rows in the namespace",
                      "Chroma filtered query (ms)", "read and rank in process (ms)",
                      "query / in process"], rows))
