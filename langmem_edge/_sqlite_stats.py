@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["CHECK_EVERY", "GROWTH", "MIN_ROWS", "PlannerStatistics", "refresh"]
@@ -116,8 +117,8 @@ def refresh(folder: str, *, min_rows: int | None = None, growth: float | None = 
 class PlannerStatistics:
     """Keeps the planner statistics of one embedded Chroma folder current (module docs).
 
-    ``folder`` ``None`` (a server, an in-memory client) makes every method a no-op. ``rows``
-    counts the folder's rows (called at open only).
+    ``folder`` ``None`` (a server, an in-memory client) makes every method a no-op.
+    :meth:`for_client` makes one for a store or saver that just opened.
     """
 
     def __init__(self, folder: str | None) -> None:
@@ -126,6 +127,15 @@ class PlannerStatistics:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.last_report: str | None = None
+
+    @classmethod
+    def for_client(cls, client: Any, count: Callable[[], int]) -> PlannerStatistics:
+        """The statistics of ``client``'s folder, checked now if it has one; ``count``
+        returns the rows of the opener's main collection (called only for a folder)."""
+        statistics = cls(folder_of(client))
+        if statistics.folder is not None:
+            statistics.opened(int(count()))
+        return statistics
 
     def opened(self, rows: int) -> None:
         """The store opened on a folder of ``rows`` rows (its items collection)."""

@@ -47,7 +47,7 @@ from langmem_edge._chroma import (
     open_persistent_client,
     validate_collection_prefix,
 )
-from langmem_edge._sqlite_stats import PlannerStatistics, folder_of
+from langmem_edge._sqlite_stats import PlannerStatistics
 from langmem_edge.checkpointers import layout as L
 from langmem_edge.checkpointers import maintenance as M
 from langmem_edge.checkpointers import reads as R
@@ -125,9 +125,8 @@ class ChromaSaver(BaseCheckpointSaver[str]):
         self._hints = R.HeadHints(HEAD_HINT_CAPACITY)
         self._sweeper = TTLSweeper(self.sweep_ttl)
         self._owns_client = False
-        self._statistics = PlannerStatistics(folder_of(client))  # an embedded folder's
-        if self._statistics.folder is not None:
-            self._statistics.opened(int(self._call(self.collection.count)))
+        self._statistics = PlannerStatistics.for_client(
+            client, lambda: self._call(self.collection.count))
 
     # ------------------------------------------------------------------ construction
 

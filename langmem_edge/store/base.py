@@ -46,7 +46,7 @@ from langgraph.store.base import (
 )
 
 from langmem_edge import _chroma
-from langmem_edge._sqlite_stats import PlannerStatistics, folder_of
+from langmem_edge._sqlite_stats import PlannerStatistics
 from langmem_edge.embeddings import default_embeddings
 from langmem_edge.errors import (
     ConfigurationError,
@@ -177,9 +177,8 @@ class ChromaStore(
             config=self.hybrid_config["keyword"],
         )
         self._clock: Callable[[], float] = time.time  # epoch seconds; tests may replace it
-        self._statistics = PlannerStatistics(folder_of(client))  # an embedded folder's
-        if self._statistics.folder is not None:
-            self._statistics.opened(int(self._call(self._items.count)))
+        self._statistics = PlannerStatistics.for_client(
+            client, lambda: self._call(self._items.count))
 
     def _flag_incomplete_mirrors(self, items: Any, found: int) -> None:
         """Upgrade from schema < 3: set ``fx`` on item rows whose filter mirror is incomplete
