@@ -559,12 +559,13 @@ def test_an_index_restored_from_its_image_answers_as_the_index_it_was_taken_from
     assert 0 < len(counted) and b.values.packed == len(b.values) - len(counted)
     from langmem_edge.memory.index.columns import own_access
 
-    only_pending = set(a.pending_access) - counted
+    pending = {m: a.access_writer.pending(m) for m in a.access_writer.pending_ids()}
+    only_pending = set(pending) - counted
     assert only_pending  # their columns in the image are the records' own, not a's bumps
     assert all((b.columns.access[b.columns.row_of[m]], b.columns.touched[b.columns.row_of[m]])
                == own_access(b.values[m]) for m in only_pending)
-    for mid, pending in a.pending_access.items():  # what a flush would have written
-        b.pending_access[mid] = pending
+    b.restore_pending(pending, 0.0)  # what a flush would have written
+    for mid in pending:
         b._set_access(b.values[mid], b.columns.row_of[mid])
     queries = ["bees garden", "violin", "topic.bees", "chess porto note 12", "nothing here"]
     _same_index(a, b, queries)
@@ -596,3 +597,81 @@ def test_a_profile_reloaded_after_eviction_keeps_its_writers(make_store) -> None
     assert sorted(m.text for m in other.profile("p").list().memories) == [
         f"Fact number {n} of p" for n in range(6)]
     assert len(memory.writer_pools) == 2
+
+
+def test_a_profile_reloaded_after_eviction_keeps_its_count_writer(make_store) -> None:
+    """Access counts of an index dropped from the cache and loaded again go to the process's
+    one count item per memory, going on from its count: not one more item per load (which
+    every later load would read)."""
+    store = make_store()
+    memory = AgentMemory(store, config={"index": {"cached_profiles": 1},
+                                        "recall": {"access_flush_seconds": 0}})
+    made = {name: memory.profile(name).remember(f"Plays the cello in {name}")
+            for name in ("lyon", "porto")}
+    for _ in range(5):
+        for name in ("lyon", "porto"):  # each profile's index evicts the other's
+            found = memory.profile(name).recall("cello").candidates
+            assert [c.id for c in found] == [made[name].id]
+    for name in ("lyon", "porto"):
+        items = store.search(memory._index(name).layout.access, limit=100)
+        assert [(it.key, it.value["count"]) for it in items] == [
+            (memory._index(name).count_writer, 5)]
+        assert AgentMemory(store).profile(name).get(made[name].id).access_count == 5
+    assert len(memory.access_writers) == 2
+
+
+def test_the_count_writer_starts_over_when_the_profile_is_deleted(make_store) -> None:
+    """A profile deleted (here or by another process) and written again has a new
+    generation: the process counts under a new writer id from zero, so no count of the old
+    profile comes back."""
+    store = make_store()
+    memory = AgentMemory(store, config={"recall": {"access_flush_seconds": 0}})
+    other = AgentMemory(store)
+    first = memory.profile("p").remember("Keeps bees")
+    memory.profile("p").recall("bees")
+    old = memory._index("p").count_writer
+    other.delete_profile("p")
+    again = memory.profile("p").remember("Keeps bees again")
+    assert [c.id for c in memory.profile("p").recall("bees").candidates] == [again.id]
+    assert memory._index("p").count_writer != old and first.id != again.id
+    items = store.search(memory._index("p").layout.access, limit=100)
+    assert [(it.value["id"], it.value["count"]) for it in items] == [(again.id, 1)]
+
+
+def test_access_writer_reserves_disjoint_totals_and_gives_back_a_failed_flush() -> None:
+    from langmem_edge.memory.index.access import AccessWriter
+
+    writer = AccessWriter()
+    first = writer.reserve({"m": (2, "t1")})
+    second = writer.reserve({"m": (1, "t2"), "n": (1, "t2")})  # a flush beside the first
+    assert first == [("m", 2, "t1")] and second == [("m", 3, "t2"), ("n", 1, "t2")]
+    writer.release({"m": (2, "t1")})  # the first failed: its bumps go back to pending
+    assert writer.total("m") == 1 and writer.reserve({"m": (2, "t3")}) == [("m", 3, "t3")]
+    writer.forget("m")
+    assert writer.total("m") == 0
+    writer.bump(["n", "n"], 5.0, "t4")
+    assert writer.pending("n") == (2, "t4") and writer.pending_since == 5.0
+    old = writer.writer_id
+    writer.bind("g1")
+    assert writer.writer_id == old and writer.total("n") == 1 and writer.pending_count() == 1
+    writer.bind("g2")  # the profile was deleted: nothing of it carried over
+    assert writer.writer_id != old and writer.total("n") == 0 and writer.pending_count() == 0
+
+
+def test_bumps_of_an_index_dropped_from_the_cache_are_kept_and_flushed(make_store) -> None:
+    """Bumps wait in the process's access writer, not in the index: a profile whose index
+    left the cache before they were written still counts them, and ``flush`` writes them."""
+    store = make_store()
+    memory = AgentMemory(store, config={"index": {"cached_profiles": 1}})
+    rec = memory.profile("p").remember("Plays the oboe")
+    memory.profile("p").recall("oboe")  # pending: written behind
+    memory.profile("q").remember("Plays the harp")  # evicts p's index
+    assert "p" not in memory._indexes
+    assert AgentMemory(store).profile("p").get(rec.id).access_count == 0  # not written yet
+    assert memory.flush() == 1  # p's bump, though p's index is no longer cached
+    assert "p" not in memory._indexes and memory.flush() == 0
+    assert AgentMemory(store).profile("p").get(rec.id).access_count == 1
+    memory.profile("p").recall("oboe")  # p loaded again: counts on from the written item
+    assert memory.profile("p").get(rec.id).access_count == 2
+    memory.flush()
+    assert AgentMemory(store).profile("p").get(rec.id).access_count == 2

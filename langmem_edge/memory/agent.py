@@ -46,12 +46,14 @@ from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.stores import ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
+from langmem_edge.memory.index.access import AccessWriter
 from langmem_edge.memory.index.changes import GENERATION_KEY, plan_commit, plan_sync
-from langmem_edge.memory.index.log import ChangeLog, WriterPools
+from langmem_edge.memory.index.log import ChangeLog, KeptByProcess, WriterPools
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
 from langmem_edge.memory.reflection import ReflectionResult, plan_reflect
+from langmem_edge.memory.semantic.access import plan_write_access
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.memory.semantic.write import plan_flush_access
 
@@ -119,6 +121,9 @@ class AgentMemory:
         self._indexes: OrderedDict[str, ProfileIndex] = OrderedDict()
         self.writer_pools = WriterPools()
         """This memory's writers of its profiles' record logs (kept across index reloads)."""
+        self.access_writers: KeptByProcess[AccessWriter] = KeptByProcess(AccessWriter)
+        """This memory's writers of its profiles' access counts and their bumps not written
+        yet (kept across index reloads), by ``(profile name,)``."""
         self._lock = threading.Lock()
         self.documents = DocumentWorker()
         """Processes documents added without ``wait`` (``docs/documents.md``)."""
@@ -134,7 +139,8 @@ class AgentMemory:
             if index is None:
                 layout = ProfileLayout(self.namespace, name)
                 index = ProfileIndex(layout, self.config.index, self.config.recall,
-                                     self.writer_pools.pool(ChangeLog.of_records(layout)))
+                                     self.writer_pools.pool(ChangeLog.of_records(layout)),
+                                     self.access_writers.get((name,)))
                 self._indexes[name] = index
             self._indexes.move_to_end(name)
             while len(self._indexes) > self.config.index.cached_profiles:
@@ -194,6 +200,7 @@ class AgentMemory:
         deleted += yield from plan_delete_prefix(self.store, layout.root, page=page)
         with self._lock:
             self._indexes.pop(name, None)
+        self.access_writers.drop((name,))  # its counts were deleted with it
         return deleted
 
     def delete_profile(self, name: str) -> int:
@@ -298,10 +305,14 @@ class AgentMemory:
         done = 0
         for name in names:
             done += yield from plan_flush_access(self._context(name))
+        for (name,), counter in self.access_writers.items():  # indexes no longer cached
+            if name not in names and counter.pending_count():
+                done += yield from plan_write_access(
+                    self.store, ProfileLayout(self.namespace, name), counter)
         return done
 
     def flush(self) -> int:
-        """Write pending access-count bumps of every profile this object touched (recalls
+        """Write pending access-count bumps of every profile this object counted (recalls
         write them behind, at most ``access_flush_seconds`` later), after the documents
         processing in the background are done; returns records updated. Call it before a
         process exits to keep the last counts."""

@@ -9,7 +9,8 @@ cache (``CachedEmbeddings``, ``DEFAULT_CACHE_SIZE`` vectors; :data:`SOAK_EMBED_C
 and the store keyword index's prefix masks (``retrieval.bm25.MAX_PREFIX_MASKS``;
 :data:`SOAK_PREFIX_MASKS` here: hybrid searches go to one of ``("soak",)``'s ~100 children)
 and the change logs' writer pools (``memory.index.log.WRITER_POOLS`` per registry: the
-memory's for its record logs, the store's for message logs).
+memory's for its record logs, the store's for message logs) and the memory's access-count
+writers (``AgentMemory.access_writers``, the same bound).
 Memory is measured with ``tracemalloc`` (Python allocations) and the RSS after a warm-up of
 :data:`WARMUP_FRACTION` of the run, at the half and at the end: growth over the second half
 above :data:`MAX_SECOND_HALF_GROWTH_MB` is a leak. The RSS is also sampled every
@@ -164,7 +165,7 @@ class _Soak:
                                   config={"index": CONSTANT_INDEX} if constant else None)
         self.ops: Counter[str] = Counter()
         self.peak = {"ids": 0, "indexes": 0, "embeddings": 0, "prefix_masks": 0,
-                     "writer_pools": 0}
+                     "writer_pools": 0, "access_writers": 0}
 
     def word(self) -> str:
         """A word: a put key; its first 3 characters name a namespace."""
@@ -227,6 +228,7 @@ class _Soak:
         peak["prefix_masks"] = max(peak["prefix_masks"], len(self.masks._mask_cache))
         peak["writer_pools"] = max(peak["writer_pools"], len(self.memory.writer_pools),
                                    writer_pools_kept(store))
+        peak["access_writers"] = max(peak["access_writers"], len(self.memory.access_writers))
 
     def run(self, total: int, *, trim: bool) -> dict[str, Any]:
         """``total`` operations; the figures (printed by the tests)."""
@@ -269,7 +271,8 @@ class _Soak:
                 "cache_bounds": {"ids": SOAK_ID_CAPACITY, "indexes": CACHED_PROFILES,
                                  "embeddings": SOAK_EMBED_CACHE,
                                  "prefix_masks": SOAK_PREFIX_MASKS,
-                                 "writer_pools": WRITER_POOLS}}
+                                 "writer_pools": WRITER_POOLS,
+                                 "access_writers": WRITER_POOLS}}
 
 
 def _check_bounds(figures: dict[str, Any]) -> None:
@@ -280,6 +283,7 @@ def _check_bounds(figures: dict[str, Any]) -> None:
     assert peak["embeddings"] <= SOAK_EMBED_CACHE
     assert 1 < peak["prefix_masks"] <= SOAK_PREFIX_MASKS  # searched, and bounded
     assert 0 < peak["writer_pools"] <= min(WRITER_POOLS, PROFILES)  # one per log written
+    assert 0 < peak["access_writers"] <= min(WRITER_POOLS, PROFILES)  # one per profile
     assert figures["second_half_growth_mb"] <= MAX_SECOND_HALF_GROWTH_MB
 
 

@@ -403,6 +403,7 @@ def plan_commit(
         with index.lock:
             if new_generation is not None:
                 index.generation = new_generation
+                index.access_writer.bind(new_generation)
             for value, _ in puts:
                 index.apply(value)
             for mid in deletes:

@@ -28,7 +28,8 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Generic, TypeVar
 
 from langgraph.store.base import BaseStore, Item, PutOp, SearchOp
 
@@ -38,10 +39,13 @@ from langmem_edge.memory.core.plans import Plan, StoreStep, batch
 from langmem_edge.retrieval.chroma_sync import SyncWriter
 from langmem_edge.retrieval.index import Marker
 
+V = TypeVar("V")
+
 __all__ = [
     "MAX_WRITERS",
     "WRITER_POOLS",
     "ChangeLog",
+    "KeptByProcess",
     "WriterPool",
     "WriterPools",
     "pending",
@@ -208,7 +212,43 @@ A pool is a few hundred bytes; a log whose pool was dropped gets new writers at 
 write (new markers, pruned after the retention like any other)."""
 
 
-class WriterPools:
+class KeptByProcess(Generic[V]):
+    """What a process keeps per log or profile across index reloads (a log's writer pool,
+    a profile's access-count writer), by key: bounded, the least recently used dropped
+    first."""
+
+    def __init__(self, make: Callable[[], V], capacity: int = WRITER_POOLS) -> None:
+        self.capacity = capacity
+        self._make = make
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[str, ...], V] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, key: tuple[str, ...]) -> V:
+        """What is kept for ``key`` (made on first use)."""
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is None:
+                kept = self._kept[key] = self._make()
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.capacity:
+                self._kept.popitem(last=False)
+            return kept
+
+    def items(self) -> list[tuple[tuple[str, ...], V]]:
+        """Everything kept, least recently used first."""
+        with self._lock:
+            return list(self._kept.items())
+
+    def drop(self, key: tuple[str, ...]) -> None:
+        """Forget what is kept for ``key`` (its data was deleted)."""
+        with self._lock:
+            self._kept.pop(key, None)
+
+
+class WriterPools(KeptByProcess[WriterPool]):
     """This process's writer pools, by the log's marker namespace (bounded, LRU): the same
     pool for as long as the process writes the log, so a profile whose index was dropped from
     the cache and loaded again keeps its writers, and its log keeps one marker per writer of
@@ -216,23 +256,11 @@ class WriterPools:
     record logs; :func:`writer_pool` one per store for the message logs."""
 
     def __init__(self, capacity: int = WRITER_POOLS) -> None:
-        self.capacity = capacity
-        self._lock = threading.Lock()
-        self._pools: OrderedDict[tuple[str, ...], WriterPool] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._pools)
+        super().__init__(WriterPool, capacity)
 
     def pool(self, log: ChangeLog) -> WriterPool:
         """The pool of ``log``'s writers (made on first use)."""
-        with self._lock:
-            pool = self._pools.get(log.writers)
-            if pool is None:
-                pool = self._pools[log.writers] = WriterPool()
-            self._pools.move_to_end(log.writers)
-            while len(self._pools) > self.capacity:
-                self._pools.popitem(last=False)
-            return pool
+        return self.get(log.writers)
 
 
 _BY_STORE: weakref.WeakKeyDictionary[BaseStore, WriterPools] = weakref.WeakKeyDictionary()

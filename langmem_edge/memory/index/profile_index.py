@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,6 +34,7 @@ import numpy as np
 from langmem_edge.memory.config import IndexCacheConfig, RecallConfig
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.index.access import AccessWriter
 from langmem_edge.memory.index.columns import Columns, ended_at, own_access
 from langmem_edge.memory.index.log import WriterPool
 from langmem_edge.memory.index.values import RecordValues
@@ -116,18 +116,18 @@ class ProfileIndex:
     (:mod:`langmem_edge.memory.index.changes`)."""
 
     def __init__(self, layout: ProfileLayout, cache: IndexCacheConfig, recall: RecallConfig,
-                 writers: WriterPool | None = None) -> None:
+                 writers: WriterPool | None = None, access: AccessWriter | None = None
+                 ) -> None:
         self.layout = layout
         self.profile = layout.profile
         self.cache = cache
         self.recall_config = recall
         self.lock = threading.RLock()
-        self.pending_access: dict[str, tuple[int, str]] = {}
-        self.pending_since: float | None = None
         self.counts: dict[str, dict[str, tuple[int, str]]] = {}
         """Access counts read from the store: ``{memory id: {writer: (count, last ISO)}}``."""
-        self.count_writer = uuid.uuid4().hex[:16]
-        """This index's writer id for access-count items."""
+        self.access_writer = access if access is not None else AccessWriter()
+        """This process's writer of the profile's access counts (``AgentMemory`` keeps it
+        across reloads: :mod:`.access`)."""
         self._writers = writers if writers is not None else WriterPool()
         """The writers of the profile's record log: the process's pool for it
         (:func:`~langmem_edge.memory.index.log.writer_pool`), so a reload keeps them."""
@@ -175,35 +175,39 @@ class ProfileIndex:
     # -- access bumps (written behind) -------------------------------------------------------
 
     def bump(self, ids: Iterable[str], now: float, stamp: str) -> None:
-        """Count ``ids`` as accessed now; the store is updated by the next flush."""
+        """Count ``ids`` as accessed now; the store is updated by the next flush (the bumps
+        wait in the process's :attr:`access_writer`, so a reload keeps them)."""
+        ids = list(ids)
         with self.lock:
             c = self.columns
             for mid in ids:
-                count, _ = self.pending_access.get(mid, (0, stamp))
-                self.pending_access[mid] = (count + 1, stamp)
                 row = c.row_of.get(mid)
                 if row is not None:
                     c.access[row] += 1.0
                     c.touched[row] = now
-            if self.pending_access and self.pending_since is None:
-                self.pending_since = now
+            self.access_writer.bump(ids, now, stamp)
+
+    @property
+    def pending_since(self) -> float | None:
+        """When the oldest bump not written yet was counted (``None``: none pending)."""
+        return self.access_writer.pending_since
 
     def access(self, mid: str) -> tuple[int, str | None]:
         """Accesses of ``mid`` beyond its record's own ``access_count``: the count items read
         from the store plus this process's pending bumps, and the last access (ISO)."""
         with self.lock:
             found = [*self.counts.get(mid, {}).values()]
-            pending = self.pending_access.get(mid)
+            pending = self.access_writer.pending(mid)
             if pending is not None:
                 found.append(pending)
         if not found:
             return 0, None
         return sum(c for c, _ in found), max(last for _, last in found)
 
-    def own_count(self, mid: str) -> int:
-        """The cumulative count this index has written for ``mid`` (its own count item)."""
-        with self.lock:
-            return self.counts.get(mid, {}).get(self.count_writer, (0, ""))[0]
+    @property
+    def count_writer(self) -> str:
+        """This process's writer id for the profile's access-count items."""
+        return self.access_writer.writer_id
 
     def set_counts(self, mid: str, items: Iterable[Any]) -> None:
         """Take in the count items of ``mid`` read from the store (``Item``s of
@@ -226,18 +230,11 @@ class ProfileIndex:
 
     def take_pending(self) -> dict[str, tuple[int, str]]:
         """Remove and return the pending bumps (``{id: (count, last accessed ISO)}``)."""
-        with self.lock:
-            taken, self.pending_access, self.pending_since = self.pending_access, {}, None
-            return taken
+        return self.access_writer.take_pending()
 
     def restore_pending(self, taken: dict[str, tuple[int, str]], now: float) -> None:
         """Put back bumps whose write failed."""
-        with self.lock:
-            for mid, (count, stamp) in taken.items():
-                have, last = self.pending_access.get(mid, (0, stamp))
-                self.pending_access[mid] = (have + count, max(last, stamp))
-            if self.pending_access and self.pending_since is None:
-                self.pending_since = now
+        self.access_writer.restore_pending(taken, now)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -263,6 +260,7 @@ class ProfileIndex:
         with self.lock:
             self._clear()
             self.generation = generation
+            self.access_writer.bind(generation)
             for value in values:
                 self._set(value)
             self._take_counts(counts)
@@ -287,7 +285,7 @@ class ProfileIndex:
             values = list(self.values.values())
             ids = list(self.values)
             columns = self.columns.snapshot(ids)
-            counted = set(self.counts) | set(self.pending_access)
+            counted = set(self.counts) | self.access_writer.pending_ids()
             if counted:
                 for i, (mid, value) in enumerate(zip(ids, values, strict=True)):
                     if mid in counted:
@@ -322,6 +320,7 @@ class ProfileIndex:
                 self._clear()
                 raise
             self.generation = generation
+            self.access_writer.bind(generation)
             self._take_counts(counts)
             self.synced_at = synced_at
 
@@ -344,6 +343,7 @@ class ProfileIndex:
         """Forget a deleted record for good (ids are never reused)."""
         with self.lock:
             self.tombstones.add(mid)
+            self.access_writer.forget(mid)
             value = self.values.pop(mid, None)
             if value is None:
                 return
@@ -375,7 +375,8 @@ class ProfileIndex:
                 self.bm25.remove(mid)
         slot = self.bm25.slot(mid)
         self.columns.slot[row] = -1 if slot is None else slot
-        if mid in self.counts or mid in self.pending_access:  # else columns.set has it
+        # columns.set took the record's own count; add the count items and pending bumps
+        if mid in self.counts or self.access_writer.pending(mid) is not None:
             self._set_access(value, row)
 
     def _set_access(self, value: dict[str, Any], row: int) -> None:

@@ -515,7 +515,7 @@ def plan_count_access(ctx: ProfileContext, records: Sequence[MemoryRecord], now:
     index.bump([r.id for r in records], at, now.isoformat())
     if index.pending_since is not None and (
         at - index.pending_since >= cfg.access_flush_seconds
-        or len(index.pending_access) >= cfg.access_flush_max
+        or index.access_writer.pending_count() >= cfg.access_flush_max
     ):
         yield from plan_flush_access(ctx)
     return [r.model_copy(update={"access_count": r.access_count + 1, "last_accessed_at": now})

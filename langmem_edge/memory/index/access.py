@@ -1,0 +1,131 @@
+"""This process's writer of one profile's access counts, kept across index reloads.
+
+A recall bumps the access count of the memories it returns; the bumps are written behind
+(``semantic/access.py``) as this process's *cumulative* count of each memory, to its own
+count item ``(*R, "access", memory id) / writer``: never the record, and never another
+process's item, so no two processes write the same item. The writer id, the cumulative
+counts and the bumps not written yet belong to the process, not to one
+:class:`~.profile_index.ProfileIndex`:
+``AgentMemory`` keeps an :class:`AccessWriter` per profile (``access_writers``, bounded like
+the writer pools), so an index dropped from the cache and loaded again writes under the same
+id, goes on from the same counts and writes the bumps the dropped index had not. (With an
+id per index, every load added one more item per memory it counted, every load read them
+all, and the bumps of a dropped index were lost.)
+
+:meth:`AccessWriter.reserve` moves the counts forward for one flush under a lock, so two
+flushes at once (two threads, or an evicted index still recalling beside its reload) never
+write the same total for different bumps; a flush that failed gives its bumps back with
+:meth:`AccessWriter.release`. Writes of one item may land out of order; the next flush of
+that memory writes the whole count again. A profile deleted and written again has a new
+generation: the writer then starts over under a new id (:meth:`AccessWriter.bind`).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+
+__all__ = ["AccessWriter"]
+
+
+class AccessWriter:
+    """This process's writer id for one profile's access-count items and the cumulative
+    count it has written (or is writing) for each memory."""
+
+    def __init__(self) -> None:
+        self.writer_id = uuid.uuid4().hex[:16]
+        """The key of this process's count items."""
+        self._lock = threading.Lock()
+        self._totals: dict[str, int] = {}
+        self._pending: dict[str, tuple[int, str]] = {}
+        self.pending_since: float | None = None
+        """When the oldest pending bump was counted (``None``: none pending)."""
+        self._generation: str | None = None
+
+    def bind(self, generation: str | None) -> None:
+        """The profile's generation a full load found: when it is not the one this writer
+        counted under (the profile was deleted, perhaps by another process, and perhaps
+        written again), start over under a new id, so no count of the old profile is
+        carried into the new one."""
+        with self._lock:
+            if self._generation is not None and generation != self._generation:
+                self.writer_id = uuid.uuid4().hex[:16]
+                self._totals, self._pending, self.pending_since = {}, {}, None
+            self._generation = generation
+
+    def __repr__(self) -> str:
+        return (f"AccessWriter({self.writer_id!r}, {len(self._totals)} memories, "
+                f"{len(self._pending)} pending)")
+
+    # -- bumps not written yet ---------------------------------------------------------------
+
+    def bump(self, ids: Iterable[str], now: float, stamp: str) -> None:
+        """Count ``ids`` as accessed at ``now`` (``stamp``: ISO); written by the next flush."""
+        with self._lock:
+            for mid in ids:
+                count, _ = self._pending.get(mid, (0, stamp))
+                self._pending[mid] = (count + 1, stamp)
+            if self._pending and self.pending_since is None:
+                self.pending_since = now
+
+    def pending(self, mid: str) -> tuple[int, str] | None:
+        """The bumps of ``mid`` not written yet: ``(count, last ISO)``, or ``None``."""
+        with self._lock:
+            return self._pending.get(mid)
+
+    def pending_ids(self) -> set[str]:
+        """The memories with bumps not written yet."""
+        with self._lock:
+            return set(self._pending)
+
+    def pending_count(self) -> int:
+        """How many memories have bumps not written yet."""
+        with self._lock:
+            return len(self._pending)
+
+    def take_pending(self) -> dict[str, tuple[int, str]]:
+        """Remove and return the pending bumps (``{id: (count, last ISO)}``) for a flush."""
+        with self._lock:
+            taken, self._pending, self.pending_since = self._pending, {}, None
+            return taken
+
+    def restore_pending(self, taken: Mapping[str, tuple[int, str]], now: float) -> None:
+        """Put back bumps whose write failed."""
+        with self._lock:
+            for mid, (count, stamp) in taken.items():
+                have, last = self._pending.get(mid, (0, stamp))
+                self._pending[mid] = (have + count, max(last, stamp))
+            if self._pending and self.pending_since is None:
+                self.pending_since = now
+
+    # -- counts written ----------------------------------------------------------------------
+
+    def total(self, mid: str) -> int:
+        """The cumulative count this process has written or is writing for ``mid``."""
+        with self._lock:
+            return self._totals.get(mid, 0)
+
+    def reserve(self, taken: Mapping[str, tuple[int, str]]) -> list[tuple[str, int, str]]:
+        """The items one flush writes for the bumps ``taken`` (``{id: (count, last ISO)}``):
+        ``(id, cumulative count, last)``, the counts moved forward now."""
+        with self._lock:
+            written = []
+            for mid in sorted(taken):
+                count, last = taken[mid]
+                total = self._totals.get(mid, 0) + count
+                self._totals[mid] = total
+                written.append((mid, total, last))
+            return written
+
+    def release(self, taken: Mapping[str, tuple[int, str]]) -> None:
+        """Give back the counts of a flush that failed (its bumps go back to pending)."""
+        with self._lock:
+            for mid, (count, _) in taken.items():
+                self._totals[mid] = max(0, self._totals.get(mid, 0) - count)
+
+    def forget(self, mid: str) -> None:
+        """Drop the count and the pending bumps of a deleted memory."""
+        with self._lock:
+            self._totals.pop(mid, None)
+            self._pending.pop(mid, None)
