@@ -564,7 +564,7 @@ def test_an_index_restored_from_its_image_answers_as_the_index_it_was_taken_from
     assert only_pending  # their columns in the image are the records' own, not a's bumps
     assert all((b.columns.access[b.columns.row_of[m]], b.columns.touched[b.columns.row_of[m]])
                == own_access(b.values[m]) for m in only_pending)
-    b.restore_pending(pending, 0.0)  # what a flush would have written
+    b.access_writer.restore_pending(pending, 0.0)  # what a flush would have written
     for mid in pending:
         b._set_access(b.values[mid], b.columns.row_of[mid])
     queries = ["bees garden", "violin", "topic.bees", "chess porto note 12", "nothing here"]

@@ -228,14 +228,6 @@ class ProfileIndex:
             if value is not None:
                 self._set_access(value, self.columns.row_of[mid])
 
-    def take_pending(self) -> dict[str, tuple[int, str]]:
-        """Remove and return the pending bumps (``{id: (count, last accessed ISO)}``)."""
-        return self.access_writer.take_pending()
-
-    def restore_pending(self, taken: dict[str, tuple[int, str]], now: float) -> None:
-        """Put back bumps whose write failed."""
-        self.access_writer.restore_pending(taken, now)
-
     # -- reading -----------------------------------------------------------------------------
 
     def sorted_ids(self) -> list[str]:
