@@ -645,8 +645,11 @@ def test_access_writer_reserves_disjoint_totals_and_gives_back_a_failed_flush() 
     first = writer.reserve({"m": (2, "t1")})
     second = writer.reserve({"m": (1, "t2"), "n": (1, "t2")})  # a flush beside the first
     assert first == [("m", 2, "t1")] and second == [("m", 3, "t2"), ("n", 1, "t2")]
-    writer.release({"m": (2, "t1")})  # the first failed: its bumps go back to pending
-    assert writer.total("m") == 1 and writer.reserve({"m": (2, "t3")}) == [("m", 3, "t3")]
+    writer.release({"m": (2, "t1")}, 4.0)  # the first failed: its bumps go back to pending
+    assert writer.total("m") == 1 and writer.pending("m") == (2, "t1")
+    assert writer.pending_since == 4.0 and writer.own("m", None) == (3, "t2")
+    assert writer.start_flush() == (writer.writer_id, {"m": (2, "t1")}, [("m", 3, "t1")])
+    assert writer.own("m", (2, "t1")) == (3, "t2") and writer.own("m", (5, "t9")) == (5, "t9")
     writer.forget("m")
     assert writer.total("m") == 0
     writer.bump(["n", "n"], 5.0, "t4")
@@ -674,4 +677,32 @@ def test_bumps_of_an_index_dropped_from_the_cache_are_kept_and_flushed(make_stor
     memory.profile("p").recall("oboe")  # p loaded again: counts on from the written item
     assert memory.profile("p").get(rec.id).access_count == 2
     memory.flush()
+    assert AgentMemory(store).profile("p").get(rec.id).access_count == 2
+
+
+def test_a_reload_read_before_a_flush_lands_still_counts_it(make_store) -> None:
+    """The flush of a dropped index's bumps reserves their counts before it writes: a reload
+    that reads the count items between the two still counts them (from the process's access
+    writer), and so does every load after the write."""
+    from langmem_edge.memory.semantic.access import plan_write_access
+
+    store = make_store()
+    memory = AgentMemory(store, config={"index": {"cached_profiles": 1}})
+    rec = memory.profile("p").remember("Plays the oboe")
+    memory.profile("p").recall("oboe")  # pending: written behind
+    layout = memory._index("p").layout
+    memory.profile("q").remember("Plays the harp")  # evicts p's index
+    assert "p" not in memory._indexes
+    flush = plan_write_access(store, layout, memory.access_writers.get(("p",)))
+    step = next(flush)  # the counts reserved, the count item not written yet
+    assert memory.profile("p").get(rec.id).access_count == 1  # p loaded again meanwhile
+    assert store.search(layout.access, limit=10) == []  # ... before the item was written
+    with pytest.raises(StopIteration) as done:
+        flush.send(store.batch(list(step.ops)))
+    assert done.value.value == 1
+    assert memory.profile("p").get(rec.id).access_count == 1
+    assert AgentMemory(store).profile("p").get(rec.id).access_count == 1
+    memory.profile("p").recall("oboe")
+    memory.flush()
+    assert memory.profile("p").get(rec.id).access_count == 2
     assert AgentMemory(store).profile("p").get(rec.id).access_count == 2

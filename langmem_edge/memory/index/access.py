@@ -14,10 +14,15 @@ all, and the bumps of a dropped index were lost.)
 
 :meth:`AccessWriter.reserve` moves the counts forward for one flush under a lock, so two
 flushes at once (two threads, or an evicted index still recalling beside its reload) never
-write the same total for different bumps; a flush that failed gives its bumps back with
+write the same total for different bumps (:meth:`AccessWriter.start_flush` takes the bumps
+and reserves their counts in one step); a flush that failed gives its bumps back with
 :meth:`AccessWriter.release`. Writes of one item may land out of order; the next flush of
 that memory writes the whole count again. A profile deleted and written again has a new
 generation: the writer then starts over under a new id (:meth:`AccessWriter.bind`).
+
+An index reads this process's count of a memory from the writer, not only from the store
+(:meth:`AccessWriter.own`): a flush of a dropped index may land after its reload read the
+count items, and the reload still counts it (its totals are reserved before the write).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ class AccessWriter:
         self.writer_id = uuid.uuid4().hex[:16]
         """The key of this process's count items."""
         self._lock = threading.Lock()
-        self._totals: dict[str, int] = {}
+        self._totals: dict[str, tuple[int, str]] = {}
         self._pending: dict[str, tuple[int, str]] = {}
         self.pending_since: float | None = None
         """When the oldest pending bump was counted (``None``: none pending)."""
@@ -84,45 +89,79 @@ class AccessWriter:
         with self._lock:
             return len(self._pending)
 
-    def take_pending(self) -> dict[str, tuple[int, str]]:
-        """Remove and return the pending bumps (``{id: (count, last ISO)}``) for a flush."""
+    def start_flush(self) -> tuple[str, dict[str, tuple[int, str]], list[tuple[str, int, str]]]:
+        """Take the pending bumps for a flush and :meth:`reserve` their counts in one step
+        (no reader sees a bump in neither place): the writer id to write under, the bumps
+        taken (``{id: (count, last ISO)}``, for :meth:`release` and :meth:`restore_pending`
+        if the write fails) and the items to write, ``(id, cumulative count, last)``."""
         with self._lock:
             taken, self._pending, self.pending_since = self._pending, {}, None
-            return taken
+            return self.writer_id, taken, self._reserve(taken)
 
     def restore_pending(self, taken: Mapping[str, tuple[int, str]], now: float) -> None:
-        """Put back bumps whose write failed."""
+        """Put back bumps not written (``{id: (count, last ISO)}``), counted at ``now``."""
         with self._lock:
-            for mid, (count, stamp) in taken.items():
-                have, last = self._pending.get(mid, (0, stamp))
-                self._pending[mid] = (have + count, max(last, stamp))
-            if self._pending and self.pending_since is None:
-                self.pending_since = now
+            self._restore(taken, now)
+
+    def _restore(self, taken: Mapping[str, tuple[int, str]], now: float) -> None:
+        for mid, (count, stamp) in taken.items():
+            have, last = self._pending.get(mid, (0, stamp))
+            self._pending[mid] = (have + count, max(last, stamp))
+        if self._pending and self.pending_since is None:
+            self.pending_since = now
 
     # -- counts written ----------------------------------------------------------------------
 
     def total(self, mid: str) -> int:
         """The cumulative count this process has written or is writing for ``mid``."""
         with self._lock:
-            return self._totals.get(mid, 0)
+            return self._totals.get(mid, (0, ""))[0]
+
+    def own(self, mid: str, stored: tuple[int, str] | None) -> tuple[int, str] | None:
+        """This process's accesses of ``mid``: the larger of its count item as read from the
+        store (``stored``) and the count it has written or is writing, plus the bumps not
+        written yet; ``(count, last ISO)``, or ``None`` when it has none."""
+        with self._lock:
+            found = [c for c in (stored, self._totals.get(mid)) if c is not None and c[0] > 0]
+            own = max(found, default=None)
+            pending = self._pending.get(mid)
+        if pending is None:
+            return own
+        if own is None:
+            return pending
+        return own[0] + pending[0], max(own[1], pending[1])
+
+    def counted(self) -> set[str]:
+        """The memories this process has counted (written, being written or pending)."""
+        with self._lock:
+            return set(self._totals) | set(self._pending)
 
     def reserve(self, taken: Mapping[str, tuple[int, str]]) -> list[tuple[str, int, str]]:
         """The items one flush writes for the bumps ``taken`` (``{id: (count, last ISO)}``):
         ``(id, cumulative count, last)``, the counts moved forward now."""
         with self._lock:
-            written = []
-            for mid in sorted(taken):
-                count, last = taken[mid]
-                total = self._totals.get(mid, 0) + count
-                self._totals[mid] = total
-                written.append((mid, total, last))
-            return written
+            return self._reserve(taken)
 
-    def release(self, taken: Mapping[str, tuple[int, str]]) -> None:
-        """Give back the counts of a flush that failed (its bumps go back to pending)."""
+    def _reserve(self, taken: Mapping[str, tuple[int, str]]) -> list[tuple[str, int, str]]:
+        written = []
+        for mid in sorted(taken):
+            count, last = taken[mid]
+            total, before = self._totals.get(mid, (0, last))
+            self._totals[mid] = (total + count, max(before, last))
+            written.append((mid, total + count, last))
+        return written
+
+    def release(self, taken: Mapping[str, tuple[int, str]], now: float) -> None:
+        """Give back a failed flush: its counts leave the totals and its bumps ``taken``
+        are pending again (in one step, so no reader misses them), counted at ``now``."""
         with self._lock:
             for mid, (count, _) in taken.items():
-                self._totals[mid] = max(0, self._totals.get(mid, 0) - count)
+                total, last = self._totals.get(mid, (0, ""))
+                if total - count > 0:
+                    self._totals[mid] = (total - count, last)
+                else:
+                    self._totals.pop(mid, None)
+            self._restore(taken, now)
 
     def forget(self, mid: str) -> None:
         """Drop the count and the pending bumps of a deleted memory."""

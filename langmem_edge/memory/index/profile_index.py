@@ -193,13 +193,16 @@ class ProfileIndex:
         return self.access_writer.pending_since
 
     def access(self, mid: str) -> tuple[int, str | None]:
-        """Accesses of ``mid`` beyond its record's own ``access_count``: the count items read
-        from the store plus this process's pending bumps, and the last access (ISO)."""
+        """Accesses of ``mid`` beyond its record's own ``access_count``: the other processes'
+        count items read from the store, this process's count (its item, or what it has
+        written since, :meth:`AccessWriter.own`) and its pending bumps, and the last access
+        (ISO)."""
         with self.lock:
-            found = [*self.counts.get(mid, {}).values()]
-            pending = self.access_writer.pending(mid)
-            if pending is not None:
-                found.append(pending)
+            writer = self.access_writer
+            found = [c for w, c in self.counts.get(mid, {}).items() if w != writer.writer_id]
+            own = writer.own(mid, self.counts.get(mid, {}).get(writer.writer_id))
+            if own is not None:
+                found.append(own)
         if not found:
             return 0, None
         return sum(c for c, _ in found), max(last for _, last in found)
@@ -277,7 +280,7 @@ class ProfileIndex:
             values = list(self.values.values())
             ids = list(self.values)
             columns = self.columns.snapshot(ids)
-            counted = set(self.counts) | self.access_writer.pending_ids()
+            counted = set(self.counts) | self.access_writer.counted()
             if counted:
                 for i, (mid, value) in enumerate(zip(ids, values, strict=True)):
                     if mid in counted:
@@ -368,7 +371,7 @@ class ProfileIndex:
         slot = self.bm25.slot(mid)
         self.columns.slot[row] = -1 if slot is None else slot
         # columns.set took the record's own count; add the count items and pending bumps
-        if mid in self.counts or self.access_writer.pending(mid) is not None:
+        if mid in self.counts or self.access_writer.own(mid, None) is not None:
             self._set_access(value, row)
 
     def _set_access(self, value: dict[str, Any], row: int) -> None:

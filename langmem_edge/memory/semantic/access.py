@@ -37,19 +37,16 @@ def plan_write_access(store: BaseStore, layout: ProfileLayout, counter: AccessWr
                       index: ProfileIndex | None = None) -> Plan[int]:
     """:func:`plan_flush_access` for a profile's access writer, with or without its index
     (a profile whose index left the cache keeps its bumps in its writer)."""
-    taken = counter.take_pending()
+    writer, taken, written = counter.start_flush()
     if not taken:
         return 0
-    writer = counter.writer_id
-    written = counter.reserve(taken)
     try:
         yield batch(store, [PutOp(layout.access_of(mid), writer,
                                   {"profile": layout.profile, "id": mid, "writer": writer,
                                    "count": total, "last": last}, index=False)
                             for mid, total, last in written])
     except Exception as e:
-        counter.release(taken)
-        counter.restore_pending(taken, time.time())
+        counter.release(taken, time.time())
         logger.warning("writing access counts of %r failed (%s); kept pending", layout.profile, e)
         return 0
     if index is not None:
