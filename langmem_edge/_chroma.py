@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypedDict, TypeVar
 from urllib.parse import urlsplit
 
@@ -39,6 +40,35 @@ T = TypeVar("T")
 
 SCHEMA_KEY = "langmem_edge:schema"
 """Collection-metadata key holding the layout's schema version."""
+
+NS_SEP = "\x1f"
+"""Separator of namespace labels in a joined path (:func:`join_labels`)."""
+
+_NS_ESC = "\x1e"
+_ENCODE = str.maketrans({_NS_ESC: _NS_ESC + "0", NS_SEP: _NS_ESC + "1"})
+_DECODE = re.compile(_NS_ESC + "([01])")
+
+
+def join_labels(labels: Iterable[str]) -> str:
+    """One string for a namespace path, for Chroma's equality filters on metadata.
+
+    Labels are joined with :data:`NS_SEP` (U+001F). A label may hold any character: U+001E
+    and U+001F inside a label are escaped (as U+001E followed by ``0`` or ``1``), so the
+    separator never occurs inside an encoded label and :func:`split_labels` gives back
+    exactly the labels written (``("users", "alice\\n")`` never matches
+    ``("users", "alice")``, and ``("users", "a\\x1fb")`` is one label, not two). A label
+    without either character is stored as it is, so paths written before the escape read
+    back unchanged.
+    """
+    return NS_SEP.join(label.translate(_ENCODE) for label in labels)
+
+
+def split_labels(joined: str) -> tuple[str, ...]:
+    """The labels of a path made by :func:`join_labels` (its inverse)."""
+    return tuple(
+        _DECODE.sub(lambda m: _NS_ESC if m[1] == "0" else NS_SEP, part)
+        for part in joined.split(NS_SEP)
+    )
 
 
 class RetryConfig(TypedDict, total=False):

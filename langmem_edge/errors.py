@@ -87,10 +87,9 @@ class InvalidInputError(LangmemEdgeError, ValueError):
 
 
 class InvalidNamespaceError(InvalidInputError, _LanggraphInvalidNamespaceError):
-    """A namespace label is not allowed: empty, not a string, containing a period (langgraph's
-    rules) or a control character (U+0000-U+001F, U+007F: ours, so a stored path always
-    decodes to exactly the labels written). Catchable as langgraph's
-    ``InvalidNamespaceError`` too."""
+    """A namespace label is not allowed: empty, not a string, containing a period or NUL
+    (langgraph's rules); AgentMemory's profile names and session ids also refuse control
+    characters. Catchable as langgraph's ``InvalidNamespaceError`` too."""
 
     code = "invalid_namespace"
 

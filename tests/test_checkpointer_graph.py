@@ -212,3 +212,42 @@ def test_a_second_process_reads_and_continues_the_thread(tmp_path: Path) -> None
             "thinking about from the child",
             "answer #2",
         ]
+
+
+def _two_question_graph(saver: Any) -> Any:
+    """One node that asks two questions (two interrupts in one node, resumed one by one)."""
+    from typing import TypedDict
+
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import interrupt
+
+    class State(TypedDict, total=False):
+        answers: list[str]
+
+    def ask(state: State) -> State:
+        first = interrupt("first?")
+        second = interrupt("second?")
+        return {"answers": [first, second]}
+
+    builder = StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    return builder.compile(checkpointer=saver)
+
+
+def _answer_two_questions(saver: Any) -> list[Any]:
+    graph = _two_question_graph(saver)
+    config = cfg(str(uuid.uuid4()))
+    seen = [graph.invoke({"answers": []}, config)["__interrupt__"][0].value]
+    seen.append(graph.invoke(Command(resume="one"), config)["__interrupt__"][0].value)
+    seen.append(graph.invoke(Command(resume="two"), config)["answers"])
+    seen.append(graph.get_state(config).next)
+    return seen
+
+
+def test_several_interrupts_in_one_node_resume_as_with_in_memory_saver(
+    saver: ChromaSaver,
+) -> None:
+    expected = _answer_two_questions(InMemorySaver())
+    assert expected == ["first?", "second?", ["one", "two"], ()]
+    assert _answer_two_questions(saver) == expected

@@ -24,7 +24,7 @@ from checkpointer_helpers import (
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import CipherProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, _DeltaSnapshot
+from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME, _DeltaSnapshot
 
 from langmem_edge._chroma import SCHEMA_KEY
 from langmem_edge.checkpointers import ChromaSaver
@@ -132,6 +132,19 @@ def test_put_writes_order_idempotence_and_special_channels(saver: ChromaSaver) -
     ]
     saver.put_writes(cfg, [], "task-9")  # no-op
     assert len(saver.get_tuple(cfg).pending_writes) == 5
+
+
+def test_two_writes_to_one_special_channel_in_one_call_keep_the_last(saver: ChromaSaver) -> None:
+    """A node with two interrupts writes ``__resume__`` twice in one call (langgraph's own
+    ``test_interrupt_multiple``): Chroma refused the whole batch for its duplicate id."""
+    tid = str(uuid.uuid4())
+    (cfg,) = put_chain(saver, tid, 1)
+    saver.put_writes(cfg, [(RESUME, ["a"]), ("x", 1), (RESUME, ["a", "b"])], "task-1")
+    tup = saver.get_tuple(cfg)
+    assert tup is not None
+    assert sorted(tup.pending_writes, key=str) == sorted(
+        [("task-1", RESUME, ["a", "b"]), ("task-1", "x", 1)], key=str
+    )
 
 
 def test_list_filters_before_limit_and_order(saver: ChromaSaver) -> None:

@@ -21,7 +21,7 @@ from langmem_edge import (
     InvalidInputError,
     LimitExceededError,
 )
-from langmem_edge._chroma import SCHEMA_KEY
+from langmem_edge._chroma import SCHEMA_KEY, join_labels, split_labels
 from langmem_edge.store import layout
 from langmem_edge.testing import FakeEmbeddings
 
@@ -115,7 +115,7 @@ def test_whole_listings_in_one_batch_share_one_read(
     assert [k for _, k in keys[1]] == ["k2", "k1", "k0"] and len(keys[2]) == 3
     assert keys[5] == [] and keys[6] == []
     # the four depth-2 listings (one filtered, one short) in one read; the others alone
-    assert {"p2": {"$in": sorted(layout.NS_SEP.join(p) for p in
+    assert {"p2": {"$in": sorted(join_labels(p) for p in
                                  (("u", "a"), ("u", "b"), ("v", "x"), ("u", "empty")))}} in gets
     assert len([w for w in gets if w and "$in" in str(w)]) == 1
 
@@ -373,7 +373,7 @@ def test_schema_1_stores_are_read_and_raised_to_the_current_schema(tmp_path: Any
     rows = store._vectors.get(include=["metadatas"])
     old_rows = []
     for vid, meta in zip(rows["ids"], rows["metadatas"], strict=True):
-        ns = tuple(meta["ns"].split(layout.NS_SEP))
+        ns = split_labels(meta["ns"])
         item = store.get(ns, meta["k"])
         old_rows.append({"i": vid.rpartition(":")[0], "p": meta["p"], "h": meta["h"],
                          **{f"n{i}": label for i, label in enumerate(ns)},

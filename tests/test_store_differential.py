@@ -81,7 +81,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.base import InvalidNamespaceError as LanggraphNamespaceError
 
 from langmem_edge import ChromaStore
-from langmem_edge.errors import InvalidInputError, InvalidNamespaceError
+from langmem_edge.errors import InvalidInputError
 
 settings.register_profile(
     "differential-ci",
@@ -211,10 +211,6 @@ class StoreMachine(RuleBasedStateMachine):
             with pytest.raises(LanggraphNamespaceError):
                 self.chroma.put(ns, key, value, index=index)
             return
-        if h.chroma_refuses_labels(ns):
-            with pytest.raises(InvalidNamespaceError):
-                self.chroma.put(ns, key, value, index=index)
-            return
         if h.chroma_refuses_value(value):
             with pytest.raises(InvalidInputError):
                 self.chroma.put(ns, key, value, index=index)
@@ -229,10 +225,6 @@ class StoreMachine(RuleBasedStateMachine):
         ns, key = self.name(data)
         if h.langgraph_refuses(ns):
             with pytest.raises(LanggraphNamespaceError):
-                self.chroma.delete(ns, key)
-            return
-        if h.chroma_refuses_labels(ns):
-            with pytest.raises(InvalidNamespaceError):
                 self.chroma.delete(ns, key)
             return
         self.chroma.delete(ns, key)
@@ -253,13 +245,13 @@ class StoreMachine(RuleBasedStateMachine):
         puts = []
         for _ in range(data.draw(st.integers(1, 6), label="n_puts")):
             ns, key = self.name(data)
-            if h.langgraph_refuses(ns) or h.chroma_refuses_labels(ns):
+            if h.langgraph_refuses(ns):
                 continue
             value = data.draw(st.one_of(h.values(), h.values(), st.none()), label="batch_value")
             puts.append((ns, key, value, data.draw(st.sampled_from(h.INDEXES), label="index")))
         n_gets = data.draw(st.integers(0, 2), label="n_gets") if reads else 0
         gets = [self.name(data) for _ in range(n_gets)]
-        gets = [n for n in gets if not (h.langgraph_refuses(n[0]) or h.chroma_refuses_labels(n[0]))]
+        gets = [n for n in gets if not h.langgraph_refuses(n[0])]
         query = data.draw(st.one_of(st.none(), h.words), label="batch_query") if reads else None
         prefix = (self.root,)
         ops: list[Any] = [PutOp(ns, key, value, index=index) for ns, key, value, index in puts]
@@ -295,10 +287,6 @@ class StoreMachine(RuleBasedStateMachine):
         ns, key = self.name(data)
         if h.langgraph_refuses(ns):
             with pytest.raises(LanggraphNamespaceError):
-                self.chroma.get(ns, key)
-            return
-        if h.chroma_refuses_labels(ns):
-            with pytest.raises(InvalidNamespaceError):
                 self.chroma.get(ns, key)
             return
         got = self.chroma.get(ns, key)
@@ -339,10 +327,6 @@ class StoreMachine(RuleBasedStateMachine):
             with pytest.raises(LanggraphNamespaceError):
                 self.chroma.search(prefix, query=query, filter=filter, limit=limit, offset=offset)
             return
-        if h.chroma_refuses_labels(prefix):
-            with pytest.raises(InvalidNamespaceError):
-                self.chroma.search(prefix, query=query, filter=filter, limit=limit, offset=offset)
-            return
         full = self.ref.search_all(prefix, query, filter)
         got = self.chroma.search(prefix, query=query, filter=filter, limit=limit, offset=offset)
         self._check_search(got, full, offset, limit, query, what)
@@ -381,10 +365,6 @@ class StoreMachine(RuleBasedStateMachine):
         labels = (prefix or ()) + (suffix or ())
         if h.langgraph_refuses(labels):
             with pytest.raises(LanggraphNamespaceError):
-                self.chroma.list_namespaces(**kwargs)
-            return
-        if h.chroma_refuses_labels(labels):
-            with pytest.raises(InvalidNamespaceError):
                 self.chroma.list_namespaces(**kwargs)
             return
         op = ListNamespacesOp(h.match_conditions(prefix, suffix), max_depth, limit, offset)

@@ -154,7 +154,8 @@ def write_rows(
     Indexes follow ``WRITES_IDX_MAP``: special channels (error, interrupt, ...) get fixed
     negative indexes, regular writes their position. Like ``SqliteSaver``, a call made only of
     special writes replaces what is stored; any other call keeps existing ``(task, idx)``
-    records (``add`` ignores existing ids), so re-running ``put_writes`` is idempotent. The
+    records (``add`` ignores existing ids), so re-running ``put_writes`` is idempotent. Within
+    one call, a later write to the same special channel replaces an earlier one. The
     marker is the same record whoever writes it, so either way is right for it.
     """
     thread_id, ns, cid = parse_config(config)
@@ -165,12 +166,13 @@ def write_rows(
     tk = thread_key(thread_id, ns)
     g = group_key(tk, cid)
     order = order_fields(tk, cid)
-    batch = RowBatch()
+    rows: dict[str, tuple[dict[str, Any], int]] = {}
     for i, (channel, value) in enumerate(writes):
         idx = WRITES_IDX_MAP.get(channel, i)
         vt, v, size = encode_blob(serde.dumps_typed(value))
-        batch.add(
-            f"w:{g}:{task_id}:{idx}",
+        # Two writes to one special channel in one call (a node with several interrupts
+        # writes ``__resume__`` twice) share an id: the last one wins, as in InMemorySaver.
+        rows[f"w:{g}:{task_id}:{idx}"] = (
             pack(
                 {
                     F_KIND: KIND_WRITE,
@@ -187,6 +189,9 @@ def write_rows(
             ),
             size,
         )
+    batch = RowBatch()
+    for rid, (metadata, size) in rows.items():
+        batch.add(rid, metadata, size)
     batch.add(mark_row_id(tk, cid), mark_metadata(thread_id, tk, cid))
     replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
     return batch, replace

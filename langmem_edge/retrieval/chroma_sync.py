@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langmem_edge._chroma import split_labels
 from langmem_edge.retrieval.index import ChangeSet, KeywordRow, Marker, Tombstone
 
 __all__ = [
@@ -43,9 +44,6 @@ __all__ = [
     "namespace_from_metadata",
     "purge_sync_rows",
 ]
-
-NS_SEP = "\x1f"
-"""Separator of namespace labels in an ``ns`` metadata field (the store layout's)."""
 
 SYNC_VECTOR = [1.0]
 """Embedding of every sync-collection row (Chroma requires one)."""
@@ -72,7 +70,7 @@ def namespace_from_metadata(meta: Mapping[str, Any]) -> tuple[str, ...]:
     """The namespace tuple of an item row (``ns``/``nd`` fields, or ``n0``.. fields)."""
     depth = int(meta.get("nd", 0))
     if "ns" in meta:
-        return tuple(str(meta["ns"]).split(NS_SEP)) if depth else ()
+        return split_labels(str(meta["ns"])) if depth else ()
     return tuple(str(meta[f"n{i}"]) for i in range(depth))
 
 

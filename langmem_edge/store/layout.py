@@ -8,7 +8,8 @@ breaking:
     id        ``item_id(namespace, key)``: 32 hex of sha256 over the JSON of (namespace, key)
     embedding a constant 1-d vector (Chroma needs one; items are never vector-searched)
     document  reserved for the keyword channel (analysed token text)
-    metadata  ``ns`` (labels joined by U+001F), ``nd`` (depth) and ``p1``..``p{d}`` (each
+    metadata  ``ns`` (labels joined by ``_chroma.join_labels``), ``nd`` (depth) and
+              ``p1``..``p{d}`` (each
               prefix, joined: Chroma has no prefix match, so a namespace prefix is one
               equality),
               ``k`` (key), ``v`` (value as JSON), ``ca``/``ua`` (created/updated,
@@ -37,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -55,6 +55,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base import InvalidNamespaceError as _LanggraphNamespaceError
 
+from langmem_edge._chroma import join_labels, split_labels
 from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitExceededError
 
 SCHEMA_VERSION = 3
@@ -66,13 +67,6 @@ READS_FROM = 1
 """Oldest layout this code reads: version 1 rows also carried ``n0``.. fields (one per
 namespace label) and its vector rows the item's filter fields, which version 2 neither
 writes nor reads (opening raises the version)."""
-
-NS_SEP = "\x1f"
-"""Separator of namespace labels in the ``ns`` field (a control char labels cannot hold:
-:func:`check_labels` refuses every control character, so a joined path splits back into
-exactly the labels that were written)."""
-
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 EXP_NEVER = 1.0e15
 """``exp`` of an item that never expires (about 31 million years from now)."""
@@ -100,22 +94,6 @@ INCOMPLETE_FIELD = "fx"
 """Item-row flag: some filterable leaf was not mirrored (see :func:`filter_fields`)."""
 
 
-def check_labels(labels: Iterable[object], *, namespace: object = None) -> None:
-    """Refuse a namespace label holding a control character (U+0000-U+001F, U+007F).
-
-    Labels are joined with ``NS_SEP`` (U+001F) for Chroma's equality filters; a label that
-    held it could address another namespace (``("users", "alice\\x1fevil")`` would sit under
-    ``("users", "alice")``). langgraph's own rules (non-empty strings, no ``.``) are checked
-    by ``validate_op_namespace`` before this runs.
-    """
-    for label in labels:
-        if isinstance(label, str) and _CONTROL.search(label):
-            raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r} in {namespace!r}: labels cannot contain "
-                "control characters (U+0000-U+001F, U+007F)"
-            )
-
-
 @contextmanager
 def namespace_errors(*namespaces: object, optional: bool = False) -> Iterator[None]:
     """Re-raise langgraph's ``InvalidNamespaceError`` as ours (a subclass of both); first
@@ -136,18 +114,12 @@ def namespace_errors(*namespaces: object, optional: bool = False) -> Iterator[No
 
 
 def validate_op(op: Op) -> None:
-    """langgraph's label rules, then ours (no control characters), for any op."""
+    """langgraph's label rules for any op (a label may hold any other character: paths are
+    escaped by :func:`~langmem_edge._chroma.join_labels`)."""
     if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
         raise InvalidInputError(f"Unknown operation type: {type(op).__name__}")
     with namespace_errors():
         validate_op_namespace(op)
-    if isinstance(op, (GetOp, PutOp)):
-        check_labels(op.namespace, namespace=op.namespace)
-    elif isinstance(op, SearchOp):
-        check_labels(op.namespace_prefix, namespace=op.namespace_prefix)
-    else:
-        for cond in op.match_conditions or ():
-            check_labels(cond.path, namespace=cond.path)
 
 
 def item_id(namespace: tuple[str, ...], key: str) -> str:
@@ -205,7 +177,7 @@ def namespace_fields(namespace: tuple[str, ...]) -> dict[str, Any]:
     ``n0``..``n{d-1}``, one field per label; nothing reads them.)"""
     fields: dict[str, Any] = {}
     for depth in range(1, len(namespace) + 1):
-        fields[f"p{depth}"] = NS_SEP.join(namespace[:depth])
+        fields[f"p{depth}"] = join_labels(namespace[:depth])
     fields["nd"] = len(namespace)
     return fields
 
@@ -218,7 +190,7 @@ def prefix_where(prefix: tuple[str, ...]) -> dict[str, Any] | None:
     """
     if not prefix:
         return None
-    return {f"p{len(prefix)}": NS_SEP.join(prefix)}
+    return {f"p{len(prefix)}": join_labels(prefix)}
 
 
 def and_where(clauses: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
@@ -508,7 +480,7 @@ def to_datetime(ts: float) -> datetime:
 
 def row_to_item(meta: Mapping[str, Any]) -> Item:
     """An ``Item`` from an items-collection metadata row."""
-    ns = tuple(meta["ns"].split(NS_SEP)) if meta["nd"] else ()
+    ns = split_labels(meta["ns"]) if meta["nd"] else ()
     return Item(
         value=json.loads(meta["v"]),
         key=meta["k"],
@@ -543,7 +515,7 @@ def item_metadata(
 ) -> dict[str, Any]:
     """The metadata of an item row."""
     meta: dict[str, Any] = {
-        "ns": NS_SEP.join(namespace),
+        "ns": join_labels(namespace),
         **namespace_fields(namespace),
         "k": key,
         "v": value_json,
@@ -565,10 +537,10 @@ def vector_metadata(
     """The metadata of a vector row: few fields, since Chroma reads every field of a row it
     returns or filters (~4 us each)."""
     return {
-        "ns": NS_SEP.join(namespace),
+        "ns": join_labels(namespace),
         "nd": len(namespace),
         "k": key,
         "p": path,
         "h": text_sha,
-        **{f"p{d}": NS_SEP.join(namespace[:d]) for d in range(1, len(namespace) + 1)},
+        **{f"p{d}": join_labels(namespace[:d]) for d in range(1, len(namespace) + 1)},
     }

@@ -13,6 +13,7 @@ from typing import Any
 
 from langgraph.store.base import SearchOp
 
+from langmem_edge._chroma import join_labels
 from langmem_edge.store import layout
 from langmem_edge.store.ranking import ExplainedItem, passes, search_item
 
@@ -122,7 +123,7 @@ class ListingMixin:
         out: dict[int, list[tuple[ExplainedItem, dict[str, Any]]]] = {}
         for depth, group in by_depth.items():
             field = f"p{depth}"
-            joined = {i: layout.NS_SEP.join(op.namespace_prefix) for i, op in group}
+            joined = {i: join_labels(op.namespace_prefix) for i, op in group}
             if len(set(joined.values())) < 2:
                 continue
             rows: dict[str, list[dict[str, Any]]] = {v: [] for v in joined.values()}

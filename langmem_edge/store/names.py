@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from langmem_edge.store import layout
+from langmem_edge._chroma import split_labels
 
 __all__ = ["DEFAULT_CAPACITY", "Generations", "ItemNames"]
 
@@ -58,7 +58,7 @@ class ItemNames:
                 joined = meta["ns"]
                 namespace = self._namespaces.get(joined)
                 if namespace is None:
-                    namespace = tuple(joined.split(layout.NS_SEP)) if meta["nd"] else ()
+                    namespace = split_labels(joined) if meta["nd"] else ()
                     self._namespaces[joined] = namespace
                 self._names[iid] = (namespace, meta["k"])
 

@@ -20,6 +20,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import NOT_PROVIDED, TTLConfig
 
 from langmem_edge import _chroma
+from langmem_edge._chroma import split_labels
 from langmem_edge._sweeper import Sweeper
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.retrieval import SyncWriter, purge_sync_rows
@@ -91,7 +92,7 @@ class TTLMixin:
         expired = self._scan_items({"exp": {"$lte": now}})
         if not expired:
             return 0
-        ids = [layout.item_id(tuple(m["ns"].split(layout.NS_SEP)), m["k"]) for m in expired]
+        ids = [layout.item_id(split_labels(m["ns"]), m["k"]) for m in expired]
         vec_ids = [
             vid for iid, m in zip(ids, expired, strict=True) for vid in layout.vector_ids(iid, m)
         ]
