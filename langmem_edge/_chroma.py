@@ -27,6 +27,7 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from langmem_edge._options import check_keys
 from langmem_edge.errors import (
     BackendError,
     BackendUnavailableError,
@@ -125,6 +126,7 @@ class ChromaCaller:
     """Runs Chroma calls with bounded retries and error translation."""
 
     def __init__(self, retry: RetryConfig | None = None) -> None:
+        check_keys("retry", retry, RetryConfig.__annotations__)
         cfg: dict[str, Any] = {**DEFAULT_RETRY, **(retry or {})}
         if int(cfg["attempts"]) < 1:
             raise ConfigurationError(f"retry.attempts must be >= 1, got {cfg['attempts']!r}")

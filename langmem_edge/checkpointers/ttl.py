@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Literal, TypedDict
 
+from langmem_edge._options import check_keys
 from langmem_edge._sweeper import Sweeper
 from langmem_edge.errors import ConfigurationError
 
@@ -54,12 +55,7 @@ def validate_ttl(ttl: CheckpointTTLConfig | None) -> CheckpointTTLConfig | None:
     """Check a TTL config and fill its defaults; ``None`` (no TTL) passes through."""
     if ttl is None:
         return None
-    unknown = set(ttl) - set(CheckpointTTLConfig.__annotations__)
-    if unknown:
-        raise ConfigurationError(
-            f"Unknown TTL option(s) {sorted(unknown)}; allowed: "
-            f"{sorted(CheckpointTTLConfig.__annotations__)}"
-        )
+    check_keys("ttl", ttl, CheckpointTTLConfig.__annotations__)
     minutes = ttl.get("default_ttl")
     if not isinstance(minutes, (int, float)) or isinstance(minutes, bool) or minutes <= 0:
         raise ConfigurationError(

@@ -54,6 +54,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from langmem_edge._options import check_keys
 from langmem_edge.errors import (
     BackgroundClosedError,
     ConfigurationError,
@@ -148,12 +149,8 @@ _INTEGER_FIELDS = frozenset({"max_pending", "max_attempts"})
 
 def _resolve_config(config: BackgroundConfig | None) -> BackgroundConfig:
     """The defaults overlaid with ``config``, checked: unknown keys and bad values raise."""
+    check_keys("BackgroundConfig", config, DEFAULT_BACKGROUND_CONFIG)
     given: dict[str, Any] = dict(config or {})
-    unknown = sorted(set(given) - set(DEFAULT_BACKGROUND_CONFIG))
-    if unknown:
-        raise ConfigurationError(
-            f"unknown BackgroundConfig key(s) {unknown}; allowed: {sorted(_MINIMUMS)}"
-        )
     for key, value in given.items():
         kinds: tuple[type, ...] = (int,) if key in _INTEGER_FIELDS else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds) or value < _MINIMUMS[key]:

@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
+from langmem_edge._options import check_keys
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.retrieval.bm25 import DEFAULT_B, DEFAULT_K1
 from langmem_edge.retrieval.text import DEFAULT_LANGUAGE
@@ -164,12 +165,7 @@ def resolve_hybrid_config(
         ConfigurationError: an unknown key, channel or language, or a number out of range.
     """
     cfg = _merge(DEFAULT_HYBRID_CONFIG, *layers)
-    unknown = set(cfg) - set(HybridConfig.__annotations__)
-    if unknown:
-        raise ConfigurationError(
-            f"unknown hybrid search option(s) {sorted(unknown)}; "
-            f"allowed: {sorted(HybridConfig.__annotations__)}"
-        )
+    check_keys("hybrid", cfg, HybridConfig.__annotations__)
     weights = cfg["weights"]
     bad = set(weights) - set(CHANNELS)
     if bad:
@@ -180,12 +176,7 @@ def resolve_hybrid_config(
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise ConfigurationError(f"depth must be an integer >= 1, got {depth!r}")
     kw = cfg["keyword"]
-    unknown = set(kw) - set(KeywordConfig.__annotations__)
-    if unknown:
-        raise ConfigurationError(
-            f"unknown keyword option(s) {sorted(unknown)}; "
-            f"allowed: {sorted(KeywordConfig.__annotations__)}"
-        )
+    check_keys("hybrid keyword", kw, KeywordConfig.__annotations__)
     kw["k1"] = _number("keyword.k1", kw["k1"])
     kw["b"] = _number("keyword.b", kw["b"], high=1.0)
     kw["default_field_weight"] = _number(

@@ -46,6 +46,7 @@ from langgraph.store.base import (
 )
 
 from langmem_edge import _chroma
+from langmem_edge._options import check_keys
 from langmem_edge._sqlite_stats import PlannerStatistics
 from langmem_edge.embeddings import default_embeddings
 from langmem_edge.errors import (
@@ -143,6 +144,7 @@ class ChromaStore(
         if max_value_bytes <= 0:
             raise ConfigurationError(f"max_value_bytes must be > 0, got {max_value_bytes}")
         self.max_value_bytes = max_value_bytes
+        check_keys("ttl", ttl, TTLConfig.__annotations__)
         self.ttl_config: TTLConfig | None = dict(ttl) if ttl else None  # type: ignore[assignment]
         self.index_config, self.embeddings, self._fields = _prepare_index(index)
         if ranking not in RANKINGS:
@@ -429,6 +431,7 @@ class ChromaStore(
 def _prepare_index(
     index: IndexConfig | None,
 ) -> tuple[IndexConfig | None, Embeddings | None, list[tuple[str, Any]]]:
+    check_keys("index", index, IndexConfig.__annotations__)
     if not index:
         return None, None, []
     config: dict[str, Any] = dict(index)

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from langmem_edge._options import check_keys
+
 __all__ = [
     "VerificationConfig",
     "RecallConfig",
@@ -229,6 +231,13 @@ MAX_BULK_ITEMS = 1_000_000
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_keys(cls.__name__, data, cls.model_fields)
+        return data
 
 
 def _merge(defaults: dict[str, Any], value: Any) -> Any:
