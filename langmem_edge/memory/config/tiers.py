@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from langmem_edge._options import check_keys
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.config.sections import (
     CJK_CHARS_PER_TOKEN,
@@ -27,18 +26,11 @@ __all__ = [
 ]
 
 
-class EpisodicConfig(BaseModel):
+class EpisodicConfig(_Section):
     """Every number of the episodic tier, with its default (docs/architecture.md's where it
     has one)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            check_keys(cls.__name__, data, cls.model_fields)
-        return data
 
     # ingest
     max_messages_per_call: int = Field(500, ge=1)
