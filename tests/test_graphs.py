@@ -21,7 +21,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from langmem_edge import AgentMemory, ChromaSaver, ChromaStore
-from langmem_edge.errors import ConfigurationError
+from langmem_edge.errors import ConfigurationError, InvalidInputError
 from langmem_edge.graphs import (
     MemoryExtractionNode,
     MemoryHooks,
@@ -191,6 +191,45 @@ def test_a_run_without_a_profile_is_left_alone() -> None:
     assert [m.content for m in out["messages"]] == [FACT, "ok"]
     assert model.calls[-1][-1].content == FACT and not blocks(model.calls[-1])
     assert agent.memory_middleware.close().submitted == 0
+
+
+def test_a_run_without_a_profile_warns_once_a_process_naming_what_it_found(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langmem_edge.graphs import run as run_module
+
+    monkeypatch.setattr(run_module, "_warned_no_profile", threading.Event())
+    model = ScriptedChatModel(responses=["ok"])
+    agent = create_memory_agent(model, store=InMemoryStore(index=INDEX),
+                                checkpointer=InMemorySaver())
+    with caplog.at_level(logging.WARNING, logger="langmem_edge.graphs.run"):
+        for tid in ("w1", "w2"):
+            agent.invoke({"messages": [("user", FACT)]}, cfg(tid), context={"user": "alice"})
+    warned = [r.getMessage() for r in caplog.records if "memory is off" in r.getMessage()]
+    assert len(warned) == 1
+    assert "'profile'" in warned[0] and "context keys ['user']" in warned[0]
+    agent.memory_middleware.close()
+
+
+def test_strict_refuses_a_run_without_a_profile() -> None:
+    model = ScriptedChatModel(responses=["ok"])
+    agent = create_memory_agent(model, store=InMemoryStore(index=INDEX),
+                                checkpointer=InMemorySaver(), strict=True)
+    with pytest.raises(ConfigurationError, match="context keys \\['user'\\]"):
+        agent.invoke({"messages": [("user", FACT)]}, cfg("s1"), context={"user": "alice"})
+    agent.memory_middleware.close()
+
+
+@pytest.mark.parametrize("resume", [True, False])
+def test_a_profile_that_is_not_a_string_is_refused(resume: bool) -> None:
+    store = InMemoryStore(index=INDEX)
+    model = ScriptedChatModel(responses=["ok"])
+    agent = create_memory_agent(model, store=store, checkpointer=InMemorySaver(),
+                                resume=resume)
+    with pytest.raises(InvalidInputError, match="profile must be a string, got int 42"):
+        agent.invoke({"messages": [("user", FACT)]}, cfg("n1"), context={"profile": 42})
+    agent.memory_middleware.close()
+    assert AgentMemory(store).list_profiles() == []
 
 
 def test_the_profile_and_thread_come_from_configurable_when_the_context_has_none() -> None:

@@ -66,6 +66,7 @@ def create_memory_agent(
     background: BackgroundExecutor | None = None,
     documents: int = DEFAULT_DOCUMENT_PASSAGES,
     recall_model: bool = False,
+    strict: bool = False,
 ) -> Any:
     """A ``create_agent`` agent with memory (see the module docstring).
 
@@ -85,8 +86,9 @@ def create_memory_agent(
         memory_model: Chat model of a memory made over ``store`` or the run's store
             (extraction, summaries); ``None``: model-free.
         resume, recall_budget_tokens, recall_limit, compaction_budget_tokens, trim_state,
-            background, documents, recall_model: The :class:`~langmem_edge.graphs.MemoryMiddleware`
-            options, with its defaults (turn resume on, no document passages).
+            background, documents, recall_model, strict: The
+            :class:`~langmem_edge.graphs.MemoryMiddleware` options, with its defaults (turn
+            resume on, no document passages, a run without a profile warned of, not refused).
 
     Returns:
         The compiled agent; its ``memory_middleware`` attribute is the middleware (``close()``
@@ -98,7 +100,7 @@ def create_memory_agent(
                           recall_budget_tokens=recall_budget_tokens, recall_limit=recall_limit,
                           compaction_budget_tokens=compaction_budget_tokens,
                           trim_state=trim_state, background=background, documents=documents,
-                          recall_model=recall_model)
+                          recall_model=recall_model, strict=strict)
     extra: list[Any] = []
     if memory is not None and memory_tools:
         include = None if memory_tools is True else list(memory_tools)  # type: ignore[arg-type]

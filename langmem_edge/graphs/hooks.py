@@ -90,6 +90,8 @@ class MemoryHooks(BackgroundJobs):
             langchain's ``SummarizationMiddleware``). Default ``False``.
         background: The executor of post-turn jobs; ``None``: one of its own, closed by
             :meth:`close`.
+        strict: A run without a profile raises ``ConfigurationError`` instead of running
+            without memory (warned once a process). Default ``False``.
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class MemoryHooks(BackgroundJobs):
         background: BackgroundExecutor | None = None,
         documents: int = DEFAULT_DOCUMENT_PASSAGES,
         recall_model: bool = False,
+        strict: bool = False,
     ) -> None:
         if not isinstance(recall_model, bool):
             raise ConfigurationError(f"recall_model must be True or False, got {recall_model!r}")
@@ -117,7 +120,7 @@ class MemoryHooks(BackgroundJobs):
                 raise ConfigurationError(f"{name} must be an integer >= 1, got {value!r}")
         if trim_state and compaction_budget_tokens is None:
             raise ConfigurationError("trim_state needs a compaction_budget_tokens")
-        self.resolver = RunResolver(memory, model=model)
+        self.resolver = RunResolver(memory, model=model, strict=strict)
         self.recall = RecallOptions(budget_tokens=recall_budget_tokens, limit=recall_limit,
                                     documents=documents, use_model=recall_model)
         self.compaction_budget = compaction_budget_tokens

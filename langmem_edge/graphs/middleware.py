@@ -93,6 +93,8 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
             (``docs/documents.md``); 0 (default): none.
         recall_model: Let the block's recall call the memory's model (HyDE, the raw-message
             channel): a model round trip before each model call. Default ``False``.
+        strict: A run without a profile raises ``ConfigurationError`` instead of running
+            without memory (warned once a process). Default ``False``.
     """
 
     state_schema = MemoryState
@@ -117,13 +119,15 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
         background: BackgroundExecutor | None = None,
         documents: int = DEFAULT_DOCUMENT_PASSAGES,
         recall_model: bool = False,
+        strict: bool = False,
     ) -> None:
         super().__init__()
         self.hooks = MemoryHooks(memory, model=model, recall_budget_tokens=recall_budget_tokens,
                                  recall_limit=recall_limit,
                                  compaction_budget_tokens=compaction_budget_tokens,
                                  trim_state=trim_state, background=background,
-                                 documents=documents, recall_model=recall_model)
+                                 documents=documents, recall_model=recall_model,
+                                 strict=strict)
         if resume is True:
             resume = TurnResume(memory)
         elif resume is not False and not isinstance(resume, TurnResume):

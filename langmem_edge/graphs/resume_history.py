@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
+from langmem_edge.errors import InvalidInputError
 from langmem_edge.graphs.history import is_injected
 from langmem_edge.memory.working import TurnRecord, TurnRow
 from langmem_edge.tools import run_value
@@ -101,9 +102,12 @@ def run_identity(context: Any, config: Mapping[str, Any] | None,
 
     profile = pick("profile")
     thread = pick("thread_id") or _field(execution_info, "thread_id")
+    if profile is not None and not isinstance(profile, str):
+        raise InvalidInputError(
+            f"the run's profile must be a string, got {type(profile).__name__} {profile!r}")
     if profile is None or not thread:
         return None
-    return RunIdentity(profile=str(profile), thread=str(thread), contact=pick("contact"))
+    return RunIdentity(profile=profile, thread=str(thread), contact=pick("contact"))
 
 
 # -- idempotency keys -------------------------------------------------------------------------

@@ -14,7 +14,12 @@ Every node and middleware hook of :mod:`langmem_edge.graphs` starts here.
 
 **No profile, no memory**: a run with no profile (or with neither a memory nor a graph store)
 resolves to ``None``, and every hook then does nothing: the run goes on exactly as without
-the middleware (logged once at debug level), it never fails because of memory.
+the middleware, it never fails because of memory. That is rarely what was meant (a context
+``{"user": "alice"}`` instead of ``{"profile": "alice"}``), so the first such run of the
+process logs a WARNING naming the keys looked for and the keys the run had; with
+``strict=True`` it raises :class:`~langmem_edge.errors.ConfigurationError` instead. A profile
+that is not a string (``{"profile": 42}``) is always refused with ``InvalidInputError``:
+it would otherwise become a profile named ``"42"``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +36,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 
-from langmem_edge.errors import ConfigurationError
+from langmem_edge.errors import ConfigurationError, InvalidInputError
 from langmem_edge.memory import AgentMemory, Profile
 from langmem_edge.memory.working import ThreadState
 from langmem_edge.tools import run_value
@@ -42,6 +48,10 @@ MAX_HANDOFFS = 1024
 is dropped: a run that stopped before its first model call never takes its own)."""
 
 logger = logging.getLogger(__name__)
+
+_warned_no_profile = threading.Event()
+"""Set once this process has warned of a run without a profile (the warning is once a
+process, not once a middleware: a service builds many)."""
 
 
 @dataclass(frozen=True)
@@ -68,19 +78,23 @@ class RunResolver:
         memory: The memory to use; ``None``: one over the graph's store.
         model: The chat model of a memory made over the graph's store (extraction,
             summaries); ignored when ``memory`` is given (it has its own).
+        strict: Raise ``ConfigurationError`` for a run without a profile instead of running
+            it without memory (and warning once a process). Default ``False``.
     """
 
     def __init__(self, memory: AgentMemory | None = None, *,
-                 model: BaseChatModel | None = None) -> None:
+                 model: BaseChatModel | None = None, strict: bool = False) -> None:
         if memory is not None and not isinstance(memory, AgentMemory):
             raise ConfigurationError(
                 f"memory must be an AgentMemory or None, got {type(memory).__name__}")
+        if not isinstance(strict, bool):
+            raise ConfigurationError(f"strict must be True or False, got {strict!r}")
         self.memory = memory
         self.model = model
+        self.strict = strict
         self._by_store: weakref.WeakKeyDictionary[BaseStore, AgentMemory] = (
             weakref.WeakKeyDictionary())
         self._lock = threading.Lock()
-        self._warned = False
 
     def memory_for(self, store: BaseStore | None) -> AgentMemory | None:
         """The memory for a run on ``store``: the one given, else one per store."""
@@ -101,19 +115,37 @@ class RunResolver:
         config = _config()
         context = getattr(runtime, "context", None)
         name = run_value(context, config, "profile")
+        if name is not None and not isinstance(name, str):
+            raise InvalidInputError(
+                f"the run's profile must be a string, got {type(name).__name__} {name!r}")
         if memory is None or name is None:
-            if not self._warned:
-                self._warned = True
-                logger.debug("memory hooks skipped: the run has %s",
-                             "no profile" if memory is not None else "no memory and no store")
+            self._skipped(context, config, "no profile" if memory is not None
+                          else "no memory and no graph store")
             return None
         thread = run_value(context, config, "thread_id")
         if thread is None:
             info = getattr(runtime, "execution_info", None)
             thread = getattr(info, "thread_id", None)
-        return MemoryRun(memory=memory, profile=memory.profile(str(name)),
+        return MemoryRun(memory=memory, profile=memory.profile(name),
                          contact=run_value(context, config, "contact"),
                          thread=None if thread is None else str(thread))
+
+
+    def _skipped(self, context: Any, config: dict[str, Any], why: str) -> None:
+        """Raise (strict) or warn once a process that a run goes on without memory."""
+        if isinstance(context, Mapping):
+            had = f"context keys {sorted(map(str, context))}"
+        else:
+            had = "no context" if context is None else f"context {type(context).__name__}"
+        configurable = sorted(map(str, (config.get("configurable") or {})))
+        message = (f"memory is off for this run ({why}): looked for 'profile' in the run's "
+                   f"context, then in config['configurable']; found {had} and configurable "
+                   f"keys {configurable}. Pass context={{'profile': ...}}")
+        if self.strict:
+            raise ConfigurationError(message)
+        if not _warned_no_profile.is_set():
+            _warned_no_profile.set()
+            logger.warning("%s (warned once a process; strict=True raises instead)", message)
 
 
 HandoffKey = tuple[int, tuple[str, ...], str, str, str]
