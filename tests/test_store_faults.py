@@ -71,6 +71,30 @@ def test_any_label_round_trips_and_never_reaches_another_namespace(
     assert store.get(("users", "alice"), "k") is not None
 
 
+def test_a_list_namespace_works_as_its_tuple(chroma_store_factory: Any) -> None:
+    """``put(["users", "alice"], ...)`` raised ``TypeError: unhashable type: 'list'``;
+    SqliteStore and PostgresStore take a list, so ChromaStore does too."""
+    store = chroma_store_factory(index=index())
+    store.put(["users", "alice"], "k", {"text": "a list namespace"})
+    item = store.get(("users", "alice"), "k")
+    assert item is not None and tuple(item.namespace) == ("users", "alice")
+    assert store.get(["users", "alice"], "k").value == {"text": "a list namespace"}
+    assert [tuple(i.namespace) for i in store.search(["users"], query="list")] == [
+        ("users", "alice")]
+    assert store.list_namespaces(prefix=["users"]) == [("users", "alice")]
+    store.delete(["users", "alice"], "k")
+    assert store.get(("users", "alice"), "k") is None
+
+
+@pytest.mark.parametrize("bad", ["users", None, 5, ("a", 3)])
+def test_a_namespace_that_is_no_sequence_of_strings_is_refused(
+    chroma_store_factory: Any, bad: Any
+) -> None:
+    store = chroma_store_factory()
+    with pytest.raises(errors.InvalidNamespaceError):
+        store.put(bad, "k", {"v": 1})
+
+
 def test_langgraph_label_rules_raise_our_error_with_a_code(chroma_store_factory: Any) -> None:
     store = chroma_store_factory()
     for ns in [("a.b",), ("",), ("langgraph", "x"), ("a\x00b",)]:

@@ -276,9 +276,7 @@ class ChromaStore(
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ``ops``: reads first (in order), then writes (the last write to a key wins)."""
-        ops = list(ops)
-        for op in ops:
-            layout.validate_op(op)
+        ops = [layout.checked_op(op) for op in ops]
         now = self._clock()
         epoch = self._write_epoch
         results: list[Result] = [None] * len(ops)

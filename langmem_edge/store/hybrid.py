@@ -106,7 +106,7 @@ class HybridMixin:
     ) -> list[ExplainedItem]:
         """Search and return, for each result, its rank and raw score in every channel."""
         op = SearchOp(tuple(namespace_prefix), filter, limit, offset, query, False)
-        layout.validate_op(op)
+        layout.checked_op(op)
         validate_search_op(op)
         if ranking not in RANKINGS:
             raise InvalidInputError(f"ranking must be one of {RANKINGS}, got {ranking!r}")

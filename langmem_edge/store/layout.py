@@ -113,13 +113,34 @@ def namespace_errors(*namespaces: object, optional: bool = False) -> Iterator[No
         raise InvalidNamespaceError(str(e)) from e
 
 
-def validate_op(op: Op) -> None:
-    """langgraph's label rules for any op (a label may hold any other character: paths are
-    escaped by :func:`~langmem_edge._chroma.join_labels`)."""
+def checked_op(op: Op) -> Op:
+    """``op`` with a list namespace made a tuple, after langgraph's label rules (a label may
+    hold any other character: paths are escaped by :func:`~langmem_edge._chroma.join_labels`).
+
+    A namespace may be given as a list (``put(["users", "alice"], ...)``), as ``SqliteStore``
+    and ``PostgresStore`` take it; it is stored and returned as the tuple.
+    """
     if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
         raise InvalidInputError(f"Unknown operation type: {type(op).__name__}")
-    with namespace_errors():
+    if isinstance(op, (GetOp, PutOp)) and isinstance(op.namespace, list):
+        op = op._replace(namespace=tuple(op.namespace))
+    elif isinstance(op, SearchOp) and isinstance(op.namespace_prefix, list):
+        op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
+    elif isinstance(op, ListNamespacesOp) and op.match_conditions:
+        op = op._replace(match_conditions=tuple(
+            c._replace(path=tuple(c.path)) if isinstance(c.path, list) else c
+            for c in op.match_conditions))
+    with namespace_errors(*_namespaces(op)):
         validate_op_namespace(op)
+    return op
+
+
+def _namespaces(op: Op) -> tuple[object, ...]:
+    if isinstance(op, (GetOp, PutOp)):
+        return (op.namespace,)
+    if isinstance(op, SearchOp):
+        return (op.namespace_prefix,)
+    return ()
 
 
 def item_id(namespace: tuple[str, ...], key: str) -> str:

@@ -150,7 +150,7 @@ class SearchMixin:
         prefix = tuple(namespace_prefix)
         if not all(isinstance(label, str) for label in prefix):
             raise InvalidInputError(f"namespace_prefix must hold strings, got {prefix!r}")
-        layout.validate_op(SearchOp(prefix))
+        layout.checked_op(SearchOp(prefix))
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidInputError(f"limit must be an integer >= 0, got {limit!r}")
         if not self.embeddings:

@@ -92,7 +92,7 @@ class WriteMixin:
         prefix = tuple(namespace_prefix)
         if not prefix:
             raise InvalidNamespaceError("delete_prefix needs a non-empty namespace prefix")
-        layout.validate_op(SearchOp(prefix))
+        layout.checked_op(SearchOp(prefix))
         where = layout.prefix_where(prefix)
         ids = self._call(self._items.get, where=where, include=[])["ids"]
         vec_ids = self._call(self._vectors.get, where=where, include=[])["ids"]
