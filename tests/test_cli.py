@@ -74,6 +74,13 @@ def test_memories_commands(cli: Run) -> None:
     assert got["count"] >= 1 and got["candidates"][0]["text"] == "Alice prefers dark mode"
     table = cli("recall", "which theme does alice prefer", "-p", "alice").stdout
     assert "dark" in table and second["id"] in table
+    # the rows the relevance fill added are marked as such, with no score on the match scale
+    fills = [c for c in got["candidates"] if not c["matched"]]
+    assert fills and all(c["score"] == 0.0 for c in fills)
+    for c in fills:
+        row = next(line for line in table.splitlines() if c["id"] in line)
+        assert "fill" in row and "0.000" not in row
+    assert f"fill: {len(fills)} of {got['count']} matched nothing" in table
     scoped = js(cli("recall", "where does alice live", "-p", "alice", "--contact", "bob",
                     "--json"))
     assert scoped["candidates"][0]["text"] == "Alice lives in Lisbon"
@@ -132,7 +139,7 @@ def test_ingest_sessions_and_delete_session(cli: Run, tmp_path: Path) -> None:
     assert again["messages_added"] == 0 and again["memories_written"] == []
     as_json = write(tmp_path / "c2.json", json.dumps({"messages": CONVERSATION[:2]}))
     shown = cli("ingest", str(as_json), "-p", "alice", "--session", "s2", "--contact", "bob")
-    assert "2 new message(s)" in shown.stdout
+    assert "2 new messages of 2" in shown.stdout
 
     sessions = js(cli("sessions", "-p", "alice", "--json"))
     assert {s["session_id"]: s["messages"] for s in sessions} == {"chat-1": 3, "s2": 2}
@@ -354,6 +361,62 @@ def test_paging_through_1200_memories_returns_each_once(cli: Run, tmp_path: Path
     cli("list", "-p", "bulk", "--limit", "501", code=EXIT_INVALID)
 
 
+def _commands() -> list[tuple[list[str], Any]]:
+    """``(argv, click command)`` of every command, sub-commands included."""
+    import typer.main
+
+    def walk(cmd: Any, path: list[str]) -> list[tuple[list[str], Any]]:
+        found = [(path, cmd)] if path else []
+        for name, sub in getattr(cmd, "commands", {}).items():
+            found += walk(sub, [*path, name])
+        return found
+
+    return walk(typer.main.get_command(app), [])
+
+
+@pytest.mark.parametrize(("argv", "command"), _commands(), ids=lambda v: " ".join(v)
+                         if isinstance(v, list) else "")
+def test_help_reads_as_written(argv: list[str], command: Any) -> None:
+    """Flags show no value type (it was ``--json <bool>``) and each paragraph of a command's
+    help is one paragraph on screen, not cut where the source line ended."""
+    import inspect
+    import re
+
+    result = CliRunner(env={"COLUMNS": "400"}).invoke(app, [*argv, "--help"])
+    assert result.exit_code == 0, result.output
+    screen = re.sub(r"\s+", " ", result.stdout)
+    assert "<bool>" not in screen
+    for paragraph in inspect.cleandoc(command.help or "").split("\n\n"):
+        flowed = re.sub(r"\s+", " ", paragraph.replace("`", "")).strip()
+        lines = [line.strip(" │") for line in result.stdout.splitlines()]
+        assert any(flowed in line for line in lines), (flowed, result.stdout)
+
+
+def test_the_progress_bar_shows_a_known_total_from_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ingest of 400 messages showed ``0/?`` for its whole 25-30 s."""
+    import io
+
+    from rich.console import Console
+
+    from langmem_edge.cli import base
+
+    screen = io.StringIO()
+    monkeypatch.setattr(base, "err", Console(file=screen, force_terminal=True, width=80))
+    with base.progress("Ingesting chat.json", total=400):
+        pass
+    assert "0/400" in screen.getvalue() and "0/?" not in screen.getvalue()
+
+
+def test_counts_agree_with_their_nouns() -> None:
+    from langmem_edge.cli.base import plural
+
+    assert [plural(n, "memory") for n in (0, 1, 8)] == ["0 memories", "1 memory", "8 memories"]
+    assert plural(2, "new message") == "2 new messages" and plural(1, "day") == "1 day"
+    assert plural(3, "day") == "3 days"
+
+
 def test_help_lists_every_command() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
@@ -386,18 +449,58 @@ def test_a_real_process_with_the_real_model(tmp_path: Path) -> None:
     assert missing.returncode == EXIT_NOT_FOUND and "no profile 'nobody'" in missing.stderr
 
 
-def test_reads_that_embed_nothing_never_load_the_model(tmp_path: Path) -> None:
-    """``list`` with the real embeddings configured: torch is never imported."""
-    cli = runner_for(["--path", str(tmp_path / "m")])
-    cli("remember", "Alice likes tea", "-p", "alice")  # fake vectors: only to make a store
+MODEL_MODULES = ("torch", "sentence_transformers", "transformers", "onnxruntime", "tokenizers")
+"""What loading an embedding model imports (the default's: onnxruntime, tokenizers)."""
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A folder with a memory, its history and a session (fake vectors: only to make it)."""
+    folder = tmp_path_factory.mktemp("cli-imports") / "m"
+    cli = runner_for(["--path", str(folder)])
+    cli("remember", "Alice likes tea", "--key", "preference.drink", "-p", "alice")
+    memory_id = js(cli("remember", "Alice likes coffee", "--key", "preference.drink", "-p",
+                       "alice", "--json"))["id"]
+    lines = [json.dumps({"role": "user", "content": "hello there"})]
+    cli("ingest", str(write(folder.parent / "chat.jsonl", "\n".join(lines))), "-p", "alice",
+        "--session", "chat-1")
+    return folder, memory_id
+
+
+def imported_by(folder: Path, *args: str) -> list[str]:
+    """Run one command (real embeddings configured) in a new process: the model modules it
+    imported."""
     probe = (
         "import sys; from typer.testing import CliRunner; from langmem_edge.cli import app; "
-        f"r = CliRunner().invoke(app, ['--path', {str(tmp_path / 'm')!r}, 'list', '-p', "
-        "'alice', '--json']); assert r.exit_code == 0, r.output; "
-        "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+        f"r = CliRunner().invoke(app, ['--path', {str(folder)!r}, *{list(args)!r}]); "
+        "assert r.exit_code == 0, r.output; "
+        f"print([m for m in {MODEL_MODULES!r} if m in sys.modules])")
     done = run_process("-c", probe)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "False"]
+    return json.loads(done.stdout.strip().replace("'", '"'))
+
+
+@pytest.mark.parametrize("command", [
+    ["list", "-p", "alice", "--json"],
+    ["show", "{id}", "-p", "alice", "--json"],
+    ["history", "preference.drink", "-p", "alice", "--json"],
+    ["stats", "--json"],
+    ["sessions", "-p", "alice", "--json"],
+    ["export", "-"],
+], ids=lambda c: c[0])
+def test_commands_that_embed_nothing_never_import_a_model(
+        written: tuple[Path, str], command: list[str]) -> None:
+    """No text to embed, no model: neither onnxruntime and tokenizers (the default) nor
+    torch is imported, so these commands start in about the time of chromadb's import."""
+    folder, memory_id = written
+    assert imported_by(folder, *(a.format(id=memory_id) for a in command)) == []
+
+
+def test_recall_never_imports_torch(written: tuple[Path, str]) -> None:
+    """``recall`` embeds its query with the default model: onnxruntime, never torch."""
+    folder, _ = written
+    assert imported_by(folder, "recall", "what does alice drink?", "-p", "alice",
+                       "--json") == ["onnxruntime", "tokenizers"]
 
 
 def test_ingest_of_more_messages_than_one_call_takes(tmp_path: Path) -> None:

@@ -159,6 +159,11 @@ def test_search_explains_each_result_by_channel(client: TestClient, seeded: Any)
     top = results[0]
     assert 'data-channel="keyword"' in top and 'data-channel="vector"' in top
     assert "Found by" in top and "it shares words with the query (BM25)" in top
+    fills = [r for r in results[1:] if "Not a match" in r]
+    assert fills  # what the relevance fill added says so, with no match score
+    for other in fills:
+        assert "not matched (relevance fill)" in other and "score 0" not in other
+    assert "matched" in html.split('id="count"')[1].split("</p>")[0]
     contact = client.get("/search", params={"p": "user:alice", "q": "where does alice live",
                                             "contact": "crm:acme"}).text
     assert "Alice lives in Lisbon" in contact and "the contact&#39;s own memories" in contact

@@ -86,8 +86,9 @@ def test_relevance_fill_up_to_the_limit(memory: AgentMemory) -> None:
     assert all(not c.matched and c.breakdown.scorer == "fill" for c in fills)
     assert {c.id for c in fills} <= {o.id for o in others}
     for c in fills:  # 0.7 * recency + 0.3 * log(access + 1), fresh and never accessed
-        assert c.score == pytest.approx(0.7, abs=1e-3)
-        assert c.breakdown.relevance == c.score
+        assert c.breakdown.relevance == pytest.approx(0.7, abs=1e-3)
+        assert c.score == 0.0  # matched nothing: no score on the matched scale
+    assert res.candidates[0].score > 0.0
     assert res.answer == "Drives a green tractor"  # the answer uses matched memories only
     assert p.recall("green tractor", fill=False).count == 1
 
@@ -102,7 +103,8 @@ def test_fill_prefers_often_used_memories(memory: AgentMemory) -> None:
     assert p.get(used.id).access_count == 3
     res = p.recall("Alpha", limit=3)
     assert [c.id for c in res.candidates][1] == used.id
-    assert res.candidates[1].score == pytest.approx(0.7 + 0.3 * math.log(4), abs=1e-3)
+    assert res.candidates[1].breakdown.relevance == pytest.approx(0.7 + 0.3 * math.log(4),
+                                                                  abs=1e-3)
 
 
 def test_nothing_matches_gives_an_empty_answer(store: BaseStore) -> None:
@@ -114,6 +116,20 @@ def test_nothing_matches_gives_an_empty_answer(store: BaseStore) -> None:
     assert calls_of(model, "using only the memories") == []
     empty = AgentMemory(store).profile("empty").recall("anything")
     assert (empty.count, empty.answer) == (0, "")
+
+
+def test_the_model_answers_from_matched_memories_only(store: BaseStore) -> None:
+    """The fill's memories matched nothing: a model given them joined an unrelated fact."""
+    model = judge_model(answer="a green tractor")
+    p = AgentMemory(store, model=model).profile("p")
+    p.remember("Drives a green tractor")
+    for i in range(3):
+        p.remember(f"Unrelated note number {i}")
+    res = p.recall("green tractor", limit=4, thinking_level="low")
+    assert res.count == 4 and sum(c.matched for c in res.candidates) == 1
+    (answer_call,) = calls_of(model, "using only the memories")
+    shown = "\n".join(str(m.content) for m in answer_call)
+    assert "Drives a green tractor" in shown and "Unrelated note" not in shown
 
 
 def test_access_count_is_bumped_on_matches_only(memory: AgentMemory) -> None:

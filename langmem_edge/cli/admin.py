@@ -24,6 +24,7 @@ from langmem_edge.cli.base import (
     opened,
     opened_profile,
     out,
+    plural,
     progress,
 )
 
@@ -37,7 +38,7 @@ ProfilesOption = Annotated[list[str] | None, typer.Option(
 
 
 def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "nothing"
+    return ", ".join(plural(n, kind) for kind, n in counts.items() if n) or "nothing"
 
 
 @app.command()
@@ -48,10 +49,8 @@ def export(
     profile: ProfilesOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Export profiles to JSON Lines.
-
-    Memories with their history, messages, overlays and working rows, in the format of
-    docs/export.md; `import` reads it back."""
+    """Export profiles to JSON Lines: memories with their history, messages, overlays and
+    working rows, in the format of docs/export.md; `import` reads it back."""
     from langmem_edge.memory.transfer import export_jsonl
 
     with opened(ctx) as memory:
@@ -62,7 +61,7 @@ def export(
         emit_json(result)
         return
     shown = "standard output" if file == STDOUT else file
-    err.print(f"Exported {len(result.profiles)} profile(s) to {shown}: "
+    err.print(f"Exported {plural(len(result.profiles), 'profile')} to {shown}: "
               f"{_counts(result.counts)}")
 
 
@@ -85,7 +84,7 @@ def import_(
             result = import_jsonl(memory, file, profiles=profile, on_progress=update)
     if as_json:
         return emit_json(result)
-    out.print(f"Imported {len(result.profiles)} profile(s) from {file.name}: "
+    out.print(f"Imported {plural(len(result.profiles), 'profile')} from {file.name}: "
               f"written {_counts(result.written)}; already there {_counts(result.existing)}")
     if result.unknown:
         out.print(f"Skipped record types this version does not know: "

@@ -70,6 +70,24 @@ EXIT_UNAVAILABLE = 5
 SHOWN_PROFILES = 10
 """Profile names an error about a missing profile lists."""
 
+def _hide_flag_types() -> None:
+    """Recent typer prints a value type after every option in help, flags too
+    (``--json <bool>``), though a flag takes no value: show none for flags."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "flags_hidden", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.flags_hidden = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_hide_flag_types()
+
 app = typer.Typer(
     name="langmem-edge",
     help="Agent memory in Chroma, from the shell: remember, recall, ingest conversations, "
@@ -77,6 +95,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Markdown: a docstring's later paragraphs flow as paragraphs (typer keeps their single
+    # line breaks in its "rich" mode, cutting sentences where the source wrapped)
+    rich_markup_mode="markdown",
 )
 
 out = Console(highlight=False, markup=False, soft_wrap=True)
@@ -259,14 +280,26 @@ def _plain(data: Any) -> Any:
     return data
 
 
+def plural(count: int, word: str) -> str:
+    """``"1 memory"``, ``"8 memories"``, ``"0 messages"``: a count and its noun, agreed."""
+    if count == 1:
+        return f"{count} {word}"
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return f"{count} {word[:-1]}ies"
+    return f"{count} {word}s"
+
+
 @contextmanager
-def progress(description: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr (when it is a terminal); yields ``update(done, total)``."""
+def progress(description: str, total: int | None = None
+             ) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr (when it is a terminal); yields ``update(done, total)``.
+    ``total``, when known before the first update, is shown from the start (``0/400``, not
+    ``0/?``)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task(description, total=None)
+        task = bar.add_task(description, total=total)
 
         def update(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)

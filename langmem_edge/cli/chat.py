@@ -34,6 +34,7 @@ from langmem_edge.cli.base import (
     fail,
     opened,
     out,
+    plural,
 )
 
 __all__ = ["chat", "new_thread_id", "open_saver"]
@@ -98,5 +99,5 @@ def chat(
                  f"{type(e).__name__}: {e}", EXIT_FAILURE)
         finally:
             saver.close()
-    err.print(f"{turns} turn(s) on thread {thread}, stored in profile {profile!r} "
+    err.print(f"{plural(turns, 'turn')} on thread {thread}, stored in profile {profile!r} "
               f"(`langmem-edge list -p {profile}` shows what was learned).")

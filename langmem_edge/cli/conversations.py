@@ -24,6 +24,7 @@ from langmem_edge.cli.base import (
     opened,
     opened_profile,
     out,
+    plural,
     progress,
 )
 
@@ -104,7 +105,7 @@ def ingest(
     added, written = 0, []
     with opened(ctx, create=True) as memory:
         p = memory.profile(profile)
-        with progress(f"Ingesting {file.name}") as update:
+        with progress(f"Ingesting {file.name}", total=len(messages)) as update:
             for lo in range(0, len(messages), INGEST_BATCH):
                 chunk = messages[lo: lo + INGEST_BATCH]
                 try:
@@ -123,8 +124,8 @@ def ingest(
                    "messages_added": added, "memories_written": written})
         return
     out.print(f"Ingested {file.name} into session {session_id!r} of profile {profile!r}: "
-              f"{added} new message(s) of {len(messages)}, {len(written)} memory(ies) "
-              "remembered")
+              f"{plural(added, 'new message')} of {len(messages)}, "
+              f"{plural(len(written), 'memory')} remembered")
     for m in written:
         out.print(f"  {m.id}  {m.text}")
 
@@ -180,4 +181,5 @@ def delete_session(
     if as_json:
         return emit_json({"profile": profile, "session_id": session_id, **result.model_dump()})
     out.print(f"Deleted session {session_id!r} of profile {profile!r}: "
-              f"{result.messages_deleted} message(s), {result.memories_deleted} memory(ies)")
+              f"{plural(result.messages_deleted, 'message')}, "
+              f"{plural(result.memories_deleted, 'memory')}")

@@ -112,9 +112,16 @@ def recall(
         return
     table = _table(f"Recall: {query}", ("score", "id", "key", "text"))
     for c in result.candidates:
-        table.add_row(f"{c.score:.3f}", c.id, (c.memory.key if c.memory else "") or "",
-                      c.text)
+        key = (c.memory.key if c.memory else "") or ""
+        if c.matched:
+            table.add_row(f"{c.score:.3f}", c.id, key, c.text)
+        else:
+            table.add_row("fill", c.id, key, c.text, style="dim")
     out.print(table)
+    fills = sum(not c.matched for c in result.candidates)
+    if fills:
+        out.print(f"fill: {fills} of {result.count} matched nothing; added by recency and use "
+                  "(--json: \"matched\": false).")
 
 
 @app.command("list")

@@ -58,8 +58,9 @@ def explain(candidate: Candidate) -> Explanation:
         key=lambda r: (-r.contribution, r.channel))
     scope = "the contact's own memories" if b.scope == "contact" else "agent-wide memories"
     if b.scorer == "fill":
-        summary = (f"No channel matched it: the relevance fill added it (recency and use, "
-                   f"score {b.relevance or 0.0:.3f}), after {scope}.")
+        summary = (f"Not a match: no channel found it; the relevance fill added it (recency "
+                   f"and use {b.relevance or 0.0:.3f}, not comparable with match scores), "
+                   f"after {scope}.")
     elif reasons:
         found = ", ".join(f"{r.channel} (rank {r.rank})" for r in reasons)
         summary = f"Found by {found} among {scope}"

@@ -117,7 +117,8 @@ async def search(request: Request) -> HTMLResponse:
         explained = [(c, explain(c)) for c in result.candidates]
     return render(request, "search.html", profile=prof.name, section="search", query=query,
                    contact=contact or "", kind=kind, kinds=KINDS, limit=limit, result=result,
-                   explained=explained)
+                   explained=explained,
+                   matched_count=sum(c.matched for c in result.candidates) if result else 0)
 
 
 async def sessions(request: Request) -> HTMLResponse:

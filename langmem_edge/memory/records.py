@@ -299,22 +299,31 @@ class Candidate(BaseModel):
     message: dict[str, Any] | None = None
     """The stored message value (``source_type == "message"``)."""
     score: float
-    """Final score (higher is better)."""
+    """Final score (higher is better) of a matched candidate; ``0.0`` for a fill candidate,
+    which matched nothing (its recency-and-use score is ``breakdown.relevance``, on another
+    scale: never compare the two)."""
     matched: bool = True
-    """Found by a search channel (``False``: added by the relevance fill)."""
+    """Found by a search channel (``False``: added by the relevance fill, not a match)."""
     breakdown: ScoreBreakdown
     """How ``score`` was made."""
 
 
 class RecallResult(BaseModel):
-    """What ``recall`` returns: ``answer`` is empty when nothing matched, never invented."""
+    """What ``recall`` returns: ``answer`` is empty when nothing matched, never invented.
+
+    ``candidates`` are the matched memories, best first, then (with the relevance fill on)
+    other memories that matched nothing, added by recency and use up to the limit: those
+    have ``matched=False`` and ``score=0.0`` (their fill score is ``breakdown.relevance``).
+    ``answer`` is made from matched candidates only.
+    """
 
     count: int
-    """Number of candidates."""
+    """Number of candidates (fill candidates included)."""
     answer: str
-    """The model's answer from the candidates alone, or the top matched texts without a model."""
+    """The model's answer from the matched candidates alone, or the top matched texts without
+    a model; empty when nothing matched."""
     candidates: list[Candidate] = Field(default_factory=list)
-    """Best first; contact-scoped before agent-wide; fill candidates last."""
+    """Matched, best first (contact-scoped before agent-wide), then fill candidates."""
 
 
 class MemoryPage(BaseModel):

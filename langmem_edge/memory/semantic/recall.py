@@ -363,7 +363,8 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
         ranked = ctx.index.rank_fill(accept, t=t, exclude=[c.id for c in matched],
                                      limit=req.limit - len(matched))
         filled = [_fill_candidate(ctx, mid, rel) for mid, rel in ranked]
-        filled.sort(key=lambda c: (c.breakdown.scope != "contact", -c.score, c.id))
+        filled.sort(key=lambda c: (c.breakdown.scope != "contact",
+                                   -(c.breakdown.relevance or 0.0), c.id))
     candidates = matched + filled
     answer = yield from _plan_answer(ctx, req, candidates, reference)
     if as_of is None and cfg.bump_access:
@@ -482,7 +483,8 @@ def _fill_candidate(ctx: ProfileContext, mid: str, score: float) -> Candidate:
     record = ctx.record(ctx.index.values[mid])
     breakdown = ScoreBreakdown(scorer="fill", relevance=score,
                                scope="contact" if record.contact is not None else "agent")
-    return Candidate(id=mid, text=record.text, memory=record, score=score, matched=False,
+    # score 0: a fill candidate matched nothing, so it has no place on the matched scale
+    return Candidate(id=mid, text=record.text, memory=record, score=0.0, matched=False,
                      breakdown=breakdown)
 
 
@@ -492,9 +494,9 @@ def _plan_answer(ctx: ProfileContext, req: RecallRequest, candidates: list[Candi
     if not matched:
         return ""
     if ctx.model is not None and req.use_model is not False:
-        try:
+        try:  # from matched candidates only: the fill's are there because nothing else was
             (reply,) = yield invoke(ctx.model, answer_messages(
-                req.query, [c.text for c in candidates], reference), "answer")
+                req.query, matched, reference), "answer")
             return message_text(reply).strip()
         except Exception as e:
             logger.warning("answer generation failed (%s); using the top memories", e)
