@@ -784,3 +784,67 @@ async def test_the_memory_block_lists_the_resumed_turn_async(tmp_path: Path) -> 
     from langmem_edge.memory.core.tokens import estimate_tokens
     assert estimate_tokens(block) <= DEFAULT_RECALL_BUDGET_TOKENS
     assert await working(store).with_clock(clock).aunfinished_turn(THREAD) is None
+
+
+# -- the three ways a user meets a crashed turn ------------------------------------------------
+
+
+@pytest.mark.parametrize("resend", ["at 5 s", "at 40 s", "after 60 s", "check_turn first"])
+def test_sending_the_message_again_after_a_crash_resumes_the_turn(tmp_path: Path,
+                                                                   resend: str) -> None:
+    """A child SIGKILLed in its tool round; the user sends a message within the 45 s (refused,
+    as the error says: "send the message again in N s") or after it, or checks with
+    ``check_turn()`` first. Whatever the way, the message sent again is in the history once,
+    the model sees the resume block, and no tool ran twice. (Before: a refused message stayed
+    in the checkpoint, the resend added it again, and the block found nothing to list.)"""
+    counters = tmp_path / "counters"
+    counters.mkdir()
+    spec = f"path:{tmp_path / 'data'}"
+    kill_in_tool_round(spec, counters)
+    store, saver = open_backend(spec)
+    message = {"messages": [("user", "Did my booking go through?")]}
+    try:
+        turn = working(store).unfinished_turn(THREAD)
+        assert turn is not None
+        touched = turn.touched_at.timestamp()
+        now = [touched]
+        model = ScriptedChatModel(responses=["Yes, booking 42"])
+        agent, mw = memory_agent(store, saver, model, counters, lambda: now[0])
+        early = {"at 5 s": 5.0, "at 40 s": 40.0, "check_turn first": 5.0}.get(resend)
+        if early is not None:
+            now[0] = touched + early
+            with pytest.raises(TurnInProgressError, match="send the message again"):
+                if resend == "check_turn first":
+                    TurnResume(AgentMemory(store), clock=lambda: now[0]).check_turn(
+                        agent, CONFIG, context=CONTEXT)
+                else:
+                    agent.invoke(message, CONFIG, context=CONTEXT)
+        now[0] = touched + (60.0 if resend == "after 60 s" else LATER)
+        if resend == "check_turn first":
+            TurnResume(AgentMemory(store), clock=lambda: now[0]).check_turn(
+                agent, CONFIG, context=CONTEXT)
+        out = agent.invoke(message, CONFIG, context=CONTEXT)
+        mw.close()
+        assert counts(counters) == {name: 1 for name in TOOLS}
+        said = [m.text for m in out["messages"] if isinstance(m, HumanMessage)]
+        assert said == ["Plan my trip", "Did my booking go through?"]
+        assert_answered(out["messages"])
+        assert_block_lists_the_resumed_turn(memory_block_of(model.calls[0]))
+        assert out["messages"][-1].content == "Yes, booking 42"
+    finally:
+        saver.close()
+        store.close()
+
+
+def test_only_repeats_of_the_latest_message_after_the_turn_are_dropped() -> None:
+    from langmem_edge.graphs.resume_history import without_refused_repeats
+
+    ai = AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c1"}])
+    history = [HumanMessage("Plan my trip"), ai, HumanMessage("Is it done?"),
+               HumanMessage("Also book a taxi"), HumanMessage("Is it done?"),
+               HumanMessage("Is it done?")]
+    kept = without_refused_repeats(history, ai)
+    assert [m.text for m in kept] == ["Plan my trip", "", "Also book a taxi", "Is it done?"]
+    assert kept[-1] is history[-1]
+    assert without_refused_repeats([HumanMessage("Plan my trip"), ai,
+                                    HumanMessage("Plan my trip")], ai)[-1].text == "Plan my trip"

@@ -84,6 +84,7 @@ from langmem_edge.graphs.resume_history import (
     tool_idempotency_key,
     tool_message,
     with_answers,
+    without_refused_repeats,
 )
 from langmem_edge.graphs.run import ThreadStateHandoff
 from langmem_edge.memory import AgentMemory
@@ -256,7 +257,8 @@ class TurnResume:
                     f"thread {who.thread!r} of profile {who.profile!r} has a turn in "
                     f"progress: it was last touched {ago:.1f} s ago, and a turn is resumed "
                     f"only once untouched for {resume_after:g} s; send the message again in "
-                    f"{resume_after - ago:.1f} s, or use TurnResume(wait=True)",
+                    f"{resume_after - ago:.1f} s (it is kept once, and the turn is resumed), "
+                    "or use TurnResume(wait=True)",
                     thread=who.thread, touched_at=touched, retry_after=resume_after - ago)
             yield Call(time.sleep, asyncio.sleep, (self.poll_seconds,))
             now_turn = yield Call(working.unfinished_turn, working.aunfinished_turn,
@@ -301,7 +303,9 @@ class TurnResume:
             return None
         logger.info("thread %s: resumed an interrupted turn, %d dangling tool calls answered",
                     who.thread, len(dangling))
-        rebuilt = with_answers(list(state.get(self.messages_key) or []), by_ai)
+        messages = list(state.get(self.messages_key) or [])
+        rebuilt = without_refused_repeats(with_answers(messages, by_ai),
+                                          messages[min(by_ai)])
         return {self.messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rebuilt],
                 ROUND_KEY: None}
 

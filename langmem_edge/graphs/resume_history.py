@@ -40,6 +40,7 @@ __all__ = [
     "tool_idempotency_key",
     "tool_message",
     "with_answers",
+    "without_refused_repeats",
 ]
 
 IDEMPOTENCY_KEY = "idempotency_key"
@@ -250,6 +251,29 @@ def with_answers(messages: Sequence[AnyMessage], by_ai: Mapping[int, list[ToolMe
         if i in by_ai:
             pending = list(by_ai[i])
     return out + pending
+
+
+def without_refused_repeats(messages: Sequence[AnyMessage], turn_start: BaseMessage
+                            ) -> list[AnyMessage]:
+    """The history without the earlier copies of the latest user message sent while the
+    interrupted turn (from its ``AIMessage`` ``turn_start`` on) was still unanswered.
+
+    Such a copy can only come from a request that was refused (``TurnInProgressError``: its
+    message was already in the checkpoint when turn resume refused it) or that crashed
+    before resuming: "send the message again", as the error says, must not leave the message
+    twice in the history, nor hide the resumed answers before the first copy. A different
+    message sent meanwhile is kept: it is something the user said.
+    """
+    latest = next((i for i in range(len(messages) - 1, -1, -1)
+                   if isinstance(messages[i], HumanMessage) and not is_injected(messages[i])),
+                  None)
+    start = next((i for i, m in enumerate(messages) if m is turn_start), None)
+    if latest is None or start is None or start > latest:
+        return list(messages)
+    text = messages[latest].text
+    return [m for i, m in enumerate(messages)
+            if not (start < i < latest and isinstance(m, HumanMessage)
+                    and not is_injected(m) and m.text == text)]
 
 
 def tool_message(result: Any, call_id: Any) -> ToolMessage | None:
