@@ -88,17 +88,28 @@ def test_too_many_messages_write_nothing(tier: EpisodicTier, store: BaseStore) -
     assert len(tier.add_messages(conversation(500), "s1")) == 500
 
 
-def test_oversized_message_names_it_and_writes_nothing(
+def test_strict_refuses_an_oversized_message_naming_it_and_writes_nothing(
     tier: EpisodicTier, store: BaseStore
 ) -> None:
     msgs = conversation(5)
     msgs[3] = {"role": "assistant", "content": "é" * (16 * 1024 + 1)}  # 32 KB + 2 bytes
     with pytest.raises(LimitExceededError, match="message 3") as info:
-        tier.add_messages(msgs, "s1")
+        tier.add_messages(msgs, "s1", strict=True)
     assert info.value.code == "limit_exceeded"
     assert count_items(store, ROOT) == 0
     msgs[3] = {"role": "assistant", "content": "x" * 32 * 1024}  # exactly the limit
-    assert len(tier.add_messages(msgs, "s1")) == 5
+    assert len(tier.add_messages(msgs, "s1", strict=True)) == 5
+
+
+def test_an_oversized_message_is_cut_to_fit_and_marked_by_default(tier: EpisodicTier) -> None:
+    msgs = conversation(5)
+    msgs[3] = {"role": "assistant", "content": "é" * (16 * 1024 + 1)}  # 32 KB + 2 bytes
+    out = tier.ingest(msgs, "s1")
+    assert len(out.messages) == 5 and out.cut == [out.messages[3].id]
+    text = out.messages[3].content
+    assert text.endswith(" [...]") and len(text.encode()) <= 32 * 1024
+    assert out.messages[3].id == message_id("s1", "assistant", text)
+    assert tier.ingest(msgs, "s1").messages == []  # the same cut, the same id
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         BackgroundConfig,
         BackgroundExecutor,
         BackgroundStats,
+        SetAsideJob,
     )
     from langmem_edge.graphs.chatbot import (
         chat_loop,
@@ -72,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "BackgroundConfig": "langmem_edge.graphs.background",
     "BackgroundExecutor": "langmem_edge.graphs.background",
     "BackgroundStats": "langmem_edge.graphs.background",
+    "SetAsideJob": "langmem_edge.graphs.background",
     "ConsolidationState": "langmem_edge.graphs.reflection",
     "create_consolidation_graph": "langmem_edge.graphs.reflection",
     "create_memory_agent": "langmem_edge.graphs.agent",
@@ -112,6 +114,7 @@ __all__ = [
     "MemoryRecallNode",
     "MemoryResumeState",
     "ReflectionState",
+    "SetAsideJob",
     "tool_idempotency_key",
     "TurnResume",
     "TurnResumeMiddleware",

@@ -17,6 +17,16 @@ The executor runs plain sync callables on one daemon worker thread:
   exponential backoff (tenacity; each retry counted in ``retried``); after the last failure it
   is logged with its key through ``logging.getLogger(__name__)`` and counted in ``failed``.
   The worker survives every failure.
+- **Set aside, not retried, when a retry cannot help**: a job that raises one of
+  :data:`PERMANENT_ERRORS` (the package's ``InvalidInputError``, ``LimitExceededError``
+  among them, ``ConfigurationError``, ``NotFoundError``, ``DecryptionError``: bad input, a
+  limit, a wrong setting, a missing key fail the same way every time) is tried once, logged
+  once as an error with its key and the error, and counted in ``set_aside`` (not in
+  ``failed``). The most recent ones (:data:`SET_ASIDE_KEPT`) are kept with their job, so
+  they can be looked at and run again by hand (:meth:`BackgroundExecutor.set_aside`).
+  Whatever the job had done before it raised stays done: the post-turn job
+  (:mod:`langmem_edge.graphs.extraction`) ingests each batch of a turn on its own, so one bad
+  batch leaves the others stored.
 - **Flushed**: :meth:`~BackgroundExecutor.flush` runs every waiting job now (ignoring the
   delay) and waits for them; :meth:`~BackgroundExecutor.close` flushes and stops the worker,
   after which ``submit`` raises :class:`BackgroundClosedError`. Executors still open at
@@ -41,7 +51,7 @@ import logging
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -50,6 +60,7 @@ from tenacity import (
     RetryCallState,
     Retrying,
     retry_if_exception_type,
+    retry_if_not_exception_type,
     stop_after_attempt,
     wait_exponential,
 )
@@ -58,11 +69,15 @@ from langmem_edge._options import check_keys
 from langmem_edge.errors import (
     BackgroundClosedError,
     ConfigurationError,
+    DecryptionError,
     InvalidInputError,
     LimitExceededError,
+    NotFoundError,
 )
 
 __all__ = [
+    "PERMANENT_ERRORS",
+    "SET_ASIDE_KEPT",
     "DEFAULT_DELAY_SECONDS",
     "DEFAULT_EXIT_TIMEOUT",
     "DEFAULT_MAX_ATTEMPTS",
@@ -74,6 +89,7 @@ __all__ = [
     "BackgroundExecutor",
     "BackgroundStats",
     "Job",
+    "SetAsideJob",
 ]
 
 logger = logging.getLogger(__name__)
@@ -100,6 +116,14 @@ DEFAULT_RETRY_WAIT_MAX = 8.0
 
 DEFAULT_EXIT_TIMEOUT = 30.0
 """Seconds an executor still open at interpreter exit gets to run what waits."""
+
+PERMANENT_ERRORS: tuple[type[Exception], ...] = (InvalidInputError, ConfigurationError,
+                                                 NotFoundError, DecryptionError)
+"""Errors a retry cannot mend (``LimitExceededError`` and ``InvalidNamespaceError`` are
+``InvalidInputError``\ s): a job raising one is tried once and set aside."""
+
+SET_ASIDE_KEPT = 100
+"""Set-aside jobs an executor keeps (the newest) for :meth:`BackgroundExecutor.set_aside`."""
 
 
 class BackgroundConfig(TypedDict, total=False):
@@ -170,6 +194,8 @@ class BackgroundStats:
         replaced: Waiting jobs replaced by a later submit under the same key (never run).
         completed: Jobs that returned (after retries or not).
         failed: Jobs that raised on every try (logged with their key).
+        set_aside: Jobs that raised one of :data:`PERMANENT_ERRORS`: tried once, not retried,
+            logged with their key and error (:meth:`BackgroundExecutor.set_aside`).
         retried: Retries made (a job that fails twice then succeeds counts 2).
         pending: Jobs not finished: waiting, plus the one running.
         waited: Submits that had to wait for room in a full queue (backpressure).
@@ -182,6 +208,22 @@ class BackgroundStats:
     retried: int = 0
     pending: int = 0
     waited: int = 0
+    set_aside: int = 0
+
+
+@dataclass(frozen=True)
+class SetAsideJob:
+    """A job set aside after one try (:data:`PERMANENT_ERRORS`): run it again by hand with
+    ``executor.submit(entry.key, entry.job)`` once its cause is mended."""
+
+    key: str
+    """The key it was submitted under."""
+    job: Job
+    """The job itself."""
+    error: Exception
+    """What it raised."""
+    at: float
+    """When it was set aside (``time.time()``)."""
 
 
 @dataclass
@@ -211,7 +253,8 @@ class _Core:
         self.stopping = False  # the worker exits once nothing waits
         self.thread: threading.Thread | None = None
         self.counts = {field: 0 for field in ("submitted", "replaced", "completed", "failed",
-                                              "retried", "waited")}
+                                              "retried", "waited", "set_aside")}
+        self.set_aside: deque[SetAsideJob] = deque(maxlen=SET_ASIDE_KEPT)
 
     # -- caller side (under cond) -------------------------------------------------------------
 
@@ -272,14 +315,16 @@ class _Core:
         """The worker loop: run due jobs until stopped."""
         while (picked := self.next_job()) is not None:
             key, job = picked
-            outcome = "completed" if self.run(key, job) else "failed"
+            outcome = self.run(key, job)
             with self.cond:
                 self.counts[outcome] += 1
                 self.running = None
                 self.cond.notify_all()
 
-    def run(self, key: str, job: Job) -> bool:
-        """Run ``job`` with retries; False (after logging) if every try raised."""
+    def run(self, key: str, job: Job) -> str:
+        """Run ``job`` with retries; the counter of its outcome: ``"completed"``,
+        ``"failed"`` (every try raised; logged) or ``"set_aside"`` (a permanent error on the
+        first try; logged and kept)."""
 
         def count_retry(state: RetryCallState) -> None:
             with self.cond:
@@ -292,17 +337,24 @@ class _Core:
             stop=stop_after_attempt(self.config["max_attempts"]),
             wait=wait_exponential(multiplier=self.config["retry_wait_initial"],
                                   max=self.config["retry_wait_max"]),
-            retry=retry_if_exception_type(Exception),
+            retry=(retry_if_exception_type(Exception)
+                   & retry_if_not_exception_type(PERMANENT_ERRORS)),
             before_sleep=count_retry,
             reraise=True,
         )
         try:
             retrying(job)
+        except PERMANENT_ERRORS as e:
+            logger.error("background job for key %r set aside after one try (a retry cannot "
+                         "mend it): %r", key, e)
+            with self.cond:
+                self.set_aside.append(SetAsideJob(key=key, job=job, error=e, at=time.time()))
+            return "set_aside"
         except BaseException:  # a job's SystemExit must not end the worker either
             logger.exception("background job for key %r failed after %d tries; counted in "
                              "failed", key, self.config["max_attempts"])
-            return False
-        return True
+            return "failed"
+        return "completed"
 
     def stop_soon(self) -> None:
         """Let the worker run what waits (without delay) and exit; used when collected."""
@@ -349,6 +401,12 @@ class BackgroundExecutor:
         """The counters now (see :class:`BackgroundStats`)."""
         with self._core.cond:
             return self._core.stats()
+
+    def set_aside(self) -> list[SetAsideJob]:
+        """The jobs set aside (a permanent error on their one try), oldest first; the newest
+        :data:`SET_ASIDE_KEPT` are kept. Run one again with ``submit(entry.key, entry.job)``."""
+        with self._core.cond:
+            return list(self._core.set_aside)
 
     def submit(self, key: str, job: Job, *, timeout: float | None = None) -> None:
         """Queue ``job`` to run under ``key`` after the delay, replacing a waiting job of ``key``.

@@ -21,7 +21,14 @@ next job of the thread. The job closes over the profile (and so over its store),
 context variables: the graph's store is never lost on the way to the worker.
 
 Retries, logging (with the key) and the counters are the executor's, reached through
-:class:`BackgroundJobs` (``stats``, ``flush``, ``close``: ``close`` runs what waits).
+:class:`BackgroundJobs` (``stats``, ``flush``, ``close``: ``close`` runs what waits). A batch
+refused with an error a retry cannot mend
+(:data:`~langmem_edge.graphs.background.PERMANENT_ERRORS`: bad input, a limit) does not stop
+the job's other batches; its messages are not queued again, and the job then raises that
+error, so the executor sets it aside after this one try (``set_aside``) instead of retrying
+what would fail the same way. Over-long messages never get there: they are cut to fit
+(:mod:`langmem_edge.graphs.history`), and extraction never writes a memory over
+``max_fact_chars``.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langmem_edge.graphs.background import BackgroundExecutor, BackgroundStats
+from langmem_edge.graphs.background import PERMANENT_ERRORS, BackgroundExecutor, BackgroundStats
 from langmem_edge.graphs.history import EntryCache, total_tokens
 from langmem_edge.graphs.run import MemoryRun
 
@@ -129,12 +136,19 @@ class TurnExtractor:
                 latest = state.latest
             stored = [e.stored for e in cache.entries([m for _, m in waiting], thread, config)]
             step = config.max_messages_per_call
+            refused: Exception | None = None
             for start in range(0, len(stored), step):
-                profile.ingest(stored[start:start + step], session_id=thread, contact=contact)
+                try:
+                    profile.ingest(stored[start:start + step], session_id=thread,
+                                   contact=contact)
+                except PERMANENT_ERRORS as e:  # the same every time: the next batches land
+                    refused = refused or e
             with self._lock:
                 for ident, _ in waiting:
                     state.waiting.pop(ident, None)
                     state.done.add(ident)
+            if refused is not None:
+                raise refused  # the executor sets the job aside (logged, counted)
             if budget is None or total_tokens(cache.entries(latest, thread, config)) <= budget:
                 return
             for _ in range(passes):

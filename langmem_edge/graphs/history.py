@@ -8,7 +8,10 @@ conversion: :func:`entries`.
 
 A message over the tier's size limit (``max_message_bytes``, 32 KB) is cut to fit, marked
 ``[...]``, instead of failing the whole ingest (a long tool result would otherwise keep a
-thread from ever being remembered). Empty messages have no entry, as the tier skips them.
+thread from ever being remembered): the episodic tier's own cut
+(:func:`~langmem_edge.memory.episodic.messages.fit_content`, what ``Profile.ingest`` does by
+default), so the id is the one the tier gives the message. Empty messages have no entry, as
+the tier skips them.
 """
 
 from __future__ import annotations
@@ -24,9 +27,8 @@ from langchain_core.messages import BaseMessage
 
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
-from langmem_edge.memory.core.tokens import TRUNCATION_MARK
 from langmem_edge.memory.episodic.compaction import message_tokens
-from langmem_edge.memory.episodic.messages import message_id, normalize_messages
+from langmem_edge.memory.episodic.messages import fit_content, message_id, normalize_messages
 
 __all__ = [
     "DEFAULT_ENTRY_CACHE_SIZE",
@@ -57,14 +59,6 @@ class Entry:
     ``tool_call_id``."""
     tokens: int
     """Estimated tokens in a window (content plus the per-message overhead)."""
-
-
-def _fit(text: str, max_bytes: int) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= max_bytes:
-        return text
-    keep = max(0, max_bytes - len(TRUNCATION_MARK.encode("utf-8")))
-    return data[:keep].decode("utf-8", errors="ignore") + TRUNCATION_MARK
 
 
 INJECTED_FLAG = "langmem_edge_injected"
@@ -100,7 +94,7 @@ def entries(messages: Sequence[BaseMessage], thread: str, config: EpisodicConfig
         if not found:
             continue
         norm = found[0]
-        content = _fit(norm["content"], config.max_message_bytes)
+        content = fit_content(norm["content"], config.max_message_bytes)
         stored = {"role": norm["role"], "content": content, "name": norm["name"],
                   "tool_call_id": norm["tool_call_id"]}
         out.append(Entry(index=i, id=message_id(thread, norm["role"], content), stored=stored,

@@ -15,6 +15,15 @@ line whole or not at all, then, with ``documents`` (off by default), passages of
 profile's ready documents (``Profile.search_documents``), each cut to
 :data:`DEFAULT_PASSAGE_TOKENS` and likewise whole or not at all. Nothing found: no block.
 
+**A long message is still a query.** The query is made from the message by
+:func:`~langmem_edge.retrieval.shape.recall_query`, within the memory's query limit
+(``limits.max_text_chars``, 10,000 characters): a message that fits and is all prose is the
+query as it is; otherwise its code, markup and log lines are left out (a paste would drown
+the user's words in both channels, and the vector channel reads only the first ~256 word
+pieces), its question sentences come first, and what is still too long keeps its head and
+tail. A 14,000-character paste with a one-line question is recalled on the question instead
+of leaving memory out of the model call (``benchmarks/long_query.py`` measures it).
+
 The block is a ``HumanMessage`` placed just before the latest user message, not part of the
 system prompt: remembered text is never given the standing of the developer's instructions
 (Zep's warning in DESIGN.md). Text inside that would close the block early
@@ -39,6 +48,7 @@ from langmem_edge.graphs.run import MemoryRun
 from langmem_edge.memory.core.plans import Call, Plan
 from langmem_edge.memory.core.tokens import estimate_tokens, truncate_to_tokens
 from langmem_edge.memory.working import OngoingTask, ThreadState
+from langmem_edge.retrieval.shape import recall_query
 
 __all__ = [
     "BLOCK_CLOSE",
@@ -245,8 +255,12 @@ def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions,
     """Plan: recall for ``query``, the thread's notes and task (``thread``: as read by
     :func:`plan_thread_state`; by default read here), the calls of a resumed turn and the
     resources it left open (:func:`~langmem_edge.graphs.resume_history.resumed_calls`),
-    rendered by :func:`render_block`."""
+    rendered by :func:`render_block`. ``query`` is the latest user message; the recall
+    query is made from it by :func:`~langmem_edge.retrieval.shape.recall_query` within the
+    memory's ``limits.max_text_chars``."""
     profile = run.profile
+    if query:
+        query = recall_query(query, run.memory.config.limits.max_text_chars)
     if isinstance(thread, NotProvided):
         thread = yield from plan_thread_state(run)
     notes, task = (thread.notes, thread.task) if thread is not None else ("", None)

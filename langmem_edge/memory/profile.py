@@ -16,6 +16,7 @@ semantic tier only, while this module is the one that composes tiers.
 from __future__ import annotations
 
 import builtins
+import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
+from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.contacts import ContactMethods
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
     from langmem_edge.memory.episodic.tier import EpisodicTier, Mode, Scope
 
 __all__ = ["Profile"]
+
+logger = logging.getLogger(__name__)
 
 
 class Profile(DocumentMethods, ContactMethods):
@@ -439,6 +443,8 @@ class Profile(DocumentMethods, ContactMethods):
 
     def _write_extracted(self, memories: Sequence[Any], contact: str | None,
                          writer: str | None) -> Plan[builtins.list[MemoryRecord]]:
+        """Write each extracted memory; one the write path refuses as invalid (over a limit,
+        say) is logged and left out, never stopping the others."""
         written = []
         for m in memories:
             spec = WriteSpec(text=m.text, key=m.key, kind=m.kind, fact_type=m.fact_type,
@@ -446,11 +452,15 @@ class Profile(DocumentMethods, ContactMethods):
                              contact=contact, session_id=m.session_id, tags=m.tags,
                              valid_from=m.valid_from,
                              extra={"source_message_ids": builtins.list(m.source_message_ids)})
-            written.append((yield from plan_write(self._ctx, spec)))
+            try:
+                written.append((yield from plan_write(self._ctx, spec)))
+            except InvalidInputError as e:  # checked before any write: nothing half-done
+                logger.warning("extracted memory %.80r of profile %r left out: %s", m.text,
+                               self.name, e)
         return written
 
     def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
-                     writer: str | None) -> Plan[IngestResult]:
+                     writer: str | None, strict: bool) -> Plan[IngestResult]:
         # checked before the messages are written, not when the extracted memories are
         check_optional_name(contact, "contact", MAX_NAME_CHARS)
         check_optional_name(writer, "writer", MAX_NAME_CHARS)
@@ -458,7 +468,7 @@ class Profile(DocumentMethods, ContactMethods):
         # resumable: the session's extraction mark moves only once the memories are written,
         # so an ingest that failed in between is extracted again by the next one
         outcome = yield Call(tier.ingest, tier.aingest, (messages, session_id),
-                             {"contact": contact, "confirm_later": True})
+                             {"contact": contact, "confirm_later": True, "strict": strict})
         memories = outcome.memories
         if outcome.resumed:  # some may have been written before the failure
             yield from plan_sync(self._ctx.store, self._ctx.index)
@@ -469,22 +479,31 @@ class Profile(DocumentMethods, ContactMethods):
         if outcome.extracted_to is not None:
             yield Call(tier.confirm_extracted, tier.aconfirm_extracted,
                        (session_id, outcome.extracted_to))
-        return IngestResult(messages_added=len(outcome.messages), memories_written=written)
+        return IngestResult(messages_added=len(outcome.messages), messages_cut=outcome.cut,
+                            memories_written=written)
 
     def ingest(self, messages: Sequence[Any], *, session_id: str, contact: str | None = None,
-               writer: str | None = None) -> IngestResult:
+               writer: str | None = None, strict: bool = False) -> IngestResult:
         """Store a conversation's messages (idempotent) and remember what they teach.
 
         New messages go to the episodic tier; memories extracted from them (by the model, or
         the rule-based extractor without one) are written through the semantic write path,
         contact-scoped when ``contact`` is given.
+
+        A message over ``max_message_bytes`` (32 KB) is stored cut to fit and marked
+        ``" [...]"``, as the graphs' post-turn ingest does, and its id is listed in
+        ``messages_cut``; its id is computed over the cut text, so ingesting it again adds
+        nothing. ``strict=True`` refuses it instead: ``LimitExceededError`` naming the
+        message, and nothing written.
         """
-        return run_sync(self._ingest_plan(messages, session_id, contact, writer))
+        return run_sync(self._ingest_plan(messages, session_id, contact, writer, strict))
 
     async def aingest(self, messages: Sequence[Any], *, session_id: str,
-                      contact: str | None = None, writer: str | None = None) -> IngestResult:
+                      contact: str | None = None, writer: str | None = None,
+                      strict: bool = False) -> IngestResult:
         """Async :meth:`ingest`."""
-        return await run_async(self._ingest_plan(messages, session_id, contact, writer))
+        return await run_async(self._ingest_plan(messages, session_id, contact, writer,
+                                                 strict))
 
     def recall_conversation(self, query: str, *, mode: Mode | None = None,
                             limit: int | None = None, role: str | None = None,

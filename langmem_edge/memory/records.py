@@ -378,5 +378,8 @@ class IngestResult(BaseModel):
 
     messages_added: int
     """New messages stored (re-ingested ones are not counted)."""
+    messages_cut: list[str] = Field(default_factory=list)
+    """Ids of the new messages that were over ``max_message_bytes`` (32 KB) and are stored
+    cut to fit, ending with ``" [...]"`` (``ingest(strict=True)`` refuses them instead)."""
     memories_written: list[MemoryRecord] = Field(default_factory=list)
     """Memories extracted from the new messages and written."""

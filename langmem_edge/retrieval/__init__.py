@@ -14,6 +14,8 @@ protocol):
   protocol; :mod:`.chroma_sync`: its Chroma source and the writer's side.
 - :mod:`.hybrid`: fusing the channels with a resolved config.
 - :mod:`.vectors`: cosine distance, for vectors scored in process.
+- :mod:`.shape`: prose or paste: :func:`is_code_line` (a line of code, markup or log, never a
+  fact) and :func:`recall_query` (a recall query made from a long message).
 
 Design notes and measurements: ``docs/retrieval.md``.
 """
@@ -40,6 +42,7 @@ from langmem_edge.retrieval.index import (
     encode_document,
 )
 from langmem_edge.retrieval.keys import KeyIndex, key_segments
+from langmem_edge.retrieval.shape import is_code_line, recall_query
 from langmem_edge.retrieval.text import Analyzer
 
 __all__ = [
@@ -64,8 +67,10 @@ __all__ = [
     "decode_document",
     "encode_document",
     "fuse",
+    "is_code_line",
     "key_segments",
     "purge_sync_rows",
+    "recall_query",
     "resolve_hybrid_config",
     "rrf_fuse",
 ]

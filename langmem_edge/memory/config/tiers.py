@@ -19,11 +19,15 @@ from langmem_edge.memory.config.sections import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_FACT_CHARS",
     "EpisodicConfig",
     "WorkingConfig",
     "ReflectionConfig",
     "ConsolidationConfig",
 ]
+
+DEFAULT_MAX_FACT_CHARS = 500
+"""Longest memory extraction writes, in characters (:attr:`EpisodicConfig.max_fact_chars`)."""
 
 
 class EpisodicConfig(_Section):
@@ -56,6 +60,11 @@ class EpisodicConfig(_Section):
     """Source of memories extracted on ingest."""
     extraction_confidence: float = Field(0.5, ge=0.0, le=1.0)
     """Confidence of memories extracted on ingest (docs/architecture.md: per-turn 0.5)."""
+    max_fact_chars: int = Field(DEFAULT_MAX_FACT_CHARS, ge=1)
+    """Longest memory extraction writes (500 characters: a fact is a sentence or two).
+    Rule-based, model and pre-compaction extraction drop a longer candidate, and one with a
+    line of code, markup or log (:func:`~langmem_edge.retrieval.shape.is_code_line`): code,
+    logs and pastes stay messages."""
     max_attempts: int = Field(3, ge=1)
     """Attempts per model call on transient errors (tenacity)."""
     retry_wait_initial: float = Field(0.5, ge=0.0)

@@ -502,7 +502,8 @@ def _compact_plan(
         summary = extractive_summary(msgs, max_tokens=max_tokens, **_ratios(config))
         flushed = rule_based_memories(
             msgs, source=config.flush_source, confidence=config.flush_confidence,
-            session_id=session_id, kinds=DURABLE_KINDS, max_items=config.flush_max_facts)
+            session_id=session_id, kinds=DURABLE_KINDS, max_items=config.flush_max_facts,
+            max_fact_chars=config.max_fact_chars)
         return _build_overlay(session_id, lo, hi, msgs, summary, "extractive", config), flushed
     rendered = "\n".join(f"{m.role}: {m.content}" for m in msgs)
     prompt = SUMMARY_PROMPT.format(tokens=max_tokens, words=int(max_tokens * 0.75))

@@ -23,6 +23,9 @@ Two parts:
      location context, temporal accuracy, organisational context, completeness, relational
      context, and support in the messages. A candidate failing any point, or given no
      verdict, is dropped and the reason logged (``INFO`` on this module's logger);
+   - survivors over ``max_fact_chars`` (500) characters, or with a line of code, markup or
+     log, are dropped (:func:`fact_shape_problem`): a fact is a sentence or two; code, logs
+     and pastes stay messages;
    - survivors are de-duplicated by normalised text (their message ids merged).
 
    Each call is retried on transient errors, up to ``max_attempts`` (3), by the plan driver
@@ -51,10 +54,12 @@ from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.models import ModelCall, structured_runnable
 from langmem_edge.memory.core.plans import ModelStep, Plan
 from langmem_edge.memory.records import KIND_OF_FACT_TYPE, FactType, Kind
+from langmem_edge.retrieval.shape import is_code_line
 
 __all__ = ["CHECK_POINTS", "FACT_TYPES", "CandidateCheck", "CandidateChecks",
            "ExtractedMemories", "ExtractedMemory", "MemoryCandidate", "StoredMessage",
-           "chunk_messages", "dedupe_memories", "detail_windows", "failed_points", "kind_of",
+           "chunk_messages", "dedupe_memories", "detail_windows", "fact_shape_problem",
+           "failed_points", "kind_of",
            "model_extraction_plan", "page_of"]
 
 logger = logging.getLogger(__name__)
@@ -364,6 +369,17 @@ def _norm_text(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def fact_shape_problem(text: str, max_chars: int) -> str | None:
+    """Why ``text`` cannot be a memory extraction writes, or ``None`` if it can: longer than
+    ``max_chars`` (``EpisodicConfig.max_fact_chars``), or holding a line of code, markup or
+    log (:func:`~langmem_edge.retrieval.shape.is_code_line`)."""
+    if len(text) > max_chars:
+        return f"{len(text):,} characters; a fact holds at most {max_chars:,}"
+    if any(is_code_line(line) for line in text.splitlines()):
+        return "a line of code, markup or log"
+    return None
+
+
 def dedupe_memories(memories: Sequence[ExtractedMemory]) -> list[ExtractedMemory]:
     """Drop repeats (same normalised text), merging their message ids and tags into the first."""
     kept: dict[str, ExtractedMemory] = {}
@@ -441,6 +457,10 @@ def model_extraction_plan(
                 logger.info("dropped candidate %r: cites context messages only", cand.text)
                 continue
             if kinds is not None and FACT_TYPES[cand.fact_type] not in kinds:
+                continue
+            problem = fact_shape_problem(cand.text.strip(), config.max_fact_chars)
+            if problem is not None:
+                logger.info("dropped candidate %.80r: %s", cand.text, problem)
                 continue
             tags = [t.strip().lower() for t in cand.tags if t.strip()]
             if unit.detail:

@@ -6,6 +6,15 @@ tool calls appended as ``[tool call] name(args)`` lines, roles mapped to user / 
 system / tool, and empty messages dropped. A batch is checked whole, limits included, before
 anything is written. A message's id is a hash of its session, role and content, so ingesting
 the same message twice stores it once.
+
+**Over-long messages.** A message over ``max_message_bytes`` (32 KB of UTF-8) is cut to fit
+and marked (:func:`fit_content`: its first bytes, ending with
+:data:`~langmem_edge.memory.core.tokens.TRUNCATION_MARK` ``" [...]"``), the one mechanism
+the graphs' post-turn ingest uses too; with ``strict=True`` it is refused instead
+(:class:`~langmem_edge.errors.LimitExceededError`, nothing written). The id is computed over
+the **cut** content: the cut is deterministic, so re-ingesting the same long message gives
+the same id and adds nothing, and a message cut by the graphs before its ingest and one cut
+here get the same id.
 """
 
 from __future__ import annotations
@@ -21,9 +30,12 @@ from langchain_core.messages import BaseMessage
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.labels import check_label
+from langmem_edge.memory.core.tokens import TRUNCATION_MARK
 
 __all__ = [
+    "CUT_FLAG",
     "ROLE_ALIASES",
+    "fit_content",
     "message_id",
     "normalize_messages",
     "orphaned_messages",
@@ -36,6 +48,21 @@ MAX_SESSION_ID_CHARS = 200
 ROLE_ALIASES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
                 "system": "system", "tool": "tool", "function": "tool"}
 """Accepted role names (and LangChain message types) and the role each is stored as."""
+
+
+CUT_FLAG = "cut_from_bytes"
+"""Key of a normalised message that was cut to fit: its size before the cut, in bytes."""
+
+
+def fit_content(text: str, max_bytes: int) -> str:
+    """``text`` if it fits ``max_bytes`` of UTF-8, else its first bytes (whole characters)
+    followed by :data:`~langmem_edge.memory.core.tokens.TRUNCATION_MARK`, ``max_bytes`` in
+    all. Deterministic: the same text and limit give the same cut."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    keep = max(0, max_bytes - len(TRUNCATION_MARK.encode("utf-8")))
+    return data[:keep].decode("utf-8", errors="ignore") + TRUNCATION_MARK
 
 
 def message_id(session_id: str, role: str, content: str) -> str:
@@ -117,9 +144,13 @@ def _normalize_one(raw: Any, index: int, now: datetime) -> dict[str, Any] | None
 
 
 def normalize_messages(
-    messages: Sequence[Any], config: EpisodicConfig, *, now: datetime
+    messages: Sequence[Any], config: EpisodicConfig, *, now: datetime, strict: bool = True
 ) -> list[dict[str, Any]]:
-    """Validate and normalise a batch (limits included) before anything is written."""
+    """Validate and normalise a batch (limits included) before anything is written.
+
+    A message over ``config.max_message_bytes`` raises :class:`LimitExceededError` with
+    ``strict``; without, it is cut to fit (:func:`fit_content`) and its dict carries
+    :data:`CUT_FLAG` (its size before the cut)."""
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise InvalidInputError("messages must be a list of messages")
     if len(messages) > config.max_messages_per_call:
@@ -133,8 +164,11 @@ def normalize_messages(
             continue
         size = len(norm["content"].encode("utf-8"))
         if size > config.max_message_bytes:
-            raise LimitExceededError(
-                f"message {i} ({norm['role']}) is {size} bytes; the limit is "
-                f"{config.max_message_bytes} bytes a message. Nothing was written")
+            if strict:
+                raise LimitExceededError(
+                    f"message {i} ({norm['role']}) is {size} bytes; the limit is "
+                    f"{config.max_message_bytes} bytes a message. Nothing was written")
+            norm["content"] = fit_content(norm["content"], config.max_message_bytes)
+            norm[CUT_FLAG] = size
         out.append(norm)
     return out

@@ -2,7 +2,9 @@
 
 Rule-based extraction (:func:`rule_based_memories`)
 ---------------------------------------------------
-Reads **user** messages only, sentence by sentence, skipping questions (except "remind me
+Reads **user** messages only, sentence by sentence, prose lines only (a line of code, markup
+or log, or inside a fenced block, is never read:
+:func:`~langmem_edge.retrieval.shape.prose_lines`), skipping questions (except "remind me
 to ...") and hypotheticals ("if ...", "what if ...", "suppose ...", "imagine ..."). It catches:
 
 - identity: "my name is Ana" (key ``identity.name``), "call me Sam"
@@ -35,6 +37,10 @@ sarcasm, non-English text, multi-sentence facts, and dates such as "the week aft
 Texts are rewritten to the third person by simple pronoun substitution, so grammar can be
 rough ("the user's mom").
 
+A candidate over ``max_fact_chars`` (``EpisodicConfig``, 500) characters, or with a line of
+code, markup or log, is dropped (:func:`~.extraction.fact_shape_problem`): a fact is a
+sentence or two.
+
 The offline check (:func:`supported`): every content word of a candidate, except the template
 words the rules add ("user", "wants", ...), must appear (stemmed) in the messages it came from.
 Rule candidates pass by construction unless a rule rewrote a word; the check is what keeps a
@@ -56,13 +62,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
+from langmem_edge.memory.config.tiers import DEFAULT_MAX_FACT_CHARS
 from langmem_edge.memory.core.tokens import estimate_tokens
 from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     StoredMessage,
     dedupe_memories,
+    fact_shape_problem,
     kind_of,
 )
+from langmem_edge.retrieval.shape import prose_lines
 from langmem_edge.retrieval.text import ENGLISH_STOPWORDS, default_analyzer
 
 __all__ = [
@@ -366,14 +375,17 @@ def rule_based_memories(
     session_id: str | None,
     kinds: frozenset[str] | None = None,
     max_items: int | None = None,
+    max_fact_chars: int = DEFAULT_MAX_FACT_CHARS,
 ) -> list[ExtractedMemory]:
-    """Extract memories from user messages by rule (see the module docstring), each checked
-    with :func:`supported` against its message; failing candidates are dropped and logged."""
+    """Extract memories from the prose lines of user messages by rule (see the module
+    docstring), each checked with :func:`supported` against its message and
+    :func:`~.extraction.fact_shape_problem` (``max_fact_chars``); failing candidates are
+    dropped and logged."""
     memories: list[ExtractedMemory] = []
     for msg in messages:
         if msg.role != "user":
             continue
-        for raw in _SENTENCE.split(msg.content):
+        for raw in (s for line in prose_lines(msg.content) for s in _SENTENCE.split(line)):
             sentence = raw.strip()
             if not sentence or _HYPOTHETICAL.match(sentence):
                 continue
@@ -386,6 +398,10 @@ def rule_based_memories(
                 if not supported(text, [msg.content]):
                     logger.info("dropped rule candidate %r: words not in message %s", text,
                                 msg.id)
+                    continue
+                problem = fact_shape_problem(text, max_fact_chars)
+                if problem is not None:
+                    logger.info("dropped rule candidate %.80r: %s", text, problem)
                     continue
                 memories.append(ExtractedMemory(
                     text=text, kind=kind, fact_type=fact_type,  # type: ignore[arg-type]

@@ -31,15 +31,19 @@ conversation adds nothing; as a consequence the same text said twice by the same
 session is stored once. Messages with empty content are skipped; an assistant message's tool
 calls are appended to its text as ``[tool call] name({...})``. New messages get ``seq`` =
 the session's ``next_seq`` onwards, in input order; re-ingesting never changes a stored seq.
-Limits: ``max_messages_per_call`` (500) messages and ``max_message_bytes`` (32 KB, UTF-8) a
-message; above either, :class:`~langmem_edge.errors.LimitExceededError` names the message and
-nothing is written. Everything is validated before the first write, extraction runs before
-the messages are written (a failing model leaves nothing behind), and the messages and the
-session record are then written in one ``batch`` (one write of the episodic change
-protocol, :mod:`.writes`: its marker rides in the first read, its settled marker in a batch
-after the write). Two processes ingesting *new* messages into the same session at the same
-moment may give two messages the same ``seq`` (ties are ordered by id); ingest a session
-from one writer at a time.
+Limits: ``max_messages_per_call`` (500) messages a call, above which
+:class:`~langmem_edge.errors.LimitExceededError` is raised and nothing is written; and
+``max_message_bytes`` (32 KB, UTF-8) a message: a longer one is cut to fit and marked
+``" [...]"`` (:func:`~.messages.fit_content`, its id computed over the cut content, so a
+re-ingest adds nothing) and listed in ``IngestOutcome.cut``; with ``strict=True`` it is
+refused instead (``LimitExceededError`` naming the message, nothing written). Everything is
+validated before the first write, extraction runs before the messages are written (a
+failing model leaves nothing behind), and the messages and the session record are then
+written in one ``batch`` (one write of the episodic change protocol, :mod:`.writes`: its
+marker rides in the first read, its settled marker in a batch after the write). Two
+processes ingesting *new* messages into the same session at the same moment may give two
+messages the same ``seq`` (ties are ordered by id); ingest a session from one writer at a
+time.
 
 **Extraction** on ingest covers the new messages, with up to ``extraction_context_messages``
 (2) earlier messages of the session shown as context: with a model,
@@ -78,6 +82,7 @@ from what is left, by a later compaction).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
@@ -109,6 +114,7 @@ from langmem_edge.memory.episodic.extraction import (
     model_extraction_plan,
 )
 from langmem_edge.memory.episodic.messages import (
+    CUT_FLAG,
     ROLE_ALIASES,
     message_id,
     normalize_messages,
@@ -148,6 +154,9 @@ class IngestOutcome(BaseModel):
 
     messages: list[StoredMessage] = Field(default_factory=list)
     memories: list[ExtractedMemory] = Field(default_factory=list)
+    cut: list[str] = Field(default_factory=list)
+    """Ids of the added messages that were over ``max_message_bytes`` and are stored cut to
+    fit (marked ``" [...]"``)."""
     resumed: list[StoredMessage] = Field(default_factory=list)
     """Messages stored by an earlier ingest whose memories were never confirmed written,
     extracted again by this one."""
@@ -159,6 +168,8 @@ class IngestOutcome(BaseModel):
 
 MAX_ROOT_LABEL_CHARS = 200
 """Longest label of a tier's ``namespace_root``."""
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -221,17 +232,27 @@ class EpisodicTier:
 
     # plans -------------------------------------------------------------------------------
     def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
-                     extract: bool, confirm_later: bool = False) -> Plan[IngestOutcome]:
+                     extract: bool, confirm_later: bool = False, strict: bool = False
+                     ) -> Plan[IngestOutcome]:
         sid = validate_session_id(session_id)
         if contact is not None and not isinstance(contact, str):
             raise InvalidInputError(f"contact must be a string or None, got {contact!r}")
         now = datetime.now(UTC)
         unique: dict[str, dict[str, Any]] = {}
-        for norm in normalize_messages(messages, self.config, now=now):
-            unique.setdefault(message_id(sid, norm["role"], norm["content"]), norm)
-        return (yield from plan_message_write(self.store, self.layout, lambda write: (
+        cut: set[str] = set()
+        for norm in normalize_messages(messages, self.config, now=now, strict=strict):
+            mid = message_id(sid, norm["role"], norm["content"])
+            if norm.pop(CUT_FLAG, None) is not None:
+                cut.add(mid)
+            unique.setdefault(mid, norm)
+        outcome = yield from plan_message_write(self.store, self.layout, lambda write: (
             self._append_plan(write, unique, sid, now, contact, extract, confirm_later)),
-            puts=len(unique) + 1))  # the new messages and the session record
+            puts=len(unique) + 1)  # the new messages and the session record
+        outcome.cut = [m.id for m in outcome.messages if m.id in cut]
+        if outcome.cut:
+            logger.info("%d message(s) of session %r over %d bytes stored cut to fit",
+                        len(outcome.cut), sid, self.config.max_message_bytes)
+        return outcome
 
     def _append_plan(self, write: MessageWrite, unique: dict[str, dict[str, Any]], sid: str,
                      now: datetime, contact: str | None, extract: bool, confirm_later: bool
@@ -275,7 +296,8 @@ class EpisodicTier:
             else:
                 memories = rule_based_memories(
                     todo, source=self.config.extraction_source,
-                    confidence=self.config.extraction_confidence, session_id=sid)
+                    confidence=self.config.extraction_confidence, session_id=sid,
+                    max_fact_chars=self.config.max_fact_chars)
         end = start + len(new)
         wait = confirm_later and bool(memories)  # nothing extracted: nothing to wait for
         if new:
@@ -461,23 +483,28 @@ class EpisodicTier:
 
     # public API: each method is a thin shell over one plan --------------------------------
     def ingest(self, messages: Sequence[Any], session_id: str, *, contact: str | None = None,
-               confirm_later: bool = False) -> IngestOutcome:
+               confirm_later: bool = False, strict: bool = False) -> IngestOutcome:
         """Store the new messages and extract memories from them (extraction first: when it
         fails, nothing is written). Idempotent: a re-ingest adds and extracts nothing.
+
+        A message over ``max_message_bytes`` is stored cut to fit and marked (its id in
+        ``outcome.cut``); with ``strict`` it raises ``LimitExceededError`` and nothing is
+        written.
 
         With ``confirm_later``, the caller writes the memories and then calls
         :meth:`confirm_extracted` with ``outcome.extracted_to``; until it does, every ingest
         of the session extracts those messages again (``outcome.resumed``), so memories lost
         to a failure between the two writes are not lost for good.
         """
-        return self._run(self._ingest_plan(messages, session_id, contact, True, confirm_later))
+        return self._run(self._ingest_plan(messages, session_id, contact, True, confirm_later,
+                                           strict))
 
     async def aingest(self, messages: Sequence[Any], session_id: str, *,
-                      contact: str | None = None, confirm_later: bool = False
-                      ) -> IngestOutcome:
+                      contact: str | None = None, confirm_later: bool = False,
+                      strict: bool = False) -> IngestOutcome:
         """Async :meth:`ingest`."""
         return await self._arun(self._ingest_plan(messages, session_id, contact, True,
-                                                  confirm_later))
+                                                  confirm_later, strict))
 
     def confirm_extracted(self, session_id: str, extracted_to: int) -> None:
         """Record that the memories of the session's messages before ``extracted_to`` are
@@ -489,14 +516,19 @@ class EpisodicTier:
         await self._arun(self._confirm_plan(session_id, extracted_to))
 
     def add_messages(self, messages: Sequence[Any], session_id: str, *,
-                     contact: str | None = None) -> list[StoredMessage]:
-        """Store messages without extraction; returns only the ones that were new."""
-        return self._run(self._ingest_plan(messages, session_id, contact, False)).messages
+                     contact: str | None = None, strict: bool = False
+                     ) -> list[StoredMessage]:
+        """Store messages without extraction; returns only the ones that were new. Over-long
+        messages as in :meth:`ingest` (cut to fit; ``strict``: refused)."""
+        return self._run(self._ingest_plan(messages, session_id, contact, False,
+                                           strict=strict)).messages
 
     async def aadd_messages(self, messages: Sequence[Any], session_id: str, *,
-                            contact: str | None = None) -> list[StoredMessage]:
+                            contact: str | None = None, strict: bool = False
+                            ) -> list[StoredMessage]:
         """Async :meth:`add_messages`."""
-        out = await self._arun(self._ingest_plan(messages, session_id, contact, False))
+        out = await self._arun(self._ingest_plan(messages, session_id, contact, False,
+                                                 strict=strict))
         return out.messages
 
     def list_messages(self, session_id: str, *, start: int = 0, limit: int = 100
