@@ -138,7 +138,7 @@ def test_chat_model_free_remembers_across_runs(store_options: list[str]) -> None
     first = invoke(*store_options, "chat", "-p", "ana", input=(
         "My name is Ana and I live in Lisbon.\n\nMy favourite colour is teal.\n"))
     assert first.stdout.splitlines() == ["[model-free] Noted.", "[model-free] Noted."]
-    assert "model-free mode" in first.stderr and "2 turn(s)" in first.stderr
+    assert "model-free mode" in first.stderr and "2 turns" in first.stderr
     second = invoke(*store_options, "chat", "-p", "ana", input=(
         "What is my favourite colour?\n/quit\nWhere do I live?\n"))
     assert second.stdout.startswith("[model-free] From memory:\n")

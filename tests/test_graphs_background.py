@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -348,3 +349,102 @@ def test_waiting_jobs_run_at_interpreter_exit(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     subprocess.run([sys.executable, str(script), str(out)], check=True, timeout=60, env=env)
     assert out.read_text() == "extracted"
+
+
+# -- outages: retried until the backend answers ------------------------------------------------
+
+
+class Backend:
+    """A backend that is down until ``up()``: a job over it raises BackendUnavailableError."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.calls: list[str] = []
+
+    def up(self) -> None:
+        self.down = False
+
+    def job(self, name: str) -> Callable[[], None]:
+        def run() -> None:
+            self.calls.append(name)
+            if self.down:
+                from langmem_edge.errors import BackendUnavailableError
+
+                raise BackendUnavailableError("Chroma did not answer")
+        return run
+
+
+def test_an_outage_is_retried_past_max_attempts_until_the_backend_answers(
+        make_executor, caplog: pytest.LogCaptureFixture) -> None:
+    """The issue: 3 tries over ~4 s, then the job was lost although the process reconnected
+    3 s after the server came back."""
+    backend = Backend()
+    ex = make_executor({"delay_seconds": 0.0, "max_attempts": 1, "retry_wait_initial": 0.05,
+                        "retry_wait_max": 0.1})
+    with caplog.at_level(logging.WARNING, logger="langmem_edge.graphs.background"):
+        ex.submit("carol/t0", backend.job("t0"))
+        deadline = time.monotonic() + WAIT
+        while len(backend.calls) < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ex.stats().retrying == 1 and ex.stats().failed == 0
+        backend.up()
+        stats = ex.flush(WAIT)
+    assert (stats.completed, stats.failed, stats.pending) == (1, 0, 0)
+    assert stats.retried == len(backend.calls) - 1 >= 4
+    lines = [r for r in caplog.records if "carol/t0" in r.getMessage()]
+    assert lines and all(r.exc_info is None for r in lines)  # one line each, no traceback
+    assert all("did not answer" in r.getMessage() for r in lines)
+
+
+def test_a_flush_during_an_outage_tries_each_job_once_and_returns(make_executor) -> None:
+    backend = Backend()
+    ex = make_executor({**LONG_DELAY, "retry_wait_initial": 30.0})
+    for key in ("a", "b"):
+        ex.submit(key, backend.job(key))
+    started = time.monotonic()
+    stats = ex.flush(WAIT)
+    assert time.monotonic() - started < WAIT / 2
+    assert sorted(backend.calls) == ["a", "b"] and (stats.pending, stats.retrying) == (2, 2)
+    backend.up()
+    stats = ex.flush(WAIT)  # the backoff (30 s) is not waited for: a flush tries them now
+    assert (stats.completed, stats.pending, stats.failed) == (2, 0, 0)
+
+
+def test_a_job_that_completes_brings_the_retries_forward(make_executor) -> None:
+    """The backend answers again (another thread's turn went through): the jobs waiting for
+    their retry run now, not after their backoff."""
+    backend = Backend()
+    ex = make_executor({"delay_seconds": 0.0, "retry_wait_initial": 600.0,
+                        "retry_wait_max": 600.0})
+    ex.submit("old", backend.job("old"))
+    deadline = time.monotonic() + WAIT
+    while ex.stats().retrying == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    backend.up()
+    ex.submit("new", backend.job("new"))
+    while ex.stats().completed < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ex.stats().completed == 2 and backend.calls == ["old", "new", "old"]
+
+
+def test_an_outage_longer_than_retry_for_seconds_gives_up(make_executor) -> None:
+    backend = Backend()
+    ex = make_executor({"delay_seconds": 0.0, "retry_wait_initial": 0.05,
+                        "retry_wait_max": 0.05, "retry_for_seconds": 0.3})
+    ex.submit("k", backend.job("k"))
+    deadline = time.monotonic() + WAIT
+    while ex.stats().failed == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ex.stats().failed == 1 and ex.stats().pending == 0 and len(backend.calls) >= 3
+
+
+def test_close_during_an_outage_returns_and_names_what_is_lost(
+        make_executor, caplog: pytest.LogCaptureFixture) -> None:
+    backend = Backend()
+    ex = BackgroundExecutor({**LONG_DELAY, "retry_wait_initial": 30.0})
+    ex.submit("lost", backend.job("lost"))
+    with caplog.at_level(logging.WARNING, logger="langmem_edge.graphs.background"):
+        stats = ex.close(WAIT)
+    assert stats.pending == 1 and backend.calls == ["lost"]
+    assert any("unfinished" in r.getMessage() and "lost" in r.getMessage()
+               for r in caplog.records)

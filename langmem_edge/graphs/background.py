@@ -13,10 +13,17 @@ The executor runs plain sync callables on one daemon worker thread:
   waits for room (backpressure, counted in ``waited``), and with ``timeout=`` raises
   :class:`~langmem_edge.errors.LimitExceededError` if none came. A job is never dropped. A job
   that submits another job from the worker thread is never blocked (it would wait for itself).
-- **Retried**: a job that raises is tried again up to ``max_attempts`` times in all, with
-  exponential backoff (tenacity; each retry counted in ``retried``); after the last failure it
-  is logged with its key through ``logging.getLogger(__name__)`` and counted in ``failed``.
-  The worker survives every failure.
+- **Retried until the backend answers**: a job that raises
+  :class:`~langmem_edge.errors.BackendUnavailableError` (the store or the Chroma server did
+  not answer through its own retries: an outage) goes back in the queue and is tried again
+  with exponential backoff (``retry_wait_initial`` doubling up to ``retry_wait_max``) for as
+  long as ``retry_for_seconds`` (a day), however many tries that takes; as soon as any job
+  of the executor completes (the backend answers again), every job waiting for a retry is
+  due at once. A job that raises anything else is tried up to ``max_attempts`` times in all,
+  with the same backoff. A retry waits in the queue, not in the worker: other keys' jobs run
+  meanwhile. Each failed try is one log line with the key and the error (the traceback at
+  debug level), each retry is counted in ``retried``, and a job that gives up is counted in
+  ``failed``. The worker survives every failure.
 - **Set aside, not retried, when a retry cannot help**: a job that raises one of
   :data:`PERMANENT_ERRORS` (the package's ``InvalidInputError``, ``LimitExceededError``
   among them, ``ConfigurationError``, ``NotFoundError``, ``DecryptionError``: bad input, a
@@ -28,8 +35,11 @@ The executor runs plain sync callables on one daemon worker thread:
   (:mod:`langmem_edge.graphs.extraction`) ingests each batch of a turn on its own, so one bad
   batch leaves the others stored.
 - **Flushed**: :meth:`~BackgroundExecutor.flush` runs every waiting job now (ignoring the
-  delay) and waits for them; :meth:`~BackgroundExecutor.close` flushes and stops the worker,
-  after which ``submit`` raises :class:`BackgroundClosedError`. Executors still open at
+  delay and any retry backoff), once, and waits for them: a job whose try fails again stays
+  queued for its next retry, and ``pending`` says how many are left;
+  :meth:`~BackgroundExecutor.close` flushes and stops the worker, after which ``submit``
+  raises :class:`BackgroundClosedError` (jobs still failing then are logged with their keys:
+  they are lost to this process). Executors still open at
   interpreter exit are closed then (held weakly, so an executor dropped by its owner is not
   kept alive by the hook; its worker then runs what waits and stops), before the standard
   library shuts thread pools down (:func:`_register_exit`), so a job whose model call runs
@@ -56,17 +66,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception_type,
-    retry_if_not_exception_type,
-    stop_after_attempt,
-    wait_exponential,
-)
-
 from langmem_edge._options import check_keys
 from langmem_edge.errors import (
+    BackendUnavailableError,
     BackgroundClosedError,
     ConfigurationError,
     DecryptionError,
@@ -82,6 +84,7 @@ __all__ = [
     "DEFAULT_EXIT_TIMEOUT",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_MAX_PENDING",
+    "DEFAULT_RETRY_FOR_SECONDS",
     "DEFAULT_RETRY_WAIT_INITIAL",
     "DEFAULT_RETRY_WAIT_MAX",
     "BackgroundClosedError",
@@ -106,7 +109,12 @@ DEFAULT_MAX_PENDING = 256
 """Jobs waiting at most; a submit past it waits for room (backpressure), never drops a job."""
 
 DEFAULT_MAX_ATTEMPTS = 3
-"""Tries of one job, the first included, before it is logged and counted as failed."""
+"""Tries of one job, the first included, before it is logged and counted as failed (a job
+failing because the backend did not answer is retried for ``retry_for_seconds`` instead)."""
+
+DEFAULT_RETRY_FOR_SECONDS = 86_400.0
+"""How long a job failing because the backend did not answer (an outage) keeps being
+retried, from its first failure: a day, as long as a turn record lives."""
 
 DEFAULT_RETRY_WAIT_INITIAL = 0.5
 """Seconds before the first retry of a failed job; doubles at each retry."""
@@ -120,7 +128,7 @@ DEFAULT_EXIT_TIMEOUT = 30.0
 PERMANENT_ERRORS: tuple[type[Exception], ...] = (InvalidInputError, ConfigurationError,
                                                  NotFoundError, DecryptionError)
 """Errors a retry cannot mend (``LimitExceededError`` and ``InvalidNamespaceError`` are
-``InvalidInputError``\ s): a job raising one is tried once and set aside."""
+kinds of ``InvalidInputError``): a job raising one is tried once and set aside."""
 
 SET_ASIDE_KEPT = 100
 """Set-aside jobs an executor keeps (the newest) for :meth:`BackgroundExecutor.set_aside`."""
@@ -139,6 +147,9 @@ class BackgroundConfig(TypedDict, total=False):
             :data:`DEFAULT_RETRY_WAIT_INITIAL` (0.5).
         retry_wait_max: Longest wait between tries, in seconds (>= 0). Default
             :data:`DEFAULT_RETRY_WAIT_MAX` (8.0).
+        retry_for_seconds: How long a job failing with ``BackendUnavailableError`` is
+            retried, from its first failure (>= 0). Default
+            :data:`DEFAULT_RETRY_FOR_SECONDS` (a day).
         exit_timeout: Seconds given to waiting jobs at interpreter exit (>= 0). Default
             :data:`DEFAULT_EXIT_TIMEOUT` (30.0).
     """
@@ -148,6 +159,7 @@ class BackgroundConfig(TypedDict, total=False):
     max_attempts: int
     retry_wait_initial: float
     retry_wait_max: float
+    retry_for_seconds: float
     exit_timeout: float
 
 
@@ -157,6 +169,7 @@ DEFAULT_BACKGROUND_CONFIG: BackgroundConfig = {
     "max_attempts": DEFAULT_MAX_ATTEMPTS,
     "retry_wait_initial": DEFAULT_RETRY_WAIT_INITIAL,
     "retry_wait_max": DEFAULT_RETRY_WAIT_MAX,
+    "retry_for_seconds": DEFAULT_RETRY_FOR_SECONDS,
     "exit_timeout": DEFAULT_EXIT_TIMEOUT,
 }
 
@@ -166,6 +179,7 @@ _MINIMUMS: dict[str, float] = {
     "max_attempts": 1,
     "retry_wait_initial": 0.0,
     "retry_wait_max": 0.0,
+    "retry_for_seconds": 0.0,
     "exit_timeout": 0.0,
 }
 _INTEGER_FIELDS = frozenset({"max_pending", "max_attempts"})
@@ -197,7 +211,9 @@ class BackgroundStats:
         set_aside: Jobs that raised one of :data:`PERMANENT_ERRORS`: tried once, not retried,
             logged with their key and error (:meth:`BackgroundExecutor.set_aside`).
         retried: Retries made (a job that fails twice then succeeds counts 2).
-        pending: Jobs not finished: waiting, plus the one running.
+        pending: Jobs not finished: waiting (for their delay or a retry), plus the one
+            running.
+        retrying: Of the waiting jobs, those waiting for a retry after a failed try.
         waited: Submits that had to wait for room in a full queue (backpressure).
     """
 
@@ -209,6 +225,7 @@ class BackgroundStats:
     pending: int = 0
     waited: int = 0
     set_aside: int = 0
+    retrying: int = 0
 
 
 @dataclass(frozen=True)
@@ -228,10 +245,20 @@ class SetAsideJob:
 
 @dataclass
 class _Entry:
-    """A waiting job: what to run and when it is due (monotonic seconds)."""
+    """A waiting job: what to run and when it is due (monotonic seconds), and its failed
+    tries so far."""
 
     job: Job
     due: float
+    tries: int = 0
+    """Failed tries so far (0: not tried yet)."""
+    failing_since: float | None = None
+    """Monotonic time of its first failed try."""
+    flush_tried: int = -1
+    """The flush (:attr:`_Core.flushes`) in which a try failed because the backend did not
+    answer: that flush does not try it again."""
+    retry_in: int = -1
+    """The flush in which a try failed otherwise: that flush waits for its backoff."""
 
 
 class _Core:
@@ -246,9 +273,10 @@ class _Core:
         self.config = config
         self.name = name
         self.cond = threading.Condition()
-        self.waiting: OrderedDict[str, _Entry] = OrderedDict()  # ordered by due time
+        self.waiting: OrderedDict[str, _Entry] = OrderedDict()  # in submission order
         self.running: str | None = None
         self.flushing = 0  # flush() calls in progress: jobs run without their delay
+        self.flushes = 0  # flushes started: a job is tried once a flush
         self.closed = False  # no more submits
         self.stopping = False  # the worker exits once nothing waits
         self.thread: threading.Thread | None = None
@@ -260,7 +288,8 @@ class _Core:
 
     def stats(self) -> BackgroundStats:
         pending = len(self.waiting) + (self.running is not None)
-        return BackgroundStats(pending=pending, **self.counts)
+        retrying = sum(e.tries > 0 for e in self.waiting.values())
+        return BackgroundStats(pending=pending, retrying=retrying, **self.counts)
 
     def offer(self, key: str, job: Job) -> bool:
         """Queue ``job`` under ``key`` if there is room (or it replaces); True if queued."""
@@ -274,7 +303,7 @@ class _Core:
             self.counts["replaced"] += 1
         elif len(self.waiting) >= self.config["max_pending"] and not self.on_worker():
             return False
-        self.waiting[key] = _Entry(job, due)  # appended: the latest due time
+        self.waiting[key] = _Entry(job, due)
         self.counts["submitted"] += 1
         self.start()
         self.cond.notify_all()
@@ -288,73 +317,111 @@ class _Core:
             self.thread = threading.Thread(target=self.work, name=self.name, daemon=True)
             self.thread.start()
 
-    def idle(self) -> bool:
-        return not self.waiting and self.running is None
+    def settled(self) -> bool:
+        """Nothing runs, and every waiting job failed in the current flush because the
+        backend did not answer (it waits for a later retry)."""
+        return self.running is None and all(
+            e.flush_tried == self.flushes for e in self.waiting.values())
 
     # -- worker side --------------------------------------------------------------------------
 
-    def next_job(self) -> tuple[str, Job] | None:
-        """Wait for the next due job and mark it running; None once stopping and empty."""
+    def _pick(self) -> tuple[str, _Entry, float] | None:
+        """The job to run next and how long until it is due: the earliest due; while
+        flushing (or stopping) every job is due now, except one whose retry this flush
+        scheduled (it waits for its backoff) and one this flush found the backend down for
+        (not tried again)."""
+        now = time.monotonic()
+        if self.flushing or self.stopping:
+            due = [(e.due - now if e.retry_in == self.flushes else 0.0, key, e)
+                   for key, e in self.waiting.items() if e.flush_tried != self.flushes]
+            if not due:
+                return None
+            wait, key, entry = min(due, key=lambda d: d[0])
+            return key, entry, wait
+        key, entry = min(self.waiting.items(), key=lambda kv: kv[1].due)
+        return key, entry, entry.due - now
+
+    def next_job(self) -> tuple[str, _Entry] | None:
+        """Wait for the next due job and mark it running; None once stopping and done."""
         with self.cond:
             while True:
-                if self.waiting:
-                    key, entry = next(iter(self.waiting.items()))
-                    delay = entry.due - time.monotonic()
-                    if delay <= 0 or self.flushing or self.stopping:
-                        del self.waiting[key]
-                        self.running = key
-                        self.cond.notify_all()  # room for a submit waiting on a full queue
-                        return key, entry.job
-                    self.cond.wait(delay)
-                elif self.stopping:
+                picked = self._pick() if self.waiting else None
+                if picked is not None and picked[2] <= 0:
+                    key, entry, _ = picked
+                    del self.waiting[key]
+                    self.running = key
+                    self.cond.notify_all()  # room for a submit waiting on a full queue
+                    return key, entry
+                if self.stopping and picked is None:
                     return None
-                else:
-                    self.cond.wait()
+                self.cond.wait(None if picked is None else picked[2])
 
     def work(self) -> None:
         """The worker loop: run due jobs until stopped."""
         while (picked := self.next_job()) is not None:
-            key, job = picked
-            outcome = self.run(key, job)
+            key, entry = picked
+            outcome = self.run(key, entry)
             with self.cond:
-                self.counts[outcome] += 1
+                if outcome == "retry":
+                    self.counts["retried"] += 1
+                    if key not in self.waiting:  # a newer job of the key replaces the retry
+                        self.waiting[key] = entry
+                else:
+                    self.counts[outcome] += 1
+                if outcome == "completed":  # the backend answers: retry the others now
+                    now = time.monotonic()
+                    for waiting in self.waiting.values():
+                        if waiting.tries:
+                            waiting.due = min(waiting.due, now)
                 self.running = None
                 self.cond.notify_all()
 
-    def run(self, key: str, job: Job) -> str:
-        """Run ``job`` with retries; the counter of its outcome: ``"completed"``,
-        ``"failed"`` (every try raised; logged) or ``"set_aside"`` (a permanent error on the
-        first try; logged and kept)."""
-
-        def count_retry(state: RetryCallState) -> None:
-            with self.cond:
-                self.counts["retried"] += 1
-            error = state.outcome.exception() if state.outcome else None
-            logger.warning("background job for key %r failed (try %d), retrying: %r",
-                           key, state.attempt_number, error)
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.config["max_attempts"]),
-            wait=wait_exponential(multiplier=self.config["retry_wait_initial"],
-                                  max=self.config["retry_wait_max"]),
-            retry=(retry_if_exception_type(Exception)
-                   & retry_if_not_exception_type(PERMANENT_ERRORS)),
-            before_sleep=count_retry,
-            reraise=True,
-        )
+    def run(self, key: str, entry: _Entry) -> str:
+        """One try of ``entry``'s job; its outcome: ``"completed"``, ``"retry"`` (``entry``
+        updated for its next try), ``"failed"`` (gave up; logged) or ``"set_aside"`` (a
+        permanent error; logged and kept)."""
         try:
-            retrying(job)
+            entry.job()
         except PERMANENT_ERRORS as e:
             logger.error("background job for key %r set aside after one try (a retry cannot "
                          "mend it): %r", key, e)
             with self.cond:
-                self.set_aside.append(SetAsideJob(key=key, job=job, error=e, at=time.time()))
+                self.set_aside.append(SetAsideJob(key=key, job=entry.job, error=e,
+                                                  at=time.time()))
             return "set_aside"
-        except BaseException:  # a job's SystemExit must not end the worker either
-            logger.exception("background job for key %r failed after %d tries; counted in "
-                             "failed", key, self.config["max_attempts"])
-            return "failed"
+        except BaseException as e:  # a job's SystemExit must not end the worker either
+            return self._failed_try(key, entry, e)
         return "completed"
+
+    def _failed_try(self, key: str, entry: _Entry, error: BaseException) -> str:
+        now = time.monotonic()
+        entry.tries += 1
+        if entry.failing_since is None:
+            entry.failing_since = now
+        outage = isinstance(error, BackendUnavailableError)
+        with self.cond:
+            stopping = self.stopping and not self.flushing
+            flushes, flushing = self.flushes, self.flushing
+        if outage:
+            more = now - entry.failing_since < self.config["retry_for_seconds"]
+        else:
+            more = entry.tries < self.config["max_attempts"]
+        logger.debug("background job for key %r: try %d failed", key, entry.tries,
+                     exc_info=error)
+        if stopping or not more:
+            logger.error("background job for key %r failed after %d tries, given up: %r%s",
+                         key, entry.tries, error,
+                         " (the executor is stopping)" if stopping and more else "")
+            return "failed"
+        wait = min(self.config["retry_wait_initial"] * 2 ** (entry.tries - 1),
+                   self.config["retry_wait_max"])
+        entry.due = now + wait
+        entry.flush_tried = flushes if flushing and outage else -1
+        entry.retry_in = flushes if flushing and not outage else -1
+        logger.warning("background job for key %r failed (try %d), retrying in %.1f s%s: %r",
+                       key, entry.tries, wait,
+                       " (the backend did not answer)" if outage else "", error)
+        return "retry"
 
     def stop_soon(self) -> None:
         """Let the worker run what waits (without delay) and exit; used when collected."""
@@ -458,9 +525,10 @@ class BackgroundExecutor:
             if core.on_worker():
                 return core.stats()
             core.flushing += 1
+            core.flushes += 1
             core.cond.notify_all()
             try:
-                while not core.idle():
+                while not core.settled():
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         break

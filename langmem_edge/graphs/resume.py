@@ -62,6 +62,7 @@ from langgraph.store.base import NOT_PROVIDED, NotProvided
 from langgraph.types import Command
 
 from langmem_edge.errors import (
+    BackendUnavailableError,
     ConfigurationError,
     InvalidInputError,
     TurnInProgressError,
@@ -233,14 +234,23 @@ class TurnResume:
         finished (the model call then need not read it again)."""
         messages = list(state.get(self.messages_key) or [])
         dangling = dangling_tool_calls(messages)
-        if handoff is None:
-            turn = yield Call(working.unfinished_turn, working.aunfinished_turn, (who.thread,))
-        else:
-            seen: ThreadState = yield Call(working.thread_state, working.athread_state,
-                                           (who.thread,))
-            turn = seen.turn
-            if not dangling and turn is None:
-                handoff(seen)
+        try:
+            if handoff is None:
+                turn = yield Call(working.unfinished_turn, working.aunfinished_turn,
+                                  (who.thread,))
+            else:
+                seen: ThreadState = yield Call(working.thread_state, working.athread_state,
+                                               (who.thread,))
+                turn = seen.turn
+                if not dangling and turn is None:
+                    handoff(seen)
+        except BackendUnavailableError as e:
+            if dangling:  # a crashed turn's results are in its record: never guess them
+                raise
+            logger.warning("thread %r: the turn record could not be read (%s); the turn "
+                           "runs without it (nothing in the history is left unanswered)",
+                           who.thread, e)
+            return None
         if not dangling and turn is None:
             return None
         resume_after = self._resume_after(store)
