@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langmem_edge import create_memory_agent
@@ -60,7 +59,7 @@ def test_facts_said_during_an_outage_are_remembered(tmp_path: Path, long_run: bo
         mw = agent.memory_middleware
         said: list[str] = []
         turn = 0
-        for outage in range(outages):
+        for _ in range(outages):
             for _ in range(TURNS_UP):
                 colour = COLOURS[turn % len(COLOURS)]
                 _say(agent, f"user:p{turn}", f"t{turn}", f"My favourite colour is {colour}.")

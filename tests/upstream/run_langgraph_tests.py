@@ -10,8 +10,9 @@ pytest inside it with a plugin of ours that swaps our class in:
 - ``saver``: langgraph's graph tests (interrupts, time travel, subgraph persistence; sync and
   async) on the ``memory`` checkpointer, which ``langgraph_saver_plugin`` makes a
   ``ChromaSaver``.
-- ``store``: the store suite of ``langgraph-checkpoint-sqlite`` (``tests/test_store.py``), where
-  ``langgraph_store_plugin`` makes every ``SqliteStore`` a ``ChromaStore``.
+- ``store``: the store suites of ``langgraph-checkpoint-sqlite`` (``tests/test_store.py`` and
+  ``tests/test_async_store.py``), where ``langgraph_store_plugin`` makes every ``SqliteStore``
+  and ``AsyncSqliteStore`` a ``ChromaStore``.
 
 ``DESELECTED`` lists, with the reason, each upstream test left out. Exit status: 0 when every
 suite passed. ``tests/test_upstream_langgraph.py`` runs this in the project's own suite.
@@ -45,7 +46,7 @@ SUITES: dict[str, dict[str, object]] = {
     "store": {
         "package": "langgraph-checkpoint-sqlite",
         "plugin": "langgraph_store_plugin",
-        "args": ["tests/test_store.py"],
+        "args": ["tests/test_store.py", "tests/test_async_store.py"],
         "env": {},
     },
 }
@@ -62,6 +63,9 @@ DESELECTED: dict[str, str] = {
     "tests/test_store.py::test_vector_store_initialization": "sqlite internals",
     "tests/test_store.py::test_nonnull_migrations": "sqlite internals",
     "tests/test_store.py::test_sql_injection_vulnerability": "sqlite internals",
+    # AsyncSqliteStore's own rule: an async-only store refuses sync calls made on its event
+    # loop (InvalidStateError); ChromaStore serves sync and async callers alike.
+    "tests/test_async_store.py::test_no_running_loop": "async-only store",
 }
 
 
