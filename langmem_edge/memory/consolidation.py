@@ -269,7 +269,7 @@ def _plan_statement(ctx: ProfileContext, model: BaseChatModel | None,
     """The canonical statement and who made it (``model`` or ``rules``)."""
     newest = sorted(members, key=lambda v: str(v["id"]), reverse=True)
     if model is not None:
-        runnable = structured_runnable(model, CanonicalStatement, parse_text=True)
+        runnable = structured_runnable(model, CanonicalStatement)
         try:
             (out,) = yield invoke(runnable, canonical_messages([v["text"] for v in newest]),
                                   "consolidation", structured=True)

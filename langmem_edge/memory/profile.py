@@ -480,7 +480,8 @@ class Profile(DocumentMethods, ContactMethods):
             yield Call(tier.confirm_extracted, tier.aconfirm_extracted,
                        (session_id, outcome.extracted_to))
         return IngestResult(messages_added=len(outcome.messages), messages_cut=outcome.cut,
-                            memories_written=written)
+                            memories_written=written, extraction_fallbacks=outcome.fallbacks,
+                            candidates_dropped=outcome.dropped)
 
     def ingest(self, messages: Sequence[Any], *, session_id: str, contact: str | None = None,
                writer: str | None = None, strict: bool = False) -> IngestResult:

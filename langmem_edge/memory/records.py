@@ -383,3 +383,9 @@ class IngestResult(BaseModel):
     cut to fit, ending with ``" [...]"`` (``ingest(strict=True)`` refuses them instead)."""
     memories_written: list[MemoryRecord] = Field(default_factory=list)
     """Memories extracted from the new messages and written."""
+    extraction_fallbacks: int = 0
+    """Extraction units (chunks of the conversation) whose model reply could not be parsed
+    after the retries and were extracted by the model-free rules instead."""
+    candidates_dropped: dict[str, str] = Field(default_factory=dict)
+    """Candidates the model proposed that were not written: text -> why (for example
+    ``"not grounded: number '25' is not in the messages"``, or a failed check)."""

@@ -309,7 +309,7 @@ def reflection_messages(activity: _Activity) -> list[Any]:
 def _plan_draft(ctx: ProfileContext, model: BaseChatModel | None, activity: _Activity
                 ) -> Plan[tuple[ReflectionDraft, dict[str, list[str]], str]]:
     if model is not None:
-        runnable = structured_runnable(model, ReflectionDraft, parse_text=True)
+        runnable = structured_runnable(model, ReflectionDraft)
         try:
             (draft,) = yield invoke(runnable, reflection_messages(activity), "reflection",
                                     structured=True)

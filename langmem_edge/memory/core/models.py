@@ -10,13 +10,18 @@ plan drivers through :func:`run_calls` / :func:`arun_calls`:
   exponential backoff (:class:`RetryPolicy`);
 - any other error, or a transient one outliving the attempts, raises
   :class:`~langmem_edge.errors.ExtractionError` with the original as ``__cause__``; callers
-  with a fallback (verification's model-free rule, recall's answer) catch it and log;
+  with a fallback (verification's model-free rule, recall's answer) catch it and log; a
+  call made with ``unparsed_ok`` whose output still cannot be parsed after the attempts
+  returns :data:`UNPARSED` instead (extraction then falls back to the rules for that unit);
 - several calls of one step run at once (a thread pool, or ``asyncio.gather`` under a
   semaphore), at most ``RetryPolicy.concurrency``.
 
-Structured output has one path, :func:`structured_runnable`: the model's native
-``with_structured_output(schema, include_raw=True)``; with ``parse_text``, a reply in plain
-text (or a model without native structured output) is parsed as JSON instead.
+Structured output has one path, :func:`structured_runnable`, taken by every call that wants
+a schema: the model's native ``with_structured_output(schema, include_raw=True)`` where the
+model has it (a reply in plain text is then parsed as JSON); otherwise (the model raises
+``NotImplementedError``, as ``ChatHuggingFace`` does) the schema's JSON format instructions
+(``PydanticOutputParser.get_format_instructions()``) are appended to the prompt and the reply
+is parsed as JSON. Either way an unparseable reply is a transient error, retried.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langchain_core.output_parsers import PydanticOutputParser
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ValidationError
@@ -47,6 +53,7 @@ from langmem_edge.memory.config import EpisodicConfig
 __all__ = [
     "ModelCall",
     "RetryPolicy",
+    "UNPARSED",
     "arun_calls",
     "is_transient",
     "message_text",
@@ -59,12 +66,24 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ModelCall:
-    """One model call: ``runnable.invoke(input)``; ``structured`` means None is a failure."""
+    """One model call: ``runnable.invoke(input)``; ``structured`` means None is a failure;
+    ``unparsed_ok`` means output that still cannot be parsed after the attempts gives
+    :data:`UNPARSED` instead of raising (other errors still raise)."""
 
     runnable: Runnable[Any, Any]
     input: Any
     label: str
     structured: bool = True
+    unparsed_ok: bool = False
+
+
+class _Unparsed:
+    def __repr__(self) -> str:
+        return "UNPARSED"
+
+
+UNPARSED: Any = _Unparsed()
+"""The output of a ``ModelCall(unparsed_ok=True)`` whose reply could not be parsed."""
 
 
 @dataclass(frozen=True)
@@ -123,24 +142,36 @@ def _parse_text(message: Any, schema: type[BaseModel]) -> BaseModel:
     return PydanticOutputParser(pydantic_object=schema).parse(message_text(message))
 
 
-def structured_runnable(model: BaseChatModel, schema: type[BaseModel], *,
-                        parse_text: bool) -> Runnable[Any, Any]:
-    """A runnable returning a ``schema`` instance from the model's native structured output.
+def _with_instructions(prompt: Any, instructions: str) -> Any:
+    """``prompt`` (a string or a list of messages) with ``instructions`` appended to its text
+    (to the last message's, so that chat templates keep their turn order)."""
+    if isinstance(prompt, str):
+        return f"{prompt}\n\n{instructions}"
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], BaseMessage) and (
+            isinstance(prompt[-1].content, str)):
+        last = prompt[-1]
+        return [*prompt[:-1], last.model_copy(
+            update={"content": f"{last.content}\n\n{instructions}"})]
+    return prompt
 
-    With ``parse_text``, a reply in plain text (the model did not call the tool), or a model
-    without ``with_structured_output``, is parsed as JSON. Without it, such a reply is None
-    (a failure :func:`run_calls` retries) and a model without native structured output is an
-    :class:`~langmem_edge.errors.ExtractionError`.
+
+def structured_runnable(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, Any]:
+    """A runnable returning a ``schema`` instance from ``model``, whatever the model.
+
+    Native structured output where the model has it (a reply in plain text is parsed as JSON;
+    a reply with neither is None, a failure :func:`run_calls` retries); for a model without
+    ``with_structured_output``, the schema's JSON format instructions appended to the prompt
+    and the reply parsed as JSON (an unparseable reply raises ``OutputParserException``,
+    retried too).
     """
     try:
         structured = model.with_structured_output(schema, include_raw=True)
-    except NotImplementedError as e:
-        if parse_text:
-            return model | RunnableLambda(lambda message: _parse_text(message, schema))
-        raise ExtractionError(
-            f"{type(model).__name__} does not support with_structured_output(), which model "
-            "extraction needs; pass model=None for rule-based extraction"
-        ) from e
+    except NotImplementedError:
+        logger.debug("%s has no native structured output: asking for JSON",
+                     type(model).__name__)
+        instructions = PydanticOutputParser(pydantic_object=schema).get_format_instructions()
+        return (RunnableLambda(lambda prompt: _with_instructions(prompt, instructions))
+                | model | RunnableLambda(lambda message: _parse_text(message, schema)))
 
     def pick(out: Any) -> BaseModel | None:
         parsed = out.get("parsed") if isinstance(out, dict) else out
@@ -148,7 +179,7 @@ def structured_runnable(model: BaseChatModel, schema: type[BaseModel], *,
             return parsed
         if isinstance(parsed, dict):
             return schema.model_validate(parsed)
-        if parse_text and isinstance(out, dict):
+        if isinstance(out, dict) and message_text(out.get("raw")).strip():
             return _parse_text(out.get("raw"), schema)
         return None
 
@@ -180,6 +211,18 @@ def _fail(call: ModelCall, exc: Exception) -> ExtractionError:
     return ExtractionError(f"model call {call.label!r} failed: {type(exc).__name__}: {exc}")
 
 
+_PARSE_ERRORS = (OutputParserException, ValidationError, _NoStructuredOutput)
+
+
+def _settle(call: ModelCall, exc: Exception) -> Any:
+    """What a call that failed with ``exc`` (after its attempts) gives: :data:`UNPARSED`
+    for an unparseable reply to a ``unparsed_ok`` call; else it raises."""
+    if call.unparsed_ok and isinstance(exc, _PARSE_ERRORS):
+        logger.debug("model call %r: reply unparseable after its attempts: %r", call.label, exc)
+        return UNPARSED
+    raise _fail(call, exc) from exc
+
+
 def _invoke(call: ModelCall, policy: RetryPolicy) -> Any:
     try:
         for attempt in Retrying(**_retry_kwargs(policy)):
@@ -188,7 +231,7 @@ def _invoke(call: ModelCall, policy: RetryPolicy) -> Any:
     except ExtractionError:
         raise
     except Exception as e:
-        raise _fail(call, e) from e
+        return _settle(call, e)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -201,7 +244,7 @@ async def _ainvoke(call: ModelCall, policy: RetryPolicy, gate: asyncio.Semaphore
         except ExtractionError:
             raise
         except Exception as e:
-            raise _fail(call, e) from e
+            return _settle(call, e)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -57,6 +57,7 @@ import math
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -514,5 +515,8 @@ def _compact_plan(
     flushed = yield from model_extraction_plan(
         msgs, model, config=config, source=config.flush_source,
         confidence=config.flush_confidence, session_id=session_id, detail=False,
-        kinds=DURABLE_KINDS, max_items=config.flush_max_facts)
+        kinds=DURABLE_KINDS, max_items=config.flush_max_facts, fallback=partial(
+            rule_based_memories, source=config.flush_source,
+            confidence=config.flush_confidence, session_id=session_id, kinds=DURABLE_KINDS,
+            max_fact_chars=config.max_fact_chars))
     return _build_overlay(session_id, lo, hi, msgs, summary, "model", config), flushed

@@ -16,20 +16,29 @@ Two parts:
      ``detail_overlap_messages`` (2), asking only for concrete values: names, prices,
      versions, dates, quantities, identifiers;
    - each unit (chunk or window) is one structured-output call
-     (``model.with_structured_output(ExtractedMemories)``); each candidate carries its
-     ``fact_type`` and so its kind (fact, event, instruction, task);
-   - each unit's candidates are then checked against that unit's messages in one more
-     structured call (``CandidateChecks``) on eight points: entity identity, object identity,
-     location context, temporal accuracy, organisational context, completeness, relational
-     context, and support in the messages. A candidate failing any point, or given no
-     verdict, is dropped and the reason logged (``INFO`` on this module's logger);
+     (:func:`~langmem_edge.memory.core.models.structured_runnable`: the model's native
+     structured output, or for a model without it a JSON instruction and a parse); each
+     candidate carries its ``fact_type`` and so its kind (fact, event, instruction, task);
+   - each candidate must be grounded in its unit's messages
+     (:func:`~.grounding.grounding_problem`, model-free: every name, number and quoted value
+     it holds was said); one that is not is dropped;
+   - each unit's remaining candidates are then checked against that unit's messages in one
+     more structured call (``CandidateChecks``) on eight points: entity identity, object
+     identity, location context, temporal accuracy, organisational context, completeness,
+     relational context, and support in the messages. A candidate failing any point, or given
+     no verdict, is dropped;
    - survivors over ``max_fact_chars`` (500) characters, or with a line of code, markup or
      log, are dropped (:func:`fact_shape_problem`): a fact is a sentence or two; code, logs
      and pastes stay messages;
    - survivors are de-duplicated by normalised text (their message ids merged).
 
-   Each call is retried on transient errors, up to ``max_attempts`` (3), by the plan driver
-   (:mod:`langmem_edge.memory.core.plans`); a call that still fails raises
+   Every dropped candidate is logged with its reason (``INFO`` on this module's logger) and,
+   given an :class:`ExtractionStats`, recorded there. Each call is retried on transient errors
+   (an unparseable reply is one), up to ``max_attempts`` (3), by the plan driver
+   (:mod:`langmem_edge.memory.core.plans`). Given a ``fallback`` (the tier passes the
+   rule-based extractor), a unit whose extraction or check reply still cannot be parsed after
+   the attempts is extracted by the fallback instead (logged once, counted in
+   ``ExtractionStats.fallbacks``); any other failure raises
    :class:`~langmem_edge.errors.ExtractionError`.
 
 The model-free path is :mod:`langmem_edge.memory.episodic.rules`.
@@ -40,7 +49,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -51,13 +60,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langmem_edge.errors import ExtractionError
 from langmem_edge.memory.config import EpisodicConfig
-from langmem_edge.memory.core.models import ModelCall, structured_runnable
+from langmem_edge.memory.core.models import UNPARSED, ModelCall, structured_runnable
 from langmem_edge.memory.core.plans import ModelStep, Plan
+from langmem_edge.memory.episodic.grounding import grounding_problem
 from langmem_edge.memory.records import KIND_OF_FACT_TYPE, FactType, Kind
 from langmem_edge.retrieval.shape import is_code_line
 
 __all__ = ["CHECK_POINTS", "FACT_TYPES", "CandidateCheck", "CandidateChecks",
-           "ExtractedMemories", "ExtractedMemory", "MemoryCandidate", "StoredMessage",
+           "ExtractedMemories", "ExtractedMemory", "ExtractionStats", "MemoryCandidate",
+           "StoredMessage",
            "chunk_messages", "dedupe_memories", "detail_windows", "fact_shape_problem",
            "failed_points", "kind_of",
            "model_extraction_plan", "page_of"]
@@ -399,6 +410,29 @@ def dedupe_memories(memories: Sequence[ExtractedMemory]) -> list[ExtractedMemory
     return list(kept.values())
 
 
+class ExtractionStats(BaseModel):
+    """What model extraction set aside: filled in by :func:`model_extraction_plan`."""
+
+    fallbacks: int = 0
+    """Units (chunks or detail windows) whose reply could not be parsed after the attempts
+    and were extracted by the fallback (the rules) instead."""
+    dropped: dict[str, str] = Field(default_factory=dict)
+    """Dropped candidates: text -> why (ungrounded, failed check, context only, shape)."""
+
+    def drop(self, text: str, reason: str) -> None:
+        """Log (``INFO``) and record a dropped candidate."""
+        logger.info("dropped candidate %.120r: %s", text, reason)
+        self.dropped[text] = reason
+
+
+def _grounded(unit: Unit, cand: MemoryCandidate, stats: ExtractionStats) -> bool:
+    sources = [f"{m.ts.date().isoformat()} {m.content}" for m in (*unit.context, *unit.messages)]
+    problem = grounding_problem(cand.text, sources)
+    if problem is not None:
+        stats.drop(cand.text, f"not grounded: {problem}")
+    return problem is None
+
+
 def model_extraction_plan(
     messages: Sequence[StoredMessage],
     model: BaseChatModel,
@@ -411,13 +445,19 @@ def model_extraction_plan(
     detail: bool = True,
     kinds: frozenset[str] | None = None,
     max_items: int | None = None,
+    fallback: Callable[[Sequence[StoredMessage]], list[ExtractedMemory]] | None = None,
+    stats: ExtractionStats | None = None,
 ) -> Plan[list[ExtractedMemory]]:
-    """Plan: extract, classify and check memories from ``messages`` with ``model``.
+    """Plan: extract, ground, classify and check memories from ``messages`` with ``model``.
 
     ``context`` messages (earlier in the session, already processed) are shown with the first
     chunk but never the only source of a memory. ``kinds`` keeps only those kinds;
-    ``max_items`` caps the result (in extraction order).
+    ``max_items`` caps the result (in extraction order). ``fallback`` extracts the messages of
+    a unit whose reply cannot be parsed (without it, such a unit raises
+    :class:`~langmem_edge.errors.ExtractionError`); ``stats`` receives the drops and
+    fallbacks.
     """
+    stats = stats if stats is not None else ExtractionStats()
     if not messages:
         return []
     chunks = chunk_messages(messages, max_chars=config.chunk_chars,
@@ -427,40 +467,45 @@ def model_extraction_plan(
         units += [Unit(tuple(w), detail=True) for w in detail_windows(
             messages, min_messages=config.detail_min_messages,
             size=config.detail_window_messages, overlap=config.detail_overlap_messages)]
-    extractor = structured_runnable(model, ExtractedMemories, parse_text=False)
-    outputs: list[ExtractedMemories] = yield ModelStep(tuple(
+    tolerant = fallback is not None
+    extractor = structured_runnable(model, ExtractedMemories)
+    outputs: list[Any] = yield ModelStep(tuple(
         ModelCall(extractor, _extraction_input(u), f"extract {'detail' if u.detail else 'chunk'}"
-                  f" {i + 1}/{len(units)}") for i, u in enumerate(units)))
-    proposed = [(u, list(out.memories)) for u, out in zip(units, outputs, strict=True)
-                if out.memories]
-    if not proposed:
-        return []
-    checker = structured_runnable(model, CandidateChecks, parse_text=False)
-    verdicts: list[CandidateChecks] = yield ModelStep(tuple(
-        ModelCall(checker, _check_input(u, cands), f"check unit {i + 1}/{len(proposed)}")
-        for i, (u, cands) in enumerate(proposed)))
+                  f" {i + 1}/{len(units)}", unparsed_ok=tolerant) for i, u in enumerate(units)))
+    unparsed = [u for u, out in zip(units, outputs, strict=True) if out is UNPARSED]
+    proposed = [(u, grounded) for u, out in zip(units, outputs, strict=True)
+                if out is not UNPARSED
+                and (grounded := [c for c in out.memories if _grounded(u, c, stats)])]
+    checker = structured_runnable(model, CandidateChecks)
+    verdicts: list[Any] = (yield ModelStep(tuple(
+        ModelCall(checker, _check_input(u, cands), f"check unit {i + 1}/{len(proposed)}",
+                  unparsed_ok=tolerant)
+        for i, (u, cands) in enumerate(proposed)))) if proposed else []
     kept: list[ExtractedMemory] = []
     for (unit, cands), verdict in zip(proposed, verdicts, strict=True):
+        if verdict is UNPARSED:
+            unparsed.append(unit)
+            continue
         by_number = {c.number: c for c in verdict.checks}
         for number, cand in enumerate(cands, start=1):
             check = by_number.get(number)
             if check is None:
-                logger.info("dropped candidate %r: the check gave no verdict", cand.text)
+                stats.drop(cand.text, "the check gave no verdict")
                 continue
             failed = failed_points(check)
             if failed:
-                logger.info("dropped candidate %r: failed %s (%s)", cand.text,
-                            ", ".join(failed), check.reason or "no reason given")
+                stats.drop(cand.text, f"failed {', '.join(failed)} "
+                           f"({check.reason or 'no reason given'})")
                 continue
             ids = _cited_ids(unit, cand.message_numbers)
             if ids is None:
-                logger.info("dropped candidate %r: cites context messages only", cand.text)
+                stats.drop(cand.text, "cites context messages only")
                 continue
             if kinds is not None and FACT_TYPES[cand.fact_type] not in kinds:
                 continue
             problem = fact_shape_problem(cand.text.strip(), config.max_fact_chars)
             if problem is not None:
-                logger.info("dropped candidate %.80r: %s", cand.text, problem)
+                stats.drop(cand.text, problem)
                 continue
             tags = [t.strip().lower() for t in cand.tags if t.strip()]
             if unit.detail:
@@ -470,5 +515,11 @@ def model_extraction_plan(
                 fact_type=cand.fact_type, key=_normal_key(cand.key), confidence=confidence,
                 source=source, session_id=session_id, source_message_ids=ids,
                 valid_from=_parse_date(cand.valid_from), tags=list(dict.fromkeys(tags))))
+    for unit in unparsed if fallback is not None else ():
+        stats.fallbacks += 1
+        logger.warning("the model's reply for %d message(s) (%s .. %s) could not be parsed "
+                       "after its attempts: extracted by the rules instead", len(unit.messages),
+                       unit.messages[0].id, unit.messages[-1].id)
+        kept += [m for m in fallback(unit.messages) if kinds is None or m.kind in kinds]
     result = dedupe_memories(kept)
     return result[:max_items] if max_items is not None else result

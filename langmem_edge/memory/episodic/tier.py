@@ -47,7 +47,9 @@ time.
 
 **Extraction** on ingest covers the new messages, with up to ``extraction_context_messages``
 (2) earlier messages of the session shown as context: with a model,
-:func:`~.extraction.model_extraction_plan`; without, :func:`~.rules.rule_based_memories`.
+:func:`~.extraction.model_extraction_plan` (a unit whose reply cannot be parsed falls back to
+the rules, counted in ``IngestOutcome.fallbacks``; candidates dropped, ungrounded ones among
+them, are in ``IngestOutcome.dropped``); without, :func:`~.rules.rule_based_memories`.
 Results are :class:`~.extraction.ExtractedMemory` with source ``"turn"`` (per-turn extraction) and
 confidence 0.5; the Profile writes them through the semantic tier.
 
@@ -85,6 +87,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -110,6 +113,7 @@ from langmem_edge.memory.episodic.deletion import delete_messages_plan, delete_s
 from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
 from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
+    ExtractionStats,
     StoredMessage,
     model_extraction_plan,
 )
@@ -160,6 +164,11 @@ class IngestOutcome(BaseModel):
     resumed: list[StoredMessage] = Field(default_factory=list)
     """Messages stored by an earlier ingest whose memories were never confirmed written,
     extracted again by this one."""
+    fallbacks: int = 0
+    """Extraction units whose model reply could not be parsed, extracted by the rules."""
+    dropped: dict[str, str] = Field(default_factory=dict)
+    """Model candidates dropped (not grounded in the messages, failed check, ...): text ->
+    why."""
     extracted_to: int | None = None
     """With ``confirm_later``: the session's extraction mark to confirm
     (:meth:`EpisodicTier.confirm_extracted`) once the memories are written; ``None`` when
@@ -279,6 +288,7 @@ class EpisodicTier:
             behind = in_range(found, mark, start, profile=self.profile)
         todo = [*behind, *new]
         memories: list[ExtractedMemory] = []
+        stats = ExtractionStats()
         if extract and todo:
             first = todo[0].seq
             context: list[StoredMessage] = []
@@ -287,17 +297,17 @@ class EpisodicTier:
                 found = yield StoreStep(history_ops(ns, self.profile, first - k, first, ps,
                                                     meta.value if meta else None))
                 context = in_range(found, first - k, first, profile=self.profile)
+            rules = partial(rule_based_memories, source=self.config.extraction_source,
+                            confidence=self.config.extraction_confidence, session_id=sid,
+                            max_fact_chars=self.config.max_fact_chars)
             if self.model is not None:
                 memories = yield from model_extraction_plan(
                     todo, self.model, config=self.config,
                     source=self.config.extraction_source,
                     confidence=self.config.extraction_confidence, session_id=sid,
-                    context=context)
+                    context=context, fallback=rules, stats=stats)
             else:
-                memories = rule_based_memories(
-                    todo, source=self.config.extraction_source,
-                    confidence=self.config.extraction_confidence, session_id=sid,
-                    max_fact_chars=self.config.max_fact_chars)
+                memories = rules(todo)
         end = start + len(new)
         wait = confirm_later and bool(memories)  # nothing extracted: nothing to wait for
         if new:
@@ -312,6 +322,7 @@ class EpisodicTier:
         elif behind and not wait:
             yield from self._confirm_plan(sid, end)
         return IngestOutcome(messages=new, memories=memories, resumed=behind,
+                             fallbacks=stats.fallbacks, dropped=stats.dropped,
                              extracted_to=end if wait and extract and todo else None)
 
     def _confirm_plan(self, session_id: str, extracted_to: int) -> Plan[None]:

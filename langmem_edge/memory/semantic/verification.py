@@ -143,7 +143,7 @@ def plan_judge(
     candidates: Sequence[VerifyCandidate],
 ) -> Plan[list[Verdict]]:
     """Ask the model about every candidate in one call."""
-    runnable = structured_runnable(model, Judgement, parse_text=True)
+    runnable = structured_runnable(model, Judgement)
     (out,) = yield invoke(runnable, judge_messages(new_text, [c.text for c in candidates]),
                           "verify", structured=True)
     judgement = out if isinstance(out, Judgement) else Judgement.model_validate(out)
