@@ -537,3 +537,37 @@ def test_analyze_takes_a_folders_statistics_and_refuses_a_missing_one(tmp_path: 
     assert "no Chroma folder" in cli("analyze", str(tmp_path / "nothing"),
                                      code=EXIT_NOT_FOUND).stderr
     assert not (tmp_path / "nothing").exists()
+
+
+def test_pending_lists_what_a_dead_job_owes_and_flush_writes_it(tmp_path: Path) -> None:
+    """A post-turn job stored a session's messages, then died before writing their memories
+    (the server went away, the process was killed): the session's extraction mark says what it
+    owes, ``pending`` lists it from any process, ``flush`` writes it, once."""
+    from langmem_edge import AgentMemory, ChromaStore
+    from langmem_edge.cli.base import DEFAULT_NAMESPACE
+    from langmem_edge.embeddings import DEFAULT_DIMS
+    from langmem_edge.testing import FakeEmbeddings
+
+    folder = tmp_path / "memory"
+    store = ChromaStore.from_path(str(folder), index={
+        "dims": DEFAULT_DIMS, "embed": FakeEmbeddings(DEFAULT_DIMS), "fields": ["text"]})
+    try:
+        profile = AgentMemory(store, namespace=(DEFAULT_NAMESPACE,)).profile("carol")
+        # what Profile.ingest does before it writes the memories: store, mark left behind
+        profile._episodic().ingest(CONVERSATION, "carol-t0", confirm_later=True)
+        assert profile.list().memories == []
+    finally:
+        store.close()
+    cli = runner_for(["--path", str(folder)])
+    owed = js(cli("pending", "--all", "--json"))
+    assert [(o["profile"], o["session_id"], o["pending"]) for o in owed] == [
+        ("carol", "carol-t0", 3)]
+    assert "carol-t0" in cli("pending", "-p", "carol").stdout
+    flushed = cli("flush", "--all")
+    assert "Flushed 1 session:" in flushed.stdout and "memories written" in flushed.stdout
+    assert js(cli("pending", "--all", "--json")) == []
+    assert "Flushed 0 sessions: 0 memories written." in cli("flush", "--all").stdout
+    texts = [m["text"] for m in js(cli("list", "-p", "carol", "--json"))["memories"]]
+    assert any("Singapore" in t for t in texts) and len(texts) == len(set(texts))
+    again = js(cli("flush", "--all", "--json"))
+    assert again == {"flushed": [], "failed": []}

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from langmem_edge.cli.base import (
     DEFAULT_PROFILE,
+    EXIT_FAILURE,
     EXIT_INVALID,
     EXIT_NOT_FOUND,
     JsonOption,
@@ -20,6 +21,7 @@ from langmem_edge.cli.base import (
     app,
     confirm,
     emit_json,
+    err,
     fail,
     opened,
     opened_profile,
@@ -27,8 +29,9 @@ from langmem_edge.cli.base import (
     plural,
     progress,
 )
+from langmem_edge.errors import LangmemEdgeError
 
-__all__ = ["delete_session", "ingest", "read_messages", "sessions"]
+__all__ = ["delete_session", "flush", "ingest", "pending", "read_messages", "sessions"]
 
 _BATCH_POSITION = re.compile(r"message (\d+)")
 
@@ -147,12 +150,84 @@ def sessions(
         out.print(f"Profile {profile!r} has no sessions.")
         return
     table = Table(title=f"Sessions of {profile}")
-    for name in ("session", "messages", "first", "last", "contact"):
+    for name in ("session", "messages", "first", "last", "contact", "pending"):
         table.add_column(name, overflow="fold")
     for s in found:
         table.add_row(s.session_id, str(s.messages), str(s.first_at or "")[:19],
-                      str(s.last_at or "")[:19], s.contact or "")
+                      str(s.last_at or "")[:19], s.contact or "", str(s.pending or ""))
     out.print(table)
+
+
+def _owing(memory: Any, profile: str | None) -> list[tuple[str, Any]]:
+    """``(profile, SessionInfo)`` of every session that still owes memory, of ``profile``
+    or (``None``) of every profile."""
+    from langmem_edge.memory.transfer import list_sessions
+
+    names = [profile] if profile is not None else memory.list_profiles()
+    return [(name, s) for name in names for s in list_sessions(memory, name) if s.pending]
+
+
+AllOption = Annotated[bool, typer.Option("--all", help="Every profile (instead of --profile).")]
+
+
+@app.command()
+def pending(
+    ctx: typer.Context,
+    profile: ProfileOption = DEFAULT_PROFILE,
+    every: AllOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List the sessions that still owe memory: messages stored whose memories a job did
+    not get to write (the server went away mid-job, the process died). `flush` writes them."""
+    with opened(ctx) as memory:
+        owing = _owing(memory, None if every else profile)
+    if as_json:
+        return emit_json([{"profile": name, **s.model_dump()} for name, s in owing])
+    if not owing:
+        out.print("Nothing pending." if every else f"Nothing pending in profile {profile!r}.")
+        return
+    table = Table(title="Pending")
+    for name in ("profile", "session", "pending", "messages", "last"):
+        table.add_column(name, overflow="fold")
+    for name, s in owing:
+        table.add_row(name, s.session_id, str(s.pending), str(s.messages),
+                      str(s.last_at or "")[:19])
+    out.print(table)
+
+
+@app.command()
+def flush(
+    ctx: typer.Context,
+    profile: ProfileOption = DEFAULT_PROFILE,
+    every: AllOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Write what the pending sessions owe memory (see `pending`): the memories of their
+    stored messages, from each session's extraction mark on. Idempotent."""
+    done: list[dict[str, Any]] = []
+    failed: list[str] = []
+    with opened(ctx) as memory:
+        owing = _owing(memory, None if every else profile)
+        with progress("Flushing", total=len(owing)) as update:
+            for i, (name, s) in enumerate(owing):
+                try:
+                    result = memory.profile(name).ingest([], session_id=s.session_id)
+                except LangmemEdgeError as e:
+                    failed.append(f"{name}/{s.session_id}: {e}")
+                else:
+                    done.append({"profile": name, "session_id": s.session_id,
+                                 "memories_written": len(result.memories_written)})
+                update(i + 1, len(owing))
+    if as_json:
+        emit_json({"flushed": done, "failed": failed})
+    else:
+        written = sum(d["memories_written"] for d in done)
+        out.print(f"Flushed {plural(len(done), 'session')}: {plural(written, 'memory')} "
+                  "written.")
+        for line in failed:
+            err.print(f"error: {line}")
+    if failed:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 @app.command("delete-session")

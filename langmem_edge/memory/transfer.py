@@ -206,6 +206,11 @@ class SessionInfo(BaseModel):
     """Timestamp of its last message."""
     contact: str | None = None
     """The contact it was ingested for, if any."""
+    pending: int = 0
+    """Messages stored whose memories are not known to be written yet (from the session's
+    extraction mark on): what the session still owes memory, after a job that stored the
+    messages and then failed. The next ingest of the session (any process), or
+    ``Profile.ingest([], session_id=...)`` (``langmem-edge flush``), writes them."""
 
 
 @dataclass(frozen=True)
@@ -583,9 +588,11 @@ def _plan_sessions(memory: AgentMemory, profile: str) -> Plan[list[SessionInfo]]
     out = []
     for ln in lines:
         v = ln.value
+        end = int(v.get("next_seq") or 0)
         out.append(SessionInfo(session_id=ln.key, messages=int(v.get("count") or 0),
                                first_at=v.get("first_ts"), last_at=v.get("last_ts"),
-                               contact=v.get("contact")))
+                               contact=v.get("contact"),
+                               pending=max(0, end - int(v.get("extracted_to", end)))))
     return sorted(out, key=lambda s: (s.last_at is None, s.last_at, s.session_id))
 
 
