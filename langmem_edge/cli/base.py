@@ -149,6 +149,8 @@ ProfileOption = Annotated[str, typer.Option(
     help="The profile (user, contact, agent) to work on.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+AllOption = Annotated[bool, typer.Option(
+    "--all", help="Every profile of the namespace (instead of --profile).")]
 
 
 # -- opening the memory ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from langmem_edge.cli.base import (
     EXIT_FAILURE,
     EXIT_INVALID,
     EXIT_NOT_FOUND,
+    AllOption,
     JsonOption,
     ProfileOption,
     YesOption,
@@ -165,9 +166,6 @@ def _owing(memory: Any, profile: str | None) -> list[tuple[str, Any]]:
 
     names = [profile] if profile is not None else memory.list_profiles()
     return [(name, s) for name in names for s in list_sessions(memory, name) if s.pending]
-
-
-AllOption = Annotated[bool, typer.Option("--all", help="Every profile (instead of --profile).")]
 
 
 @app.command()

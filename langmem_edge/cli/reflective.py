@@ -7,13 +7,14 @@ of ``memory/reflection.py``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from langmem_edge.cli.base import (
     DEFAULT_PROFILE,
+    AllOption,
     JsonOption,
     ProfileOption,
     app,
@@ -28,10 +29,6 @@ if TYPE_CHECKING:
     from langmem_edge.memory.reflection import ReflectionResult
 
 __all__ = ["consolidate", "reflect"]
-
-AllOption = Annotated[bool, typer.Option(
-    "--all", help="Every profile of the namespace (instead of --profile).")]
-
 
 @app.command()
 def consolidate(
