@@ -1,0 +1,150 @@
+"""What a memory operation costs as a service grows in users: the baseline of issue 34.
+
+    python benchmarks/memory_scale.py [--profiles 20,60] [--memories 100] [--ops 20]
+                                      [--rounds 3] [--folder /dev/shm]
+
+An ``AgentMemory`` over a ``ChromaStore`` folder (on tmpfs by default: the disk is not what is
+measured), deterministic fake embeddings (``langmem_edge.testing.FakeEmbeddings``, 64-d: the
+model is not what is measured either), one store per profile count, each loaded with
+``--memories`` memories in each of its profiles (``remember_many``). Then, in ``--rounds``
+rounds that interleave the stores (A, B, A, B, ...), ``--ops`` of each operation on a random
+profile of the store, as a service with many users does:
+
+- ``recall``: ``profile.recall(query)`` (one of the profile's memory texts, reworded);
+- ``remember``: ``profile.remember(text)`` (a new fact);
+- ``ingest``: ``profile.ingest(2 messages, session_id=<new>)`` (rule-based extraction).
+
+Printed: per store and operation, the median milliseconds, the ratio to the smallest store's
+median in the same run, and the Chroma calls per operation (every ``Collection`` method call
+counted, whoever makes it), with the load average before and after. The design target of the
+memory redesign (issue 34): the ratio close to 1.0 and one round trip an operation where the
+database allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections import Counter
+from typing import Any
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+from _common import table  # noqa: E402
+from chromadb.api.models.Collection import Collection  # noqa: E402
+
+from langmem_edge import AgentMemory, ChromaStore  # noqa: E402
+from langmem_edge.testing import FakeEmbeddings  # noqa: E402
+
+DIMS = 64
+TOPICS = ["hiking", "jazz", "sushi", "chess", "sailing", "pottery", "tennis", "opera",
+          "cycling", "baking", "poetry", "karate", "surfing", "gardening", "painting"]
+CALLS: Counter[str] = Counter()
+
+
+def _count_chroma_calls() -> None:
+    """Count every Chroma collection call (get, query, add, upsert, update, delete, count)."""
+    for name in ("get", "query", "add", "upsert", "update", "delete", "count"):
+        original = getattr(Collection, name)
+
+        def counted(self: Any, *args: Any, __original: Any = original, __name: str = name,
+                    **kwargs: Any) -> Any:
+            CALLS[__name] += 1
+            return __original(self, *args, **kwargs)
+
+        setattr(Collection, name, counted)
+
+
+def _fact(rng: random.Random, i: int) -> str:
+    topic = rng.choice(TOPICS)
+    return f"Fact {i}: the user enjoys {topic} on weekday number {rng.randint(1, 7)}."
+
+
+def build(folder: str, profiles: int, memories: int, seed: int) -> tuple[ChromaStore,
+                                                                          AgentMemory]:
+    store = ChromaStore.from_path(folder, index={"dims": DIMS, "embed": FakeEmbeddings(DIMS),
+                                                 "fields": ["text"]})
+    memory = AgentMemory(store)
+    rng = random.Random(seed)
+    for p in range(profiles):
+        memory.profile(f"user:{p}").remember_many(
+            [_fact(rng, i) for i in range(memories)])
+    return store, memory
+
+
+def run_op(memory: AgentMemory, profiles: int, op: str, rng: random.Random, n: int
+           ) -> tuple[float, int]:
+    """One operation on a random profile: (seconds, Chroma calls)."""
+    profile = memory.profile(f"user:{rng.randrange(profiles)}")
+    before = sum(CALLS.values())
+    start = time.perf_counter()
+    if op == "recall":
+        profile.recall(f"what does the user enjoy, {rng.choice(TOPICS)}?")
+    elif op == "remember":
+        profile.remember(f"The user bought a {rng.choice(TOPICS)} book, number {n}.")
+    else:
+        profile.ingest([{"role": "user", "content": f"I love {rng.choice(TOPICS)}."},
+                        {"role": "assistant", "content": "Noted."}],
+                       session_id=f"bench-{n}")
+    return time.perf_counter() - start, sum(CALLS.values()) - before
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profiles", default="20,60", help="profile counts (default 20,60)")
+    parser.add_argument("--memories", type=int, default=100, help="memories a profile")
+    parser.add_argument("--ops", type=int, default=20, help="operations of each kind a round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
+                        help="where the stores' folders go (default: tmpfs)")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    counts = [int(x) for x in args.profiles.split(",")]
+    _count_chroma_calls()
+    load_before = os.getloadavg()[0]
+    root = tempfile.mkdtemp(prefix="memory-scale-", dir=args.folder)
+    try:
+        built = {}
+        for n in counts:
+            start = time.perf_counter()
+            built[n] = build(os.path.join(root, f"p{n}"), n, args.memories, args.seed)
+            print(f"loaded {n} profiles x {args.memories} memories in "
+                  f"{time.perf_counter() - start:.1f} s", flush=True)
+        samples: dict[tuple[int, str], list[tuple[float, int]]] = {}
+        rng = random.Random(args.seed)
+        serial = 0
+        for _ in range(args.rounds):
+            for n in counts:  # interleaved: each round runs every store in turn
+                _, memory = built[n]
+                for op in ("recall", "remember", "ingest"):
+                    for _ in range(args.ops):
+                        serial += 1
+                        samples.setdefault((n, op), []).append(
+                            run_op(memory, n, op, rng, serial))
+        rows = []
+        for op in ("recall", "remember", "ingest"):
+            base = statistics.median(t for t, _ in samples[(counts[0], op)])
+            for n in counts:
+                times = [t for t, _ in samples[(n, op)]]
+                calls = [c for _, c in samples[(n, op)]]
+                med = statistics.median(times)
+                rows.append([op, n, f"{med * 1000:.1f}", f"{med / base:.2f}x",
+                             f"{statistics.mean(calls):.1f}"])
+        print(table(["operation", "profiles", "p50 ms", "vs smallest", "Chroma calls / op"],
+                    rows))
+        print(f"\n{args.memories} memories a profile, {args.ops} ops of each kind x "
+              f"{args.rounds} rounds, interleaved; load average {load_before:.2f} before, "
+              f"{os.getloadavg()[0]:.2f} after")
+        for store, _ in built.values():
+            store.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
