@@ -527,3 +527,29 @@ def test_a_handoff_is_taken_once_keyed_by_the_turns_message_and_bounded() -> Non
         handoff.put(memory, "alice", "t1", f"x{i}", state)
     assert handoff.take(memory, "alice", "t1", "x0") is None  # the oldest went
     assert handoff.take(memory, "alice", "t1", f"x{MAX_HANDOFFS}") is state
+
+
+def test_a_turn_is_recorded_before_the_reply_and_another_process_writes_what_it_owes() -> None:
+    """Issue 35: whatever a turn owes memory is in the store before the reply returns. A
+    process whose job never ran (it was killed within the debounce delay) leaves the session
+    pending; the next process's first turn of the profile, on another thread, writes it."""
+    from langmem_edge.memory.transfer import list_sessions
+
+    store = InMemoryStore(index=INDEX)
+    dead = BackgroundExecutor({"delay_seconds": 3600.0})  # its job never runs in time
+    first = create_memory_agent(ScriptedChatModel(responses=["ok"]), memory=AgentMemory(store),
+                                checkpointer=InMemorySaver(), background=dead,
+                                memory_tools=False)
+    first.invoke({"messages": [("user", FACT)]}, cfg("t1"), context=CTX)
+    memory = AgentMemory(store)
+    assert [(s.session_id, s.pending) for s in list_sessions(memory, "alice")] == [("t1", 2)]
+    assert memory.profile("alice").list().memories == []  # owed, not written yet
+    second = create_memory_agent(ScriptedChatModel(responses=["hi"]), memory=AgentMemory(store),
+                                 checkpointer=InMemorySaver(), memory_tools=False)
+    second.invoke({"messages": [("user", "Hello again.")]}, cfg("t2"), context=CTX)
+    assert second.memory_middleware.close().failed == 0
+    texts = [m.text for m in memory.profile("alice").list()]
+    assert texts == ["The user's favourite colour is teal."]
+    assert all(s.pending == 0 for s in list_sessions(memory, "alice"))
+    dead.close()  # the first job runs at last: nothing is written twice
+    assert [m.text for m in memory.profile("alice").list()] == texts

@@ -33,6 +33,7 @@ what would fail the same way. Over-long messages never get there: they are cut t
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -43,6 +44,8 @@ from langchain_core.messages import BaseMessage
 from langmem_edge.graphs.background import PERMANENT_ERRORS, BackgroundExecutor, BackgroundStats
 from langmem_edge.graphs.history import EntryCache, total_tokens
 from langmem_edge.graphs.run import MemoryRun
+from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
+from langmem_edge.memory.transfer import list_sessions
 
 __all__ = [
     "DEFAULT_COMPACTION_PASSES",
@@ -50,6 +53,8 @@ __all__ = [
     "BackgroundJobs",
     "TurnExtractor",
 ]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_COMPACTION_PASSES = 3
 """Overlays one post-turn job may add to a thread (each summarises one range)."""
@@ -96,6 +101,7 @@ class TurnExtractor:
         self.compaction_passes = compaction_passes
         self.cache = cache if cache is not None else EntryCache()
         self._threads: OrderedDict[str, _Thread] = OrderedDict()
+        self._swept: set[str] = set()  # profiles whose owed sessions this process wrote
         self._lock = threading.Lock()
 
     def _queue(self, run: MemoryRun, messages: Sequence[BaseMessage]) -> tuple[str, Any]:
@@ -113,16 +119,64 @@ class TurnExtractor:
             state.latest = list(messages)
         return key, self._job(state, run)
 
+    def _unrecorded(self, run: MemoryRun, key: str) -> list[Any]:
+        """The stored forms of the thread's messages no job has ingested yet."""
+        assert run.thread is not None
+        with self._lock:
+            state = self._threads.get(key)
+            waiting = [m for m in state.waiting.values()] if state else []
+        config = run.memory.config.episodic
+        return [e.stored for e in self.cache.entries(waiting, run.thread, config)]
+
+    def _record_plan(self, run: MemoryRun, key: str) -> Plan[None]:
+        """Store the thread's messages no job has ingested, their memories owed
+        (``ingest(..., extract=False)``); a failure (the store is down) is logged and left
+        to the job."""
+        stored = self._unrecorded(run, key)
+        step = run.memory.config.episodic.max_messages_per_call
+        try:
+            for start in range(0, len(stored), step):
+                yield Call(run.profile.ingest, run.profile.aingest,
+                           (stored[start:start + step],),
+                           {"session_id": run.thread, "contact": run.contact,
+                            "extract": False})
+        except Exception as e:  # the job stores them when it runs
+            logger.warning("turn of %s not recorded before the reply (%r); its background "
+                           "job will store it", key, e)
+
     def submit(self, run: MemoryRun, messages: Sequence[BaseMessage]) -> None:
-        """Queue the turn's ingest (returns at once). A run without a thread has no
-        session to ingest into: nothing is queued."""
+        """Record the turn's messages in the episodic tier, their memories owed
+        (durable before the reply returns, visible to ``langmem-edge pending`` from any
+        process), then queue the job that writes those memories. A recording that fails
+        (the store is down) is left to the job. A run without a thread has no session:
+        nothing is recorded or queued."""
         if run.thread and messages:
-            self.executor.submit(*self._queue(run, messages))
+            key, job = self._queue(run, messages)
+            run_sync(self._record_plan(run, key))
+            self.executor.submit(key, job)
 
     async def asubmit(self, run: MemoryRun, messages: Sequence[BaseMessage]) -> None:
         """Async :meth:`submit` (never blocks the event loop)."""
         if run.thread and messages:
-            await self.executor.asubmit(*self._queue(run, messages))
+            key, job = self._queue(run, messages)
+            await run_async(self._record_plan(run, key))
+            await self.executor.asubmit(key, job)
+
+    def _sweep(self, run: MemoryRun, after_failure: bool) -> None:
+        """Write what the profile's other sessions owe: at its first job in this process
+        (sessions a process that died left behind) and after a job that had failed (an
+        outage may have left others)."""
+        name = run.profile.name
+        with self._lock:
+            first = name not in self._swept
+            self._swept.add(name)
+        if not (first or after_failure):
+            return
+        for info in list_sessions(run.memory, name):
+            if info.pending and info.session_id != run.thread:
+                logger.info("profile %r: session %r owed %d message(s)' memories; writing "
+                            "them", name, info.session_id, info.pending)
+                run.profile.ingest([], session_id=info.session_id)
 
     def _job(self, state: _Thread, run: MemoryRun) -> Callable[[], None]:
         profile, thread, contact = run.profile, run.thread, run.contact
@@ -130,7 +184,11 @@ class TurnExtractor:
         config = run.memory.config.episodic
         budget, passes, cache = self.compaction_budget, self.compaction_passes, self.cache
 
+        tries = 0
+
         def ingest_turn() -> None:
+            nonlocal tries
+            tries += 1
             with self._lock:
                 waiting = list(state.waiting.items())
                 latest = state.latest
@@ -149,6 +207,7 @@ class TurnExtractor:
                     state.done.add(ident)
             if refused is not None:
                 raise refused  # the executor sets the job aside (logged, counted)
+            self._sweep(run, after_failure=tries > 1)
             if budget is None or total_tokens(cache.entries(latest, thread, config)) <= budget:
                 return
             for _ in range(passes):

@@ -460,7 +460,8 @@ class Profile(DocumentMethods, ContactMethods):
         return written
 
     def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
-                     writer: str | None, strict: bool) -> Plan[IngestResult]:
+                     writer: str | None, strict: bool, extract: bool = True
+                     ) -> Plan[IngestResult]:
         # checked before the messages are written, not when the extracted memories are
         check_optional_name(contact, "contact", MAX_NAME_CHARS)
         check_optional_name(writer, "writer", MAX_NAME_CHARS)
@@ -468,7 +469,8 @@ class Profile(DocumentMethods, ContactMethods):
         # resumable: the session's extraction mark moves only once the memories are written,
         # so an ingest that failed in between is extracted again by the next one
         outcome = yield Call(tier.ingest, tier.aingest, (messages, session_id),
-                             {"contact": contact, "confirm_later": True, "strict": strict})
+                             {"contact": contact, "confirm_later": True, "strict": strict,
+                              "extract": extract})
         memories = outcome.memories
         if outcome.resumed:  # some may have been written before the failure
             yield from plan_sync(self._ctx.store, self._ctx.index)
@@ -484,7 +486,8 @@ class Profile(DocumentMethods, ContactMethods):
                             candidates_dropped=outcome.dropped)
 
     def ingest(self, messages: Sequence[Any], *, session_id: str, contact: str | None = None,
-               writer: str | None = None, strict: bool = False) -> IngestResult:
+               writer: str | None = None, strict: bool = False, extract: bool = True
+               ) -> IngestResult:
         """Store a conversation's messages (idempotent) and remember what they teach.
 
         New messages go to the episodic tier; memories extracted from them (by the model, or
@@ -496,15 +499,22 @@ class Profile(DocumentMethods, ContactMethods):
         ``messages_cut``; its id is computed over the cut text, so ingesting it again adds
         nothing. ``strict=True`` refuses it instead: ``LimitExceededError`` naming the
         message, and nothing written.
+
+        ``extract=False`` stores the messages now and writes no memory: the session then owes
+        their memories (``SessionInfo.pending`` counts them), written by its next ingest in
+        any process, by ``ingest([], session_id=...)`` or by ``langmem-edge flush``. The
+        graphs' post-turn job records a turn this way before the reply returns, then extracts
+        in the background.
         """
-        return run_sync(self._ingest_plan(messages, session_id, contact, writer, strict))
+        return run_sync(self._ingest_plan(messages, session_id, contact, writer, strict,
+                                          extract))
 
     async def aingest(self, messages: Sequence[Any], *, session_id: str,
                       contact: str | None = None, writer: str | None = None,
-                      strict: bool = False) -> IngestResult:
+                      strict: bool = False, extract: bool = True) -> IngestResult:
         """Async :meth:`ingest`."""
         return await run_async(self._ingest_plan(messages, session_id, contact, writer,
-                                                 strict))
+                                                 strict, extract))
 
     def recall_conversation(self, query: str, *, mode: Mode | None = None,
                             limit: int | None = None, role: str | None = None,

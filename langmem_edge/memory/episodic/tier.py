@@ -314,7 +314,10 @@ class EpisodicTier:
             value, embedded = record_after_append(
                 meta.value if meta else None, new, profile=self.profile, session_id=sid,
                 page_size=ps, start=start, now=now, contact=contact,
-                extracted_to=_mark_after(mark, start, end, extract, wait))
+                # stored now, extracted later (``ingest(extract=False, confirm_later=True)``):
+                # the mark stays, so the session owes these messages' memories
+                extracted_to=(mark if confirm_later and not extract
+                              else _mark_after(mark, start, end, extract, wait)))
             yield StoreStep(write.rows(
                 [*(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
                          index=MESSAGE_INDEX_FIELDS) for m in new),
@@ -494,7 +497,8 @@ class EpisodicTier:
 
     # public API: each method is a thin shell over one plan --------------------------------
     def ingest(self, messages: Sequence[Any], session_id: str, *, contact: str | None = None,
-               confirm_later: bool = False, strict: bool = False) -> IngestOutcome:
+               confirm_later: bool = False, strict: bool = False, extract: bool = True
+               ) -> IngestOutcome:
         """Store the new messages and extract memories from them (extraction first: when it
         fails, nothing is written). Idempotent: a re-ingest adds and extracts nothing.
 
@@ -506,15 +510,19 @@ class EpisodicTier:
         :meth:`confirm_extracted` with ``outcome.extracted_to``; until it does, every ingest
         of the session extracts those messages again (``outcome.resumed``), so memories lost
         to a failure between the two writes are not lost for good.
+
+        ``extract=False`` with ``confirm_later`` stores the messages and extracts nothing:
+        the mark stays where it was, so the session owes their memories (the next ingest of
+        it extracts them).
         """
-        return self._run(self._ingest_plan(messages, session_id, contact, True, confirm_later,
-                                           strict))
+        return self._run(self._ingest_plan(messages, session_id, contact, extract,
+                                           confirm_later, strict))
 
     async def aingest(self, messages: Sequence[Any], session_id: str, *,
                       contact: str | None = None, confirm_later: bool = False,
-                      strict: bool = False) -> IngestOutcome:
+                      strict: bool = False, extract: bool = True) -> IngestOutcome:
         """Async :meth:`ingest`."""
-        return await self._arun(self._ingest_plan(messages, session_id, contact, True,
+        return await self._arun(self._ingest_plan(messages, session_id, contact, extract,
                                                   confirm_later, strict))
 
     def confirm_extracted(self, session_id: str, extracted_to: int) -> None:
