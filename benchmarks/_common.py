@@ -12,7 +12,14 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from langmem_edge.testing import chroma_server  # noqa: E402
 
-__all__ = ["chroma_server", "median", "percentile", "table", "timed"]
+__all__ = ["WORDS", "chroma_server", "median", "percentile", "table", "timed"]
+
+WORDS = (
+    "memory agent user prefers dark mode lives city travel booking flight hotel meeting "
+    "project deadline budget report coffee tea music guitar piano running marathon doctor "
+    "appointment birthday party gift family sister brother dog cat garden recipe pasta"
+).split()
+"""A small vocabulary the store benchmarks make item texts from."""
 
 
 def timed(fn: Callable[[], object]) -> float:

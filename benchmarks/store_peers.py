@@ -69,18 +69,13 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import chroma_server, median, table, timed  # noqa: E402
+from _common import WORDS, chroma_server, median, table, timed  # noqa: E402
 from langchain_core.embeddings import Embeddings  # noqa: E402
 from langgraph.store.base import BaseStore, PutOp  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from langmem_edge import ChromaStore  # noqa: E402
 
-WORDS = (
-    "memory agent user prefers dark mode lives city travel booking flight hotel meeting "
-    "project deadline budget report coffee tea music guitar piano running marathon doctor "
-    "appointment birthday party gift family sister brother dog cat garden recipe pasta"
-).split()
 KINDS = ("note", "fact", "preference", "event")
 K = 10
 

@@ -31,6 +31,7 @@ from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker, ProfileDocuments
 from langmem_edge.memory.documents.api import DocumentMethods
+from langmem_edge.memory.episodic.methods import EpisodicMethods
 from langmem_edge.memory.index.changes import plan_sync
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
@@ -61,16 +62,15 @@ from langmem_edge.memory.view import ProfileView, plan_summary
 from langmem_edge.memory.working.api import ProfileWorking
 
 if TYPE_CHECKING:
-    from langmem_edge.memory.episodic.compaction import ContextWindow, Overlay
-    from langmem_edge.memory.episodic.extraction import StoredMessage
-    from langmem_edge.memory.episodic.tier import EpisodicTier, Mode, Scope
+    from langmem_edge.memory.episodic.compaction import ContextWindow
+    from langmem_edge.memory.episodic.tier import EpisodicTier
 
 __all__ = ["Profile"]
 
 logger = logging.getLogger(__name__)
 
 
-class Profile(DocumentMethods, ContactMethods):
+class Profile(EpisodicMethods, DocumentMethods, ContactMethods):
     """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
 
     def __init__(self, ctx: ProfileContext, episodic: EpisodicConfig, *,
@@ -515,45 +515,6 @@ class Profile(DocumentMethods, ContactMethods):
         """Async :meth:`ingest`."""
         return await run_async(self._ingest_plan(messages, session_id, contact, writer,
                                                  strict, extract))
-
-    def recall_conversation(self, query: str, *, mode: Mode | None = None,
-                            limit: int | None = None, role: str | None = None,
-                            scope: Scope = "contact", session_id: str | None = None,
-                            contact: str | None = None) -> builtins.list[StoredMessage]:
-        """Search this profile's raw messages (``EpisodicTier.recall_conversation``: ``mode``
-        hybrid (the default: vector fused with BM25 over each message and its neighbours),
-        semantic or keyword; ``scope`` contact, conversation or all)."""
-        return self._episodic().recall_conversation(
-            query, mode=mode, limit=limit, role=role, scope=scope,
-            session_id=session_id, contact=contact)
-
-    async def arecall_conversation(self, query: str, *, mode: Mode | None = None,
-                                   limit: int | None = None, role: str | None = None,
-                                   scope: Scope = "contact", session_id: str | None = None,
-                                   contact: str | None = None) -> builtins.list[StoredMessage]:
-        """Async :meth:`recall_conversation`."""
-        return await self._episodic().arecall_conversation(
-            query, mode=mode, limit=limit, role=role, scope=scope,
-            session_id=session_id, contact=contact)
-
-    def messages(self, session_id: str, *, start: int = 0, limit: int = 100
-                 ) -> builtins.list[StoredMessage]:
-        """A session's raw messages in order, from position ``start``, at most ``limit``
-        (``EpisodicTier.list_messages``); ``[]`` for a session this profile does not have."""
-        return self._episodic().list_messages(session_id, start=start, limit=limit)
-
-    async def amessages(self, session_id: str, *, start: int = 0, limit: int = 100
-                        ) -> builtins.list[StoredMessage]:
-        """Async :meth:`messages`."""
-        return await self._episodic().alist_messages(session_id, start=start, limit=limit)
-
-    def overlays(self, session_id: str) -> builtins.list[Overlay]:
-        """A session's overlays (compaction summaries of message ranges), in range order."""
-        return self._episodic().overlays(session_id)
-
-    async def aoverlays(self, session_id: str) -> builtins.list[Overlay]:
-        """Async :meth:`overlays`."""
-        return await self._episodic().aoverlays(session_id)
 
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool,
                      contact: str | None) -> Plan[ContextWindow]:

@@ -389,3 +389,23 @@ class IngestResult(BaseModel):
     candidates_dropped: dict[str, str] = Field(default_factory=dict)
     """Candidates the model proposed that were not written: text -> why (for example
     ``"not grounded: number '25' is not in the messages"``, or a failed check)."""
+
+
+class SessionInfo(BaseModel):
+    """One episodic session of a profile (its session record)."""
+
+    session_id: str
+    """The session id."""
+    messages: int = 0
+    """Messages stored."""
+    first_at: datetime | None = None
+    """Timestamp of its first message."""
+    last_at: datetime | None = None
+    """Timestamp of its last message."""
+    contact: str | None = None
+    """The contact it was ingested for, if any."""
+    pending: int = 0
+    """Messages stored whose memories are not known to be written yet (from the session's
+    extraction mark on): what the session still owes memory, after a job that stored the
+    messages and then failed. The next ingest of the session (any process), or
+    ``Profile.ingest([], session_id=...)`` (``langmem-edge flush``), writes them."""

@@ -54,7 +54,6 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -74,7 +73,7 @@ from langmem_edge.memory.episodic.writes import plan_put_absent
 from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.log import ChangeLog
 from langmem_edge.memory.index.profile_index import ProfileIndex
-from langmem_edge.memory.records import MemoryRecord, utcnow
+from langmem_edge.memory.records import MemoryRecord, SessionInfo, utcnow
 from langmem_edge.memory.reflective.records import Goal, Reflection
 
 __all__ = [
@@ -191,26 +190,6 @@ class ImportResult(BaseModel):
     """Items already present and left as they were, by record type."""
     unknown: dict[str, int] = Field(default_factory=dict)
     """Lines of record types this version does not know (skipped), by type."""
-
-
-class SessionInfo(BaseModel):
-    """One episodic session of a profile (its session record)."""
-
-    session_id: str
-    """The session id."""
-    messages: int = 0
-    """Messages stored."""
-    first_at: datetime | None = None
-    """Timestamp of its first message."""
-    last_at: datetime | None = None
-    """Timestamp of its last message."""
-    contact: str | None = None
-    """The contact it was ingested for, if any."""
-    pending: int = 0
-    """Messages stored whose memories are not known to be written yet (from the session's
-    extraction mark on): what the session still owes memory, after a job that stored the
-    messages and then failed. The next ingest of the session (any process), or
-    ``Profile.ingest([], session_id=...)`` (``langmem-edge flush``), writes them."""
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,8 @@ from langmem_edge.memory.records import KIND_OF_FACT_TYPE, FactType, Kind
 from langmem_edge.retrieval.shape import is_code_line
 
 __all__ = ["CHECK_POINTS", "FACT_TYPES", "CandidateCheck", "CandidateChecks",
-           "ExtractedMemories", "ExtractedMemory", "ExtractionStats", "MemoryCandidate",
+           "ExtractedMemories", "ExtractedMemory", "ExtractionStats", "IngestOutcome",
+           "MemoryCandidate",
            "StoredMessage",
            "chunk_messages", "dedupe_memories", "detail_windows", "fact_shape_problem",
            "failed_points", "kind_of",
@@ -523,3 +524,25 @@ def model_extraction_plan(
         kept += [m for m in fallback(unit.messages) if kinds is None or m.kind in kinds]
     result = dedupe_memories(kept)
     return result[:max_items] if max_items is not None else result
+
+
+class IngestOutcome(BaseModel):
+    """What an ingest did: the messages it added and the memories extracted from them."""
+
+    messages: list[StoredMessage] = Field(default_factory=list)
+    memories: list[ExtractedMemory] = Field(default_factory=list)
+    cut: list[str] = Field(default_factory=list)
+    """Ids of the added messages that were over ``max_message_bytes`` and are stored cut to
+    fit (marked ``" [...]"``)."""
+    resumed: list[StoredMessage] = Field(default_factory=list)
+    """Messages stored by an earlier ingest whose memories were never confirmed written,
+    extracted again by this one."""
+    fallbacks: int = 0
+    """Extraction units whose model reply could not be parsed, extracted by the rules."""
+    dropped: dict[str, str] = Field(default_factory=dict)
+    """Model candidates dropped (not grounded in the messages, failed check, ...): text ->
+    why."""
+    extracted_to: int | None = None
+    """With ``confirm_later``: the session's extraction mark to confirm
+    (:meth:`EpisodicTier.confirm_extracted`) once the memories are written; ``None`` when
+    there is nothing to confirm."""

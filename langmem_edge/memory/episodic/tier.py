@@ -92,7 +92,6 @@ from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
-from pydantic import BaseModel, Field
 
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
@@ -114,6 +113,7 @@ from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
 from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     ExtractionStats,
+    IngestOutcome,
     StoredMessage,
     model_extraction_plan,
 )
@@ -152,28 +152,6 @@ __all__ = [
     "message_id",
     "orphaned_messages",
 ]
-
-class IngestOutcome(BaseModel):
-    """What an ingest did: the messages it added and the memories extracted from them."""
-
-    messages: list[StoredMessage] = Field(default_factory=list)
-    memories: list[ExtractedMemory] = Field(default_factory=list)
-    cut: list[str] = Field(default_factory=list)
-    """Ids of the added messages that were over ``max_message_bytes`` and are stored cut to
-    fit (marked ``" [...]"``)."""
-    resumed: list[StoredMessage] = Field(default_factory=list)
-    """Messages stored by an earlier ingest whose memories were never confirmed written,
-    extracted again by this one."""
-    fallbacks: int = 0
-    """Extraction units whose model reply could not be parsed, extracted by the rules."""
-    dropped: dict[str, str] = Field(default_factory=dict)
-    """Model candidates dropped (not grounded in the messages, failed check, ...): text ->
-    why."""
-    extracted_to: int | None = None
-    """With ``confirm_later``: the session's extraction mark to confirm
-    (:meth:`EpisodicTier.confirm_extracted`) once the memories are written; ``None`` when
-    there is nothing to confirm."""
-
 
 MAX_ROOT_LABEL_CHARS = 200
 """Longest label of a tier's ``namespace_root``."""
