@@ -391,8 +391,13 @@ def open_collection(
     metadata: dict[str, Any] | None = None,
     reads_from: int | None = None,
     upgrade: Callable[[Collection, int], None] | None = None,
+    ef_search: int | None = None,
 ) -> Collection:
     """Get or create ``name`` with cosine space and a schema version in its metadata.
+
+    ``ef_search`` sets the HNSW search breadth of a collection that holds vectors: at
+    creation, or on a collection created with another value (Chroma applies the change when
+    a process next loads the index).
 
     A collection of an older schema from ``reads_from`` on (default: only this one) is one
     this code reads as it is; ``upgrade(collection, found_version)`` runs first (it must be
@@ -405,9 +410,15 @@ def open_collection(
             or by one older than ``reads_from``.
     """
     meta = {"hnsw:space": "cosine", SCHEMA_KEY: schema_version, **(metadata or {})}
+    if ef_search is not None:
+        meta["hnsw:search_ef"] = ef_search
     collection = call(
         client.get_or_create_collection, name=name, metadata=meta, embedding_function=None
     )
+    if ef_search is not None:
+        hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
+        if hnsw.get("ef_search", ef_search) != ef_search:
+            call(collection.modify, configuration={"hnsw": {"ef_search": ef_search}})
     found = int((collection.metadata or {}).get(SCHEMA_KEY, schema_version))
     if found > schema_version:
         raise ConfigurationError(

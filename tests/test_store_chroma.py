@@ -10,6 +10,7 @@ from typing import Any
 
 import chromadb
 import pytest
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 
 from langmem_edge import (
@@ -161,6 +162,74 @@ def test_filtered_vector_search_finds_rare_matches_among_many(open_store: Any) -
         ("many",), query="common words here", filter={"n": {"$ne": 1}, "tag": "rare"}
     )
     assert [r.key for r in results] == ["rare"]
+
+
+class RandomEmbeddings(Embeddings):
+    """Seeded random unit vectors keyed by the text: the hard case for HNSW (no clusters)."""
+
+    def __init__(self, dims: int) -> None:
+        self.dims = dims
+
+    def _one(self, text: str) -> list[float]:
+        import zlib
+
+        import numpy as np
+
+        vec = np.random.default_rng(zlib.crc32(text.encode())).standard_normal(self.dims)
+        return (vec / np.linalg.norm(vec)).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one(text)
+
+
+@pytest.mark.parametrize("ef_search", [100, None])
+def test_vector_search_in_a_namespace_is_exact(open_store: Any, ef_search: int | None) -> None:
+    """3,000 random 128-d vectors in 3 namespaces: each namespace's top ten is the exact one
+    with the default ``ef_search``; Chroma's own default (100) misses some, which is what the
+    default is there for (so this test can fail)."""
+    import numpy as np
+
+    emb = RandomEmbeddings(128)
+    kwargs = {} if ef_search is None else {"ef_search": ef_search}
+    store = open_store(f"exact-{ef_search}", index={"dims": 128, "embed": emb,
+                                                    "fields": ["text"]}, **kwargs)
+    texts = {(f"n{i % 3}",): [] for i in range(3)}
+    ops = []
+    for i in range(3000):
+        ns = (f"n{i % 3}",)
+        texts[ns].append(f"item {i}")
+        ops.append(PutOp(ns, f"k{i}", {"text": f"item {i}"}))
+    for start in range(0, len(ops), 500):
+        store.batch(ops[start : start + 500])
+    found = []
+    for q in range(30):
+        ns = (f"n{q % 3}",)
+        query = f"question {q}"
+        vectors = np.array(emb.embed_documents(texts[ns]))
+        best = np.argsort(-(vectors @ np.array(emb.embed_query(query))))[:10]
+        truth = {f"k{int(texts[ns][j].split()[1])}" for j in best}
+        got = {r.key for r in store.search(ns, query=query, limit=10)}
+        found.append(len(got & truth) / 10)
+    recall = sum(found) / len(found)
+    if ef_search is None:
+        assert recall >= 0.99, recall
+    else:
+        assert recall < 0.99, recall
+
+
+def test_ef_search_is_set_on_the_vectors_collection(open_store: Any) -> None:
+    store = open_store("ef")
+    assert store._vectors.configuration["hnsw"]["ef_search"] == 1000
+    store.close()
+    store = open_store("ef", ef_search=300)  # a store opened with another value changes it
+    name = store._vectors.name
+    assert store._client.get_collection(name).configuration["hnsw"]["ef_search"] == 300
+    for bad in (0, -1, 1.5, True, "100"):
+        with pytest.raises(ConfigurationError, match="ef_search"):
+            open_store("ef", ef_search=bad)
 
 
 # -- TTL ----------------------------------------------------------------------------------
