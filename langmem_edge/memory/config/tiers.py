@@ -138,6 +138,14 @@ class EpisodicConfig(_Section):
     """Hybrid recall: BM25F weight of the message's day (``"8 May 2023"``)."""
     recall_vector_weight: float = Field(0.5, ge=0.0)
     """Hybrid recall: RRF weight of the vector ranking (the keyword ranking weighs 1)."""
+    recall_alone_vector_weight: float | None = Field(1.0, ge=0.0)
+    """Hybrid recall: RRF weight of the vector rank of a message that stands alone (at least
+    500 characters, :data:`~langmem_edge.memory.episodic.recall.ALONE_CHARS`: embedded as it
+    is, its own words fill the model's window), as much as its keyword rank; None weighs it
+    ``recall_vector_weight`` like the others. No LoCoMo turn is that long, so the
+    cross-validated weights are untouched there; on BEAM's long chats it was worth
+    +0.003 / +0.002 recall@5 / @10 over 10 chats, +0.036 / +0.034 over 3 (``docs/retrieval.md``,
+    issue 40)."""
     recall_rrf_k: float = Field(5.0, ge=0.0)
     """Hybrid recall: RRF constant (small: each channel's first ranks dominate)."""
     recall_temporal_weight: float = Field(0.0, ge=0.0)

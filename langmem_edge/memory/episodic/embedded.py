@@ -7,12 +7,15 @@ value and puts the message with ``index=`` :data:`MESSAGE_INDEX_FIELDS`: ``embed
 ``"[8 May 2023] Caroline: <text> <the text of the messages before>"``: the message's day (from
 ``ts``), its speaker (``name``, else its role), its text, then the text of the
 :data:`EMBED_CONTEXT_TURNS` messages before it in the same session (none for a session's first
-message). One text, so one embedding a message, as before (on LoCoMo one combined field beat
-the message and its context as two fields, each scored on its own). Only the turns *before*
-a message are known when it is ingested, so that is what it carries; the keyword side of
-hybrid recall (:mod:`.recall`) still sees both sides, built at recall time. On LoCoMo,
-``benchmarks/locomo_profile_cv.py`` measures what the turns after would add
-(``docs/retrieval.md``).
+message). A message of at least :data:`EMBED_ALONE_CHARS` (500) characters stands alone: it
+is embedded as it is, its bare text, and lends no context to the turns after it (issue 40: on
+long technical chats the turn before is often a long answer, which would fill the model's
+window and pull a short reply's vector towards it). One text, so one embedding a message, as
+before (on LoCoMo one combined field beat the message and its context as two fields, each
+scored on its own). Only the turns *before* a message are known when it is ingested, so
+that is what it carries; the keyword side of hybrid recall (:mod:`.recall`) still sees both
+sides, built at recall time. On LoCoMo, ``benchmarks/locomo_profile_cv.py`` measures what the
+turns after would add (``docs/retrieval.md``).
 
 The turns before the first message of an ingest come from the session record's ``tail`` (the
 last :data:`EMBED_CONTEXT_TURNS` messages' ids and text, each cut to
@@ -36,9 +39,10 @@ from langgraph.store.base import Item, PutOp
 
 from langmem_edge.memory.episodic.compaction import in_range
 from langmem_edge.memory.episodic.extraction import StoredMessage
-from langmem_edge.memory.episodic.recall import message_day
+from langmem_edge.memory.episodic.recall import ALONE_CHARS, message_day
 
 __all__ = [
+    "EMBED_ALONE_CHARS",
     "EMBED_CONTEXT_CHARS",
     "EMBED_CONTEXT_TURNS",
     "MESSAGE_INDEX_FIELDS",
@@ -58,6 +62,14 @@ EMBED_CONTEXT_CHARS = 1000
 """Characters of each earlier message kept in a context (the default embedding model reads
 about 256 word pieces, roughly 1,000 characters, of a field in any case)."""
 
+EMBED_ALONE_CHARS = ALONE_CHARS
+"""A message at least this long (500 characters, :data:`~.recall.ALONE_CHARS`) is embedded
+as it is, its bare text (it carries its own subject, and the day, the speaker and the turns
+before would only take the model's window from it), and lends no context to the messages
+after it (its text would fill their window). Shorter messages (a reply such as "yes, that
+one") get the prefix and the context of the short turns before (``docs/retrieval.md``, "Long
+technical chats")."""
+
 MESSAGE_INDEX_FIELDS = ["embed_text"]
 """The ``index=`` of a message put: the fields the store embeds (when it embeds anything)."""
 
@@ -72,7 +84,10 @@ def embedded_text(message: StoredMessage) -> str:
 
 
 def _context(texts: Sequence[str], turns: int = EMBED_CONTEXT_TURNS) -> str:
-    return " ".join(t[:EMBED_CONTEXT_CHARS] for t in texts[-turns:])
+    """The context of the ``turns`` messages before: a message that stands alone (at least
+    :data:`EMBED_ALONE_CHARS`; its tail entry is cut to 1,000) lends none."""
+    return " ".join(t[:EMBED_CONTEXT_CHARS] for t in texts[-turns:]
+                    if len(t) < EMBED_ALONE_CHARS)
 
 
 def embedded_fields(
@@ -85,6 +100,10 @@ def embedded_fields(
     before = [str(t.get("text", "")) for t in tail]
     out: dict[str, dict[str, str]] = {}
     for m in new:
+        if len(m.content) >= EMBED_ALONE_CHARS:
+            out[m.id] = {"embed_text": m.content}
+            before.append(m.content)
+            continue
         context = _context(before, context_turns) if context_turns and before else ""
         out[m.id] = {"embed_text": f"{embedded_text(m)} {context}".rstrip()}
         before.append(m.content)

@@ -29,19 +29,30 @@ from langgraph.store.base import Item
 
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.retrieval.bm25 import BM25Index
-from langmem_edge.retrieval.fusion import rrf_fuse
+from langmem_edge.retrieval.fusion import rrf_fuse, rrf_term
 from langmem_edge.retrieval.text import Analyzer, default_analyzer
 
 __all__ = [
+    "ALONE_CHARS",
     "fuse_messages",
     "hybrid_ranking",
     "keyword_only_ranking",
     "message_fields",
     "message_day",
     "message_keyword_ranking",
+    "stands_alone",
     "temporal_ranking",
     "time_words",
 ]
+
+ALONE_CHARS = 500
+"""A message at least this long (in characters: about half the default embedding model's
+window of 256 word pieces) stands alone: it is embedded as it is and lends no context to the
+messages after it (:mod:`.embedded`); in hybrid recall its vector rank weighs
+``recall_alone_vector_weight`` instead of ``recall_vector_weight``, and it is no seed of the
+second keyword round (its words would swamp the query). Every LoCoMo turn is shorter (at
+most 446 characters), where the weights were cross-validated, so none of this changes
+LoCoMo's ranking."""
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
@@ -66,6 +77,11 @@ def temporal_ranking(
     if not words:
         return []
     return [(k, s) for k, s in ranked if words <= time_words(days.get(k, ""))]
+
+
+def stands_alone(text: str) -> bool:
+    """Whether a message of ``text`` stands alone: at least :data:`ALONE_CHARS` characters."""
+    return len(text) >= ALONE_CHARS
 
 
 def message_day(ts: str | None) -> str:
@@ -147,16 +163,29 @@ def fuse_messages(
     temporal_weight: float = 0.0,
     second: Sequence[tuple[str, float]] = (),
     second_weight: float = 0.0,
+    alone: Callable[[str], bool] | None = None,
+    alone_vector_weight: float | None = None,
 ) -> list[tuple[str, float]]:
     """Weighted RRF of the keyword (weight 1), vector, temporal and second-round rankings:
-    ``(key, fused score)``."""
+    ``(key, fused score)``. The vector rank of a message that ``alone`` says stands alone
+    weighs ``alone_vector_weight`` (None: ``vector_weight`` like the others)."""
     hits = rrf_fuse({"keyword": keyword, "vector": vector, "temporal": temporal,
                      "second": second},
                     weights={"keyword": 1.0, "vector": vector_weight if vector else 0.0,
                              "temporal": temporal_weight if temporal else 0.0,
                              "second": second_weight if second else 0.0},
-                    rrf_k=rrf_k, limit=limit)
-    return [(h.id, h.score) for h in hits]
+                    rrf_k=rrf_k, limit=None)
+    fused = [(h.id, h.score) for h in hits]
+    if alone is not None and alone_vector_weight is not None and (
+            alone_vector_weight != vector_weight):
+        extra: dict[str, float] = {}
+        for h in hits:
+            rank = h.channels["vector"].rank
+            if rank is not None and alone(h.id):
+                extra[h.id] = rrf_term(alone_vector_weight - vector_weight, rank, rrf_k=rrf_k)
+        # stable: equal scores keep rrf_fuse's tie-break order
+        fused = sorted(((k, s + extra.get(k, 0.0)) for k, s in fused), key=lambda p: -p[1])
+    return fused[:limit]
 
 
 def hybrid_ranking(
@@ -169,15 +198,21 @@ def hybrid_ranking(
     rank: Callable[[str], Sequence[tuple[str, float]]],
     config: EpisodicConfig,
     limit: int,
+    alone: Callable[[str], bool] | None = None,
 ) -> list[tuple[str, float]]:
     """Hybrid recall's ranking, ``(key, fused score)`` best first.
 
     Round one fuses the ``keyword`` and ``vector`` rankings of ``query`` (and the temporal
     channel, when weighted). Round two, when ``config.recall_second_round_weight`` is not 0,
     asks the keyword side (``rank``: query -> ranking, the same fields and filters) for the
-    query plus the ``text`` of round one's best ``recall_second_round_seeds`` messages, and
+    query plus the ``text`` of round one's best ``recall_second_round_seeds`` messages (those
+    that do not stand alone; none: no second round), and
     fuses that ranking in with the first round's channels: a question whose answer spans two
     turns ("what did X do after Y?") finds the second through the words of the first.
+
+    ``alone`` says which messages stand alone (the tier: at least :data:`ALONE_CHARS`
+    characters, :func:`stands_alone`); their vector rank weighs
+    ``config.recall_alone_vector_weight``. None: no message does.
     """
     cfg = config
     temporal = temporal_ranking(query, days, keyword) if cfg.recall_temporal_weight else []
@@ -186,10 +221,15 @@ def hybrid_ranking(
         return fuse_messages(keyword, vector, vector_weight=cfg.recall_vector_weight,
                              rrf_k=cfg.recall_rrf_k, limit=limit, temporal=temporal,
                              temporal_weight=cfg.recall_temporal_weight, second=second,
-                             second_weight=cfg.recall_second_round_weight)
+                             second_weight=cfg.recall_second_round_weight,
+                             alone=alone,
+                             alone_vector_weight=cfg.recall_alone_vector_weight)
 
     first = fuse()
     if not cfg.recall_second_round_weight or not first:
         return first
-    seeds = [text(k) for k, _ in first[:cfg.recall_second_round_seeds]]
+    seeds = [text(k) for k, _ in first[:cfg.recall_second_round_seeds]
+             if alone is None or not alone(k)]  # a long message's words would swamp the query
+    if not seeds:
+        return first
     return fuse(rank(" ".join([query, *seeds])))

@@ -131,6 +131,7 @@ from langmem_edge.memory.episodic.recall import (
     keyword_only_ranking,
     message_fields,
     message_keyword_ranking,
+    stands_alone,
 )
 from langmem_edge.memory.episodic.recall_index import (
     MessageIndex,
@@ -432,9 +433,12 @@ class EpisodicTier:
                     q, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
                     limit=depth, field_weights=self._recall_field_weights())
             keyword, days = rank(query), {key: f.get("date", "") for key, f in fields.items()}
+        def text(key: str) -> str:
+            return str(getattr(item(key), "value", {}).get("text", ""))
+
         fused = hybrid_ranking(query, keyword=keyword, vector=vector, days=days, rank=rank,
-                               text=lambda key: str(getattr(item(key), "value", {}).get(
-                                   "text", "")), config=cfg, limit=limit)
+                               text=text, config=cfg, limit=limit,
+                               alone=lambda key: stands_alone(text(key)))
         return [StoredMessage.from_value(key, found.value, score=score)
                 for key, score in fused if (found := item(key)) is not None]
 

@@ -1,0 +1,117 @@
+"""Recall over long messages (issue 40): a message long enough to carry its own subject
+stands alone: it is embedded as it is and lends no context to the turns after it, its vector
+rank weighs as much as its keyword rank, and it is no seed of the second keyword round."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from episodic_helpers import BACKENDS, store_fixture
+from langgraph.store.base import BaseStore
+
+from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.episodic.embedded import (
+    EMBED_ALONE_CHARS,
+    embedded_fields,
+)
+from langmem_edge.memory.episodic.extraction import StoredMessage
+from langmem_edge.memory.episodic.recall import ALONE_CHARS, hybrid_ranking, stands_alone
+from langmem_edge.memory.episodic.tier import EpisodicTier
+
+ROOT = ("app", "profiles", "alice")
+PASTE = ("Here is my server code, it drops sockets under load:\n```javascript\n"
+         + "io.on('connection', (socket) => { socket.on('message', send); });\n" * 12
+         + "```\nWhy does the reconnect loop never stop?")
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[BaseStore]:
+    yield from store_fixture(request, tmp_path)
+
+
+def _message(seq: int, text: str) -> StoredMessage:
+    return StoredMessage(id=f"m{seq}", session_id="s", role="user", content=text, seq=seq,
+                         ts="2023-05-08T13:56:00+00:00")
+
+
+def test_a_long_message_is_embedded_as_it_is_a_short_one_with_its_context() -> None:
+    assert EMBED_ALONE_CHARS == ALONE_CHARS == 500 and len(PASTE) >= EMBED_ALONE_CHARS
+    msgs = [_message(0, "a question"), _message(1, PASTE), _message(2, "yes, that one")]
+    fields = embedded_fields(msgs, [])
+    # no day, no speaker, no turns before: the model's window holds the message's own words
+    assert fields["m1"] == {"embed_text": PASTE}
+    # a short reply still carries its day, speaker and the turns before, but a long turn
+    # lends it no context: it would fill the window with the previous answer
+    assert fields["m2"]["embed_text"] == "[8 May 2023] user: yes, that one a question"
+    assert embedded_fields([_message(3, "ok")], [{"text": "sure"}, {"text": PASTE[:1000]}]
+                           )["m3"]["embed_text"] == "[8 May 2023] user: ok sure"
+    below = "x" * (EMBED_ALONE_CHARS - 1)
+    assert embedded_fields([_message(0, below)], [])["m0"]["embed_text"].endswith(f": {below}")
+
+
+def test_ingest_stores_a_long_message_embedded_alone(store: BaseStore) -> None:
+    tier = EpisodicTier(store, ROOT)
+    tier.add_messages([{"role": "user", "content": "hi"},
+                       {"role": "user", "content": PASTE}], "s1")
+    values = sorted((it.value for it in store.search((*ROOT, "messages", "s1"), limit=10)),
+                    key=lambda v: v["seq"])
+    assert values[1]["embed_text"] == values[1]["text"] == PASTE
+    assert values[0]["embed_text"].endswith("user: hi")
+
+
+def _ranking(texts: dict[str, str], config: EpisodicConfig) -> list[str]:
+    fused = hybrid_ranking("why does the reconnect loop never stop?",
+                           keyword=[("k1", 3.0), ("k2", 2.0)],
+                           vector=[("v", 0.9), ("k1", 0.8)], days={}, text=texts.__getitem__,
+                           rank=lambda q: [], config=config, limit=3,
+                           alone=lambda key: stands_alone(texts[key]))
+    return [key for key, _ in fused]
+
+
+def test_the_vector_rank_of_a_long_message_weighs_as_much_as_its_keyword_rank() -> None:
+    cfg = EpisodicConfig(recall_second_round_weight=0.0)
+    assert cfg.recall_alone_vector_weight == 1.0 and cfg.recall_vector_weight == 0.5
+    off = EpisodicConfig(recall_second_round_weight=0.0, recall_alone_vector_weight=None)
+    long = {"k1": "reconnect loop", "k2": "the loop", "v": PASTE}
+    # the long message the vector side ranks first beats the keyword side's runner-up ...
+    assert _ranking(long, cfg) == ["k1", "v", "k2"]
+    assert _ranking(long, off) == ["k1", "k2", "v"]  # ... which it did not before
+    # short messages (every LoCoMo turn) fuse exactly as before
+    short = long | {"v": "the socket server"}
+    assert _ranking(short, cfg) == _ranking(short, off) == ["k1", "k2", "v"]
+
+
+def test_recall_weighs_the_stored_long_message_as_standing_alone(
+        store: BaseStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langmem_edge.memory.episodic import tier as tier_module
+
+    seen: dict[str, bool] = {}
+
+    def spy(query: str, **kwargs: Any) -> list[tuple[str, float]]:
+        seen.update({key: kwargs["alone"](key) for key, _ in kwargs["vector"]})
+        return hybrid_ranking(query, **kwargs)
+
+    monkeypatch.setattr(tier_module, "hybrid_ranking", spy)
+    tier = EpisodicTier(store, ROOT)
+    stored = tier.add_messages([{"role": "user", "content": "the reconnect loop again"},
+                                {"role": "user", "content": PASTE}], "s1")
+    found = tier.recall_conversation("why does the reconnect loop never stop?", scope="all")
+    assert {m.content for m in found} == {PASTE, "the reconnect loop again"}
+    assert seen == {stored[0].id: False, stored[1].id: True}
+
+
+def test_a_long_message_is_no_seed_of_the_second_round() -> None:
+    asked: list[str] = []
+
+    def rank(query: str) -> list[tuple[str, float]]:
+        asked.append(query)
+        return []
+
+    texts = {"k1": PASTE, "k2": "the loop", "v": "the socket server"}
+    hybrid_ranking("why does the loop never stop?", keyword=[("k1", 3.0), ("k2", 2.0)],
+                   vector=[("v", 0.9)], days={}, text=texts.__getitem__, rank=rank,
+                   config=EpisodicConfig(), limit=3,
+                   alone=lambda key: stands_alone(texts[key]))
+    assert asked == ["why does the loop never stop? the loop"]  # k1's paste left out
