@@ -24,6 +24,7 @@ database allows.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -103,6 +104,8 @@ def main() -> None:
     parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                         help="where the stores' folders go (default: tmpfs)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", help="also write the figures to this file (for "
+                        "benchmarks/memory_scale_ab.py)")
     args = parser.parse_args()
     counts = [int(x) for x in args.profiles.split(",")]
     _count_chroma_calls()
@@ -127,16 +130,23 @@ def main() -> None:
                         samples.setdefault((n, op), []).append(
                             run_op(memory, n, op, rng, serial))
         rows = []
+        figures = []
         for op in ("recall", "remember", "ingest"):
             base = statistics.median(t for t, _ in samples[(counts[0], op)])
             for n in counts:
-                times = [t for t, _ in samples[(n, op)]]
+                times = sorted(t for t, _ in samples[(n, op)])
                 calls = [c for _, c in samples[(n, op)]]
                 med = statistics.median(times)
-                rows.append([op, n, f"{med * 1000:.1f}", f"{med / base:.2f}x",
-                             f"{statistics.mean(calls):.1f}"])
-        print(table(["operation", "profiles", "p50 ms", "vs smallest", "Chroma calls / op"],
-                    rows))
+                p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+                rows.append([op, n, f"{med * 1000:.1f}", f"{p95 * 1000:.1f}",
+                             f"{med / base:.2f}x", f"{statistics.mean(calls):.1f}"])
+                figures.append({"op": op, "profiles": n, "p50_ms": med * 1000,
+                                "p95_ms": p95 * 1000, "calls": statistics.mean(calls)})
+        print(table(["operation", "profiles", "p50 ms", "p95 ms", "vs smallest",
+                     "Chroma calls / op"], rows))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"figures": figures, "load": [load_before, os.getloadavg()[0]]}, f)
         print(f"\n{args.memories} memories a profile, {args.ops} ops of each kind x "
               f"{args.rounds} rounds, interleaved; load average {load_before:.2f} before, "
               f"{os.getloadavg()[0]:.2f} after")

@@ -157,17 +157,6 @@ def test_star_profile_is_listed_counted_and_isolated(memory: AgentMemory) -> Non
     assert star.get(ra.id) is None and a.get(rs.id) is None
 
 
-def test_a_star_profile_never_prunes_another_profiles_change_log(memory: AgentMemory,
-                                                                 store: BaseStore) -> None:
-    old = ("langmem_edge", "profiles", "a", "changes", "w1")  # an entry of 1970: prunable
-    store.put(old, "entry", {"profile": "a", "writer": "w1", "seq": 1, "ids": [], "at": 60.0},
-              index=False)
-    memory.profile("*").remember("The first write of a profile prunes its change log")
-    assert store.get(old, "entry") is not None
-    memory.profile("a").remember("Its own writer prunes it")
-    assert store.get(old, "entry") is None
-
-
 def test_a_star_namespace_does_not_reach_other_apps(store: BaseStore) -> None:
     app = AgentMemory(store, namespace=("app",))
     app.profile("p").remember("App data about kites")

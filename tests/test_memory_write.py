@@ -329,18 +329,24 @@ async def test_async_twins(memory: AgentMemory) -> None:
 def _delete_after_read(monkeypatch: pytest.MonkeyPatch, store: BaseStore, target: str,
                        delete: Any) -> list[bool]:
     """Patch ``store``'s class so that right after the first batch that reads ``target``
-    (a ``GetOp`` of its id), ``delete()`` runs: another process deleting the memory between
-    this process's read and its write. Returns ``[fired]``."""
-    from langgraph.store.base import GetOp
+    (a ``GetOp`` of its id, or a search of the memories that returns it), ``delete()`` runs:
+    another process deleting the memory between this process's read and its write. Returns
+    ``[fired]``."""
+    from langgraph.store.base import GetOp, SearchOp
 
     original = type(store).batch
     fired = [False]
 
+    def reads(op: Any, result: Any) -> bool:
+        if isinstance(op, GetOp):
+            return op.key == target and op.namespace[-1] == "memories"
+        return (isinstance(op, SearchOp) and op.namespace_prefix[-1:] == ("memories",)
+                and any(it.key == target for it in result))
+
     def batch(self: Any, ops: Any) -> Any:
         ops = list(ops)
         out = original(self, ops)
-        if not fired[0] and any(isinstance(op, GetOp) and op.key == target
-                                and op.namespace[-1] == "memories" for op in ops):
+        if not fired[0] and any(reads(op, r) for op, r in zip(ops, out, strict=True)):
             fired[0] = True
             delete()
         return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
@@ -41,20 +41,19 @@ from langmem_edge.memory.core.labels import (
     plan_delete_prefix,
     under,
 )
-from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.layout import GENERATION_KEY, ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.stores import ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
 from langmem_edge.memory.index.access import AccessWriter
-from langmem_edge.memory.index.changes import GENERATION_KEY, plan_commit, plan_sync
-from langmem_edge.memory.index.log import ChangeLog, KeptByProcess, WriterPools
+from langmem_edge.memory.index.log import KeptByProcess
 from langmem_edge.memory.index.profile_index import ProfileIndex
+from langmem_edge.memory.index.store_io import plan_write_records
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
 from langmem_edge.memory.reflection import ReflectionResult, plan_reflect
-from langmem_edge.memory.semantic.access import plan_write_access
-from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.write import plan_flush_access
 
 __all__ = ["AgentMemory"]
@@ -118,12 +117,9 @@ class AgentMemory:
         # see ProfileContext.rewrite_index: every BaseStore we know keeps an item's vectors
         # on put(index=False), so updates that do not change the text need no re-indexing.
         self.rewrite_index: Any = False
-        self._indexes: OrderedDict[str, ProfileIndex] = OrderedDict()
-        self.writer_pools = WriterPools()
-        """This memory's writers of its profiles' record logs (kept across index reloads)."""
         self.access_writers: KeptByProcess[AccessWriter] = KeptByProcess(AccessWriter)
         """This memory's writers of its profiles' access counts and their bumps not written
-        yet (kept across index reloads), by ``(profile name,)``."""
+        yet, by ``(profile name,)`` (the least recently used dropped past a bound)."""
         self._lock = threading.Lock()
         self.documents = DocumentWorker()
         """Processes documents added without ``wait`` (``docs/documents.md``)."""
@@ -133,24 +129,11 @@ class AgentMemory:
 
     # -- profiles ----------------------------------------------------------------------------
 
-    def _index(self, name: str) -> ProfileIndex:
-        with self._lock:
-            index = self._indexes.get(name)
-            if index is None:
-                layout = ProfileLayout(self.namespace, name)
-                index = ProfileIndex(layout, self.config.index, self.config.recall,
-                                     self.writer_pools.pool(ChangeLog.of_records(layout)),
-                                     self.access_writers.get((name,)))
-                self._indexes[name] = index
-            self._indexes.move_to_end(name)
-            while len(self._indexes) > self.config.index.cached_profiles:
-                self._indexes.popitem(last=False)
-            return index
-
     def _context(self, name: str) -> ProfileContext:
         name = check_profile_name(name, self.config.limits.max_profile_chars)
-        index = self._index(name)
-        return ProfileContext(store=self.store, layout=index.layout, index=index,
+        layout = ProfileLayout(self.namespace, name)
+        index = ProfileIndex(layout, self.config.recall, self.access_writers.get((name,)))
+        return ProfileContext(store=self.store, layout=layout, index=index,
                               config=self.config, model=self.model, cipher=self.cipher,
                               embeddings=self.embeddings, has_vectors=self.has_vectors,
                               rewrite_index=self.rewrite_index, nearest=self.nearest)
@@ -185,11 +168,9 @@ class AgentMemory:
         page = self.config.index.page_size
         deleted = 0
         # by exact prefix, never a match condition (a name may be "*"). The generation
-        # (meta) goes first: a write of the protocol that finds its generation gone once its
-        # records are put removes them itself, and one that finds it there put them before
-        # this, so the deletion below removes them (index/changes.py, plan_commit). Readers
-        # see the generation change and reload. It goes by key before the rest of meta (the
-        # markers), which a paged deletion may reach in any order.
+        # (meta) goes first: the episodic tier's message index sees it change and reloads
+        # (episodic/recall_index.py). It goes by key before the rest of meta (the markers),
+        # which a paged deletion may reach in any order.
         (generation,) = yield batch(self.store, [GetOp(layout.meta, GENERATION_KEY)])
         if generation is not None:
             yield batch(self.store, [PutOp(layout.meta, GENERATION_KEY, None)])
@@ -198,8 +179,6 @@ class AgentMemory:
         for part in layout.parts_before_meta():
             deleted += yield from plan_delete_prefix(self.store, part, page=page)
         deleted += yield from plan_delete_prefix(self.store, layout.root, page=page)
-        with self._lock:
-            self._indexes.pop(name, None)
         self.access_writers.drop((name,))  # its counts were deleted with it
         return deleted
 
@@ -221,8 +200,7 @@ class AgentMemory:
         done = 0
         max_attempts = self.config.limits.reembed_max_attempts
         for name in names:
-            ctx = self._context(name)
-            yield from plan_sync(self.store, ctx.index)
+            ctx = yield from plan_read(self._context(name), counts=False)
             pending = [mid for mid, v in ctx.index.values.items()
                        if v.get("embedding_status") == "pending"]
             if limit is not None:
@@ -235,20 +213,24 @@ class AgentMemory:
                       for it in got if it is not None and it.value.get("profile") == name
                       and it.value.get("embedding_status") == "pending"]
             try:
-                yield from plan_commit(self.store, ctx.index, [(v, ["text"]) for v in values])
+                yield from plan_write_records(self.store, ctx.index,
+                                              rewrites=[(v, ["text"]) for v in values],
+                                              reindex=True)
                 done += len(values)
                 continue
             except Exception:
                 pass
             for v in values:  # isolate the failures
                 try:
-                    yield from plan_commit(self.store, ctx.index, [(v, ["text"])])
+                    yield from plan_write_records(self.store, ctx.index,
+                                                  rewrites=[(v, ["text"])], reindex=True)
                     done += 1
                 except Exception:
                     attempts = int(v.get("embedding_attempts") or 0) + 1
                     status = "failed" if attempts >= max_attempts else "pending"
                     failed = {**v, "embedding_status": status, "embedding_attempts": attempts}
-                    yield from plan_commit(self.store, ctx.index, [(failed, False)])
+                    yield from plan_write_records(self.store, ctx.index,
+                                                  rewrites=[(failed, False)])
         return done
 
     def reembed(self, *, profile: str | None = None, limit: int | None = None) -> int:
@@ -300,15 +282,11 @@ class AgentMemory:
         return stats
 
     def _flush_plan(self) -> Plan[int]:
-        with self._lock:
-            names = list(self._indexes)
         done = 0
-        for name in names:
-            done += yield from plan_flush_access(self._context(name))
-        for (name,), counter in self.access_writers.items():  # indexes no longer cached
-            if name not in names and counter.pending_count():
-                done += yield from plan_write_access(
-                    self.store, ProfileLayout(self.namespace, name), counter)
+        for (name,), counter in self.access_writers.items():
+            if counter.pending_count():
+                ctx = yield from plan_read(self._context(name), counts=False)
+                done += yield from plan_flush_access(ctx)
         return done
 
     def flush(self) -> int:

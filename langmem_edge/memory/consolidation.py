@@ -60,10 +60,10 @@ from pydantic import BaseModel, Field
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.models import structured_runnable
 from langmem_edge.memory.core.plans import Plan, batch, invoke
-from langmem_edge.memory.index.changes import plan_commit, plan_sync
+from langmem_edge.memory.index.store_io import plan_write_records
 from langmem_edge.memory.records import utcnow
 from langmem_edge.memory.reflective.tier import ReflectiveScope, plan_acquire, plan_release
-from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.write import WriteSpec, plan_flush_access, plan_write
 
 __all__ = [
@@ -209,7 +209,8 @@ def _plan_decay(ctx: ProfileContext, now: datetime) -> Plan[list[Decay]]:
         puts.append((value, ctx.index_arg(value)))
         changes.append(Decay(memory_id=item.key, before=before, after=after))
     if puts:
-        yield from plan_commit(ctx.store, ctx.index, puts)
+        gone = yield from plan_write_records(ctx.store, ctx.index, rewrites=puts)
+        changes = [c for c in changes if c.memory_id not in gone]
     return changes
 
 
@@ -325,7 +326,7 @@ def _plan_settle(ctx: ProfileContext, merges: list[Merge]) -> Plan[list[str]]:
     smallest id stays and the others are superseded by it (the same rule in every pass)."""
     if not merges:
         return []
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = yield from plan_read(ctx, counts=False)
     values = ctx.index.values
     losers: dict[str, str] = {}
     for m in merges:
@@ -346,8 +347,9 @@ def _plan_settle(ctx: ProfileContext, merges: list[Merge]) -> Plan[list[str]]:
                  "superseded_at": stamp, "updated_at": stamp}
         puts.append((value, ctx.index_arg(value)))
     if puts:
-        yield from plan_commit(ctx.store, ctx.index, puts)
-    return [v["id"] for v, _ in puts]
+        gone = yield from plan_write_records(ctx.store, ctx.index, rewrites=puts)
+        return [v["id"] for v, _ in puts if v["id"] not in gone]
+    return []
 
 
 def plan_consolidate(ctx: ProfileContext, model: BaseChatModel | None, *,
@@ -364,8 +366,8 @@ def plan_consolidate(ctx: ProfileContext, model: BaseChatModel | None, *,
         report.busy = True
         return report
     try:
+        ctx = yield from plan_read(ctx)
         yield from plan_flush_access(ctx)  # this process's accesses count before decay
-        yield from plan_sync(ctx.store, ctx.index)
         report.decayed = yield from _plan_decay(ctx, now)
         report.clustering = ctx.has_vectors
         if ctx.has_vectors:

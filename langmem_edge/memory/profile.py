@@ -23,16 +23,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.store.base import SearchOp
 
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.contacts import ContactMethods
-from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
+from langmem_edge.memory.core.plans import Call, Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker, ProfileDocuments
 from langmem_edge.memory.documents.api import DocumentMethods
 from langmem_edge.memory.episodic.methods import EpisodicMethods
-from langmem_edge.memory.index.changes import plan_sync
+from langmem_edge.memory.index.store_io import LOAD_LIMIT
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
     IngestResult,
@@ -44,7 +45,7 @@ from langmem_edge.memory.records import (
 from langmem_edge.memory.reflection import ReflectionResult, plan_forget_session, plan_reflect
 from langmem_edge.memory.reflective.api import ProfileReflective
 from langmem_edge.memory.semantic.bulk import BulkItem, plan_remember_many
-from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.recall import RecallRequest, plan_lookup, plan_recall
 from langmem_edge.memory.semantic.write import (
     MAX_NAME_CHARS,
@@ -423,6 +424,7 @@ class Profile(EpisodicMethods, DocumentMethods, ContactMethods):
             from langmem_edge.memory.episodic.tier import orphaned_messages
 
             tier = self._episodic()
+            ctx = yield from plan_read(ctx, counts=False)
             still = [v.get("source_message_ids") or () for v in ctx.index.values.values()]
             for sid, ids in cited.items():
                 orphans = orphaned_messages(ids, still)
@@ -473,9 +475,8 @@ class Profile(EpisodicMethods, DocumentMethods, ContactMethods):
                               "extract": extract})
         memories = outcome.memories
         if outcome.resumed:  # some may have been written before the failure
-            yield from plan_sync(self._ctx.store, self._ctx.index)
-            have = {(v.get("session_id"), v.get("text"))
-                    for v in self._ctx.index.values.values()}
+            ctx = yield from plan_read(self._ctx, counts=False)
+            have = {(v.get("session_id"), v.get("text")) for v in ctx.index.values.values()}
             memories = [m for m in memories if (m.session_id, m.text) not in have]
         written = yield from self._write_extracted(memories, contact, writer)
         if outcome.extracted_to is not None:
@@ -549,9 +550,10 @@ class Profile(EpisodicMethods, DocumentMethods, ContactMethods):
     def _delete_session_plan(self, session_id: str) -> Plan[SessionDeletion]:
         tier = self._episodic()
         messages = yield Call(tier.delete_session, tier.adelete_session, (session_id,))
-        yield from plan_sync(self._ctx.store, self._ctx.index)
-        ids = [mid for mid, v in self._ctx.index.values.items()
-               if v.get("session_id") == session_id]
+        (found,) = yield batch(self._ctx.store, [SearchOp(
+            self._ctx.layout.memories, filter={"session_id": session_id}, limit=LOAD_LIMIT)])
+        ids = [it.key for it in found if it.value.get("profile") == self.name
+               and it.value.get("session_id") == session_id]
         memories = yield from self._delete_plan(ids, cascade=False)
         yield Call(self.working.delete_thread, self.working.adelete_thread, (session_id,))
         yield from plan_forget_session(self._ctx, session_id)

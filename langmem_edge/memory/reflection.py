@@ -57,7 +57,6 @@ from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.models import structured_runnable
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
 from langmem_edge.memory.episodic.tier import EpisodicTier, StoredMessage
-from langmem_edge.memory.index.changes import plan_sync
 from langmem_edge.memory.records import MemoryRecord, utcnow
 from langmem_edge.memory.reflective.records import (
     Goal,
@@ -77,7 +76,7 @@ from langmem_edge.memory.reflective.tier import (
     plan_update_goal,
     window_reflection_id,
 )
-from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.write import WriteSpec, plan_delete, plan_write
 
 __all__ = [
@@ -235,7 +234,7 @@ def _plan_messages(tier: EpisodicTier, since: datetime | None, until: datetime, 
 def _plan_activity(ctx: ProfileContext, tier: EpisodicTier, scope: ReflectiveScope,
                    since: datetime | None, until: datetime) -> Plan[_Activity]:
     cfg = ctx.config.reflection
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = yield from plan_read(ctx)
     events: list[dict[str, Any]] = []
     failures: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for mid in ctx.index.sorted_ids():
@@ -323,6 +322,7 @@ def _plan_draft(ctx: ProfileContext, model: BaseChatModel | None, activity: _Act
 def _plan_learnings(ctx: ProfileContext, draft: ReflectionDraft, sessions: dict[str, list[str]],
                     activity: _Activity, rid: str
                     ) -> Plan[tuple[list[MemoryRecord], list[LearningRef]]]:
+    ctx = yield from plan_read(ctx, counts=False)
     cfg = ctx.config.reflection
     written: list[MemoryRecord] = []
     refs: list[LearningRef] = []
@@ -422,7 +422,7 @@ def plan_forget_session(ctx: ProfileContext, session_id: str) -> Plan[int]:
     scope = ReflectiveScope(store=ctx.store, layout=ctx.layout, config=ctx.config.reflection,
                             clock=lambda: utcnow().timestamp())
     gone = yield from plan_delete_session(scope, session_id)
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = yield from plan_read(ctx)
     learnt = [mid for mid, v in ctx.index.values.items() if v.get("source") == "reflection"
               and session_id in ((v.get("metadata") or {}).get("sessions") or ())]
     deleted = (yield from plan_delete(ctx, learnt)) if learnt else []

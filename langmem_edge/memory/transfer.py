@@ -70,9 +70,8 @@ from langmem_edge.memory.documents import Document
 from langmem_edge.memory.documents.plans import DocumentScope, plan_restore
 from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
 from langmem_edge.memory.episodic.writes import plan_put_absent
-from langmem_edge.memory.index.changes import plan_commit, plan_sync
-from langmem_edge.memory.index.log import ChangeLog
 from langmem_edge.memory.index.profile_index import ProfileIndex
+from langmem_edge.memory.index.store_io import plan_write_records
 from langmem_edge.memory.records import MemoryRecord, SessionInfo, utcnow
 from langmem_edge.memory.reflective.records import Goal, Reflection
 
@@ -478,7 +477,7 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
     total, done = len(parsed.lines), 0
     for name, lines in by_profile.items():
         layout = ProfileLayout(memory.namespace, name)
-        index: ProfileIndex | None = None
+        index = ProfileIndex(layout, memory.config.recall)
         for type_name, kind in RECORD_TYPES.items():
             todo = [ln for ln in lines if ln.type is kind]
             for lo in range(0, len(todo), IMPORT_BATCH):
@@ -495,14 +494,9 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
                     fresh = [it is None for it in got]
                 new = [(ln, spot) for ln, spot, f in zip(chunk, spots, fresh, strict=True) if f]
                 existing[type_name] += len(chunk) - len(new)
-                if new and kind.name == "memory":
-                    if index is None:
-                        index = ProfileIndex(layout, memory.config.index, memory.config.recall,
-                                             memory.writer_pools.pool(
-                                                 ChangeLog.of_records(layout)))
-                        yield from plan_sync(store, index)
+                if new and kind.name == "memory":  # absent a moment ago: new records
                     puts = [(ln.value, _memory_index(memory, ln.value)) for ln, _ in new]
-                    yield from plan_commit(store, index, puts)
+                    yield from plan_write_records(store, index, new=puts)
                 elif new and kind.name == "document":  # its text is in: cut and embed it
                     scope = DocumentScope(store=store, layout=layout,
                                           has_vectors=memory.has_vectors,

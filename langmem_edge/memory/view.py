@@ -17,7 +17,6 @@ from typing import Any
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.plans import Plan, run_async, run_sync
 from langmem_edge.memory.core.validate import to_utc
-from langmem_edge.memory.index.changes import plan_sync
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
     MemoryPage,
@@ -25,7 +24,7 @@ from langmem_edge.memory.records import (
     RecallResult,
     utcnow,
 )
-from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.recall import RecallRequest, plan_recall
 from langmem_edge.memory.semantic.write import plan_list, valid_at
 
@@ -40,7 +39,7 @@ def plan_summary(ctx: ProfileContext) -> Plan[str]:
     """Markdown of the profile's active, unexpired memories: agent-wide ones first, then one
     section per contact; within each, a section per kind (:data:`KIND_TITLES`), newest first,
     at most ``limits.summary_max_per_kind`` each."""
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = yield from plan_read(ctx)
     now = utcnow().timestamp()
     groups: dict[str | None, dict[str, list[dict[str, Any]]]] = defaultdict(
         lambda: defaultdict(list))

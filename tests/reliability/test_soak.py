@@ -3,14 +3,14 @@ per-process cache within its documented bound.
 
 The caches and their bounds: the store's id map (``store.names.ItemNames``,
 ``DEFAULT_CAPACITY`` ids; the test lowers it to :data:`SOAK_ID_CAPACITY` so the bound is
-reached), the profile indexes (``AgentMemory``, ``MemoryConfig.index.cached_profiles``,
-``CACHED_PROFILES`` = 16; the test writes to :data:`PROFILES` profiles) and the embedding
-cache (``CachedEmbeddings``, ``DEFAULT_CACHE_SIZE`` vectors; :data:`SOAK_EMBED_CACHE` here)
+reached), the embedding cache (``CachedEmbeddings``, ``DEFAULT_CACHE_SIZE`` vectors;
+:data:`SOAK_EMBED_CACHE` here)
 and the store keyword index's prefix masks (``retrieval.bm25.MAX_PREFIX_MASKS``;
 :data:`SOAK_PREFIX_MASKS` here: hybrid searches go to one of ``("soak",)``'s ~100 children)
-and the change logs' writer pools (``memory.index.log.WRITER_POOLS`` per registry: the
-memory's for its record logs, the store's for message logs) and the memory's access-count
-writers (``AgentMemory.access_writers``, the same bound).
+and the episodic change log's writer pools (``memory.index.log.WRITER_POOLS`` per store)
+and the memory's access-count writers (``AgentMemory.access_writers``, the same bound; the
+test writes to :data:`PROFILES` profiles). The semantic tier keeps no profile between
+operations.
 Memory is measured with ``tracemalloc`` (Python allocations) and the RSS after a warm-up of
 :data:`WARMUP_FRACTION` of the run, at the half and at the end: growth over the second half
 above :data:`MAX_SECOND_HALF_GROWTH_MB` is a leak. The RSS is also sampled every
@@ -47,7 +47,6 @@ from typing import Any
 from langgraph.store.base import PutOp
 
 from langmem_edge.embeddings import CachedEmbeddings
-from langmem_edge.memory.config.sections import CACHED_PROFILES
 from langmem_edge.memory.index.log import WRITER_POOLS, writer_pools_kept
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.testing import FakeEmbeddings
@@ -164,7 +163,7 @@ class _Soak:
         self.memory = open_memory(self.store,
                                   config={"index": CONSTANT_INDEX} if constant else None)
         self.ops: Counter[str] = Counter()
-        self.peak = {"ids": 0, "indexes": 0, "embeddings": 0, "prefix_masks": 0,
+        self.peak = {"ids": 0, "embeddings": 0, "prefix_masks": 0,
                      "writer_pools": 0, "access_writers": 0}
 
     def word(self) -> str:
@@ -223,11 +222,9 @@ class _Soak:
         self.ops[op] += 1
         peak = self.peak
         peak["ids"] = max(peak["ids"], len(store._names))
-        peak["indexes"] = max(peak["indexes"], len(self.memory._indexes))
         peak["embeddings"] = max(peak["embeddings"], len(self.cache._cache))
         peak["prefix_masks"] = max(peak["prefix_masks"], len(self.masks._mask_cache))
-        peak["writer_pools"] = max(peak["writer_pools"], len(self.memory.writer_pools),
-                                   writer_pools_kept(store))
+        peak["writer_pools"] = max(peak["writer_pools"], writer_pools_kept(store))
         peak["access_writers"] = max(peak["access_writers"], len(self.memory.access_writers))
 
     def run(self, total: int, *, trim: bool) -> dict[str, Any]:
@@ -268,7 +265,7 @@ class _Soak:
                 **({f"rss_mb_trimmed_every_{RSS_SAMPLE_EVERY}": trimmed} if trim else {}),
                 "second_half_growth_mb": round(marks["end"][0] - marks["half"][0], 2),
                 "cache_peaks": self.peak,
-                "cache_bounds": {"ids": SOAK_ID_CAPACITY, "indexes": CACHED_PROFILES,
+                "cache_bounds": {"ids": SOAK_ID_CAPACITY,
                                  "embeddings": SOAK_EMBED_CACHE,
                                  "prefix_masks": SOAK_PREFIX_MASKS,
                                  "writer_pools": WRITER_POOLS,
@@ -279,10 +276,9 @@ def _check_bounds(figures: dict[str, Any]) -> None:
     """Every cache within its bound, the prefix masks used, Python allocations flat."""
     peak = figures["cache_peaks"]
     assert peak["ids"] <= SOAK_ID_CAPACITY
-    assert peak["indexes"] <= CACHED_PROFILES
     assert peak["embeddings"] <= SOAK_EMBED_CACHE
     assert 1 < peak["prefix_masks"] <= SOAK_PREFIX_MASKS  # searched, and bounded
-    assert 0 < peak["writer_pools"] <= min(WRITER_POOLS, PROFILES)  # one per log written
+    assert peak["writer_pools"] <= min(WRITER_POOLS, PROFILES)  # one per message log written
     assert 0 < peak["access_writers"] <= min(WRITER_POOLS, PROFILES)  # one per profile
     assert figures["second_half_growth_mb"] <= MAX_SECOND_HALF_GROWTH_MB
 

@@ -139,7 +139,7 @@ SOURCE_PRIORITY: dict[str, float] = {
 }
 """Composite scorer: priority of each source (raw messages count as ``turn``)."""
 
-# --- per-process profile index --------------------------------------------------------------
+# --- the episodic message index and its log ------------------------------------------------------
 
 CHANGE_RETENTION_SECONDS = 3600.0
 """Change entries and writers' markers older than this (by the pruner's wall clock) are
@@ -156,21 +156,11 @@ settles it (readers have re-read its entries at every sync since)."""
 PRUNE_INTERVAL_SECONDS = 300.0
 """A process prunes a profile's change log at most this often."""
 
-CACHED_PROFILES = 16
-"""Profile indexes kept per ``AgentMemory`` (least recently used are dropped)."""
 
 PAGE_SIZE = 1000
 """Items read per store call when loading a profile or scanning."""
 
-IMAGE_MIN_RECORDS = 2000
-"""A profile of at least this many records gets an image of its index in the store (a few
-large items a new process loads instead of every record; ``index/image.py``)."""
 
-IMAGE_REFRESH_SECONDS = 900.0
-"""An index image older than this is written anew by the next process that prunes the
-profile's change log (pruning follows a write). An image of any age is exact (pruning keeps
-every entry written after it); a fresh one keeps the writes a new process must catch up
-on, and the change log pruning must keep, to about this much time."""
 
 # --- token estimate (episodic tier) --------------------------------------------------------
 
@@ -362,7 +352,9 @@ class CompositeConfig(_Section):
 
 
 class IndexCacheConfig(_Section):
-    """The per-process profile index, kept exact by the change protocol in the store."""
+    """The episodic tier's message index and change log, and the page size of paged reads.
+
+    (``episodic/writes.py``; the semantic tier keeps nothing between operations.)"""
 
     retention_seconds: float = Field(default=CHANGE_RETENTION_SECONDS, gt=0)
     """Change-log retention (1 h)."""
@@ -372,14 +364,8 @@ class IndexCacheConfig(_Section):
     """Settle markers left unsettled this long (10 min)."""
     prune_interval_seconds: float = Field(default=PRUNE_INTERVAL_SECONDS, gt=0)
     """How often a process prunes (5 min)."""
-    cached_profiles: int = Field(default=CACHED_PROFILES, ge=1)
-    """Profile indexes kept (16)."""
     page_size: int = Field(default=PAGE_SIZE, ge=1)
     """Items per store read when loading (1,000)."""
-    image_min_records: int = Field(default=IMAGE_MIN_RECORDS, ge=1)
-    """Records from which a profile gets an index image in the store (2,000)."""
-    image_refresh_seconds: float = Field(default=IMAGE_REFRESH_SECONDS, gt=0)
-    """Index images older than this are rewritten by the next pruning process (15 min)."""
 
     @model_validator(mode="after")
     def _check(self) -> IndexCacheConfig:

@@ -3,12 +3,15 @@
 Under the profile root ``R = (*namespace, "profiles", profile)``::
 
     (*R, "memories")              the semantic tier's records, key = memory id
-    (*R, "meta")                  the profile's generation
-    (*R, "writers")               the change protocol's markers, key = writer id
-    (*R, "changes", writer)       the change protocol's entries, key = sequence number
+    (*R, "meta")                  the profile's generation (written by earlier releases)
+    (*R, "writers"), (*R, "changes", writer)
+                                  the record log of earlier releases: no longer written or
+                                  read, removed with the profile
     (*R, "meta", "message-writers")  the episodic tier's markers (message writes), key = writer
     (*R, "message-changes", w)    the episodic tier's entries, key = sequence number
     (*R, "access", memory id)     access counts of one memory, key = writer id
+    (*R, "deleted")               tombstones of deleted memories (stores without
+                                  ``put_existing``: ``index/store_io.py``)
     (*R, "messages", session)     the episodic tier's raw messages, key = message id
     (*R, "overlays", session)     the episodic tier's compaction overlays
     (*R, "sessions")              the episodic tier's session records, key = session id
@@ -22,7 +25,12 @@ Tiers and the index take their namespaces from a :class:`ProfileLayout`, never s
 
 from __future__ import annotations
 
-__all__ = ["ProfileLayout"]
+__all__ = ["GENERATION_KEY", "ProfileLayout"]
+
+GENERATION_KEY = "generation"
+"""Key of the profile's generation item in ``(*R, "meta")``: a random id the semantic tier's
+first write made in earlier releases; ``delete_profile`` still removes it first, and the
+episodic message index reloads when it changes."""
 
 
 class ProfileLayout:

@@ -66,13 +66,12 @@ from typing import Any
 from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
 
 from langmem_edge.memory.config import EpisodicConfig
-from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.layout import GENERATION_KEY, ProfileLayout
 from langmem_edge.memory.core.plans import Call, Plan, StoreStep
 from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
 from langmem_edge.memory.episodic.recall import message_day
 from langmem_edge.memory.episodic.writes import LOG_CONFIG
-from langmem_edge.memory.index.changes import GENERATION_KEY
 from langmem_edge.memory.index.log import MAX_WRITERS, ChangeLog, pending
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import Analyzer

@@ -1,35 +1,33 @@
-"""This process's writer of one profile's access counts, kept across index reloads.
+"""This process's writer of one profile's access counts: its id, its counts, its bumps.
 
 A recall bumps the access count of the memories it returns; the bumps are written behind
 (``semantic/access.py``) as this process's *cumulative* count of each memory, to its own
 count item ``(*R, "access", memory id) / writer``: never the record, and never another
-process's item, so no two processes write the same item. The writer id, the cumulative
-counts and the bumps not written yet belong to the process, not to one
-:class:`~.profile_index.ProfileIndex`:
-``AgentMemory`` keeps an :class:`AccessWriter` per profile (``access_writers``, bounded like
-the writer pools), so an index dropped from the cache and loaded again writes under the same
-id, goes on from the same counts and writes the bumps the dropped index had not. (With an
-id per index, every load added one more item per memory it counted, every load read them
-all, and the bumps of a dropped index were lost.)
+process's item, so no two processes write the same item and no count can bring a deleted
+record back. ``AgentMemory`` keeps an :class:`AccessWriter` per profile (``access_writers``,
+bounded), so every operation on the profile writes under the same id and goes on from the
+same counts (with an id per operation, every recall would add one more item per memory).
+This is the writer's own counter, not a copy of the store's data: every read still takes
+the counts from the store.
 
 :meth:`AccessWriter.reserve` moves the counts forward for one flush under a lock, so two
-flushes at once (two threads, or an evicted index still recalling beside its reload) never
-write the same total for different bumps (:meth:`AccessWriter.start_flush` takes the bumps
-and reserves their counts in one step); a flush that failed gives its bumps back with
-:meth:`AccessWriter.release`. Writes of one item may land out of order; the next flush of
-that memory writes the whole count again. A profile deleted and written again has a new
-generation: the writer then starts over under a new id (:meth:`AccessWriter.bind`).
+flushes at once (two threads) never write the same total for different bumps
+(:meth:`AccessWriter.start_flush` takes the bumps and reserves their counts in one step); a
+flush that failed gives its bumps back with :meth:`AccessWriter.release`. Writes of one item
+may land out of order; the next flush of that memory writes the whole count again. A flush
+writes only the bumps of memories the operation's read found (``semantic/access.py``): the
+bumps of a memory deleted meanwhile are dropped, not written under a deleted profile.
 
-An index reads this process's count of a memory from the writer, not only from the store
-(:meth:`AccessWriter.own`): a flush of a dropped index may land after its reload read the
-count items, and the reload still counts it (its totals are reserved before the write).
+An operation reads this process's count of a memory from the writer as well as from the
+store (:meth:`AccessWriter.own`): a flush still in flight in another thread is counted.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 __all__ = ["AccessWriter"]
 
@@ -44,20 +42,10 @@ class AccessWriter:
         self._lock = threading.Lock()
         self._totals: dict[str, tuple[int, str]] = {}
         self._pending: dict[str, tuple[int, str]] = {}
+        self._bumped_at: dict[str, float] = {}
+        """When each pending memory was last bumped (:func:`time.monotonic`)."""
         self.pending_since: float | None = None
         """When the oldest pending bump was counted (``None``: none pending)."""
-        self._generation: str | None = None
-
-    def bind(self, generation: str | None) -> None:
-        """The profile's generation a full load found: when it is not the one this writer
-        counted under (the profile was deleted, perhaps by another process, and perhaps
-        written again), start over under a new id, so no count of the old profile is
-        carried into the new one."""
-        with self._lock:
-            if self._generation is not None and generation != self._generation:
-                self.writer_id = uuid.uuid4().hex[:16]
-                self._totals, self._pending, self.pending_since = {}, {}, None
-            self._generation = generation
 
     def __repr__(self) -> str:
         return (f"AccessWriter({self.writer_id!r}, {len(self._totals)} memories, "
@@ -68,9 +56,11 @@ class AccessWriter:
     def bump(self, ids: Iterable[str], now: float, stamp: str) -> None:
         """Count ``ids`` as accessed at ``now`` (``stamp``: ISO); written by the next flush."""
         with self._lock:
+            at = time.monotonic()
             for mid in ids:
                 count, _ = self._pending.get(mid, (0, stamp))
                 self._pending[mid] = (count + 1, stamp)
+                self._bumped_at[mid] = at
             if self._pending and self.pending_since is None:
                 self.pending_since = now
 
@@ -89,13 +79,28 @@ class AccessWriter:
         with self._lock:
             return len(self._pending)
 
-    def start_flush(self) -> tuple[str, dict[str, tuple[int, str]], list[tuple[str, int, str]]]:
-        """Take the pending bumps for a flush and :meth:`reserve` their counts in one step
-        (no reader sees a bump in neither place): the writer id to write under, the bumps
-        taken (``{id: (count, last ISO)}``, for :meth:`release` and :meth:`restore_pending`
-        if the write fails) and the items to write, ``(id, cumulative count, last)``."""
+    def start_flush(self, present: Collection[str], read_at: float
+                    ) -> tuple[str, dict[str, tuple[int, str]], list[tuple[str, int, str]]]:
+        """Take the pending bumps of the memories in ``present`` (those a read that began at
+        ``read_at``, on :func:`time.monotonic`, found) for a flush and :meth:`reserve` their
+        counts in one step (no reader sees a bump in neither place): the writer id to write
+        under, the bumps taken (``{id: (count, last ISO)}``, for :meth:`release` and
+        :meth:`restore_pending` if the write fails) and the items to write, ``(id,
+        cumulative count, last)``. A memory that read did not find is dropped if it was
+        bumped before the read began (it existed then, so it was deleted since); one bumped
+        later stays pending (the read may predate it)."""
         with self._lock:
-            taken, self._pending, self.pending_since = self._pending, {}, None
+            taken: dict[str, tuple[int, str]] = {}
+            for mid in list(self._pending):
+                if mid in present:
+                    taken[mid] = self._pending.pop(mid)
+                elif self._bumped_at.get(mid, 0.0) < read_at:
+                    self._pending.pop(mid)
+                else:
+                    continue
+                self._bumped_at.pop(mid, None)
+            if not self._pending:
+                self.pending_since = None
             return self.writer_id, taken, self._reserve(taken)
 
     def restore_pending(self, taken: Mapping[str, tuple[int, str]], now: float) -> None:
@@ -168,3 +173,4 @@ class AccessWriter:
         with self._lock:
             self._totals.pop(mid, None)
             self._pending.pop(mid, None)
+            self._bumped_at.pop(mid, None)

@@ -1,11 +1,14 @@
-"""The per-process profile index: everything recall needs about one profile, in memory.
+"""One profile as recall and the write path need it, built per operation from one read.
 
 Recall needs more than ``store.search(query=...)`` offers on a generic ``BaseStore``: a keyword
 channel (BM25 over the profile's texts), an exact key channel, and the relevance fill (every
-active memory ranked by recency and use). Reading a whole profile on every recall costs
-O(profile) store reads, so each ``AgentMemory`` keeps, per profile it touches, a
-:class:`ProfileIndex`: the records' values, BM25 postings, a key map, and numpy columns for
-admissibility masks and the fill. ``index/changes.py`` keeps it exact across processes.
+active memory ranked by recency and use). Each operation reads the profile's records and
+access-count items in one batch (:func:`~langmem_edge.memory.index.store_io.plan_load`) and
+builds a :class:`ProfileIndex` from them: the records' values, BM25 postings, a key map, and
+numpy columns for admissibility masks and the fill. It is dropped when the operation ends:
+the store is the only copy that lasts, so another process's write is in the next read and
+no process keeps anything exact (``docs/architecture.md``). Its cost grows with the
+profile (measured in ``docs/benchmarks.md``, ``benchmarks/memory_scale.py``).
 
 **Access counts** are not written into records (a read-modify-write of a record to bump a
 counter could bring back a record another process deleted meanwhile). Each writer keeps one
@@ -16,36 +19,31 @@ of its items plus this process's pending bumps.
 
 The keyword channel is the package's one BM25 (:class:`langmem_edge.retrieval.bm25.BM25Index`,
 keyed by memory id); each row records its document's BM25 slot, so an admissibility mask over
-rows becomes a mask over slots with one numpy assignment. Rows are never reused (a deleted
-record leaves a dead row; the index rebuilds its rows when dead ones outnumber live ones).
+rows becomes a mask over slots with one numpy assignment.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from langmem_edge.memory.config import IndexCacheConfig, RecallConfig
+from langmem_edge.memory.config import RecallConfig
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.index.access import AccessWriter
-from langmem_edge.memory.index.columns import Columns, ended_at, own_access
-from langmem_edge.memory.index.log import WriterPool
-from langmem_edge.memory.index.values import RecordValues
+from langmem_edge.memory.index.columns import Columns, ended_at
 from langmem_edge.memory.records import KINDS
-from langmem_edge.retrieval.bm25 import BM25Index, BM25Snapshot
-from langmem_edge.retrieval.chroma_sync import SyncWriter
+from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
     "Admissible",
-    "IndexSnapshot",
     "ProfileIndex",
     "ended_at",
     "key_terms",
@@ -56,9 +54,6 @@ logger = logging.getLogger(__name__)
 
 EXACT_KEY_SCORE = 2.0
 """Raw key-channel score of a key equal to the query (word matches score at most 1)."""
-
-COMPACT_MIN_DEAD = 1024
-"""Deleted rows tolerated before the index considers rebuilding its rows."""
 
 WORD_TERMS_CACHE = 262_144
 """Whitespace-separated words whose analysed terms :func:`text_terms` keeps (per process)."""
@@ -95,88 +90,40 @@ def text_terms(text: str) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
-class IndexSnapshot:
-    """A :class:`ProfileIndex` as arrays (:meth:`ProfileIndex.snapshot`), its values aside.
-
-    ``ids`` are the records in the index's order (row ``i`` of every column is ``ids[i]``);
-    ``columns`` the numeric columns by name (:data:`~.columns.COLUMN_DTYPES`); ``codes`` the
-    scope and writer strings in code order; ``keyed`` ``(row, scope, key)`` of every record
-    with a key; ``bm25`` the keyword postings."""
-
-    ids: list[str]
-    columns: dict[str, np.ndarray]
-    codes: list[str]
-    keyed: list[tuple[int, str, str]]
-    bm25: BM25Snapshot
-
-
 class ProfileIndex:
-    """Everything recall needs about one profile, in memory, kept exact by the change protocol
-    (:mod:`langmem_edge.memory.index.changes`)."""
+    """Everything recall needs about one profile, built for one operation from one read of
+    its records and access counts (:func:`~langmem_edge.memory.index.store_io.plan_load`)
+    and dropped with it: nothing is kept between operations, so nothing needs keeping exact.
+    """
 
-    def __init__(self, layout: ProfileLayout, cache: IndexCacheConfig, recall: RecallConfig,
-                 writers: WriterPool | None = None, access: AccessWriter | None = None
-                 ) -> None:
+    def __init__(self, layout: ProfileLayout, recall: RecallConfig,
+                 access: AccessWriter | None = None) -> None:
         self.layout = layout
         self.profile = layout.profile
-        self.cache = cache
         self.recall_config = recall
         self.lock = threading.RLock()
+        self.loaded = False
+        """Whether :meth:`reset` filled it from the store in this operation."""
+        self.read_at = time.monotonic()
+        """When the read that fills it began, at the latest (made just before the read)."""
         self.counts: dict[str, dict[str, tuple[int, str]]] = {}
         """Access counts read from the store: ``{memory id: {writer: (count, last ISO)}}``."""
         self.access_writer = access if access is not None else AccessWriter()
-        """This process's writer of the profile's access counts (``AgentMemory`` keeps it
-        across reloads: :mod:`.access`)."""
-        self._writers = writers if writers is not None else WriterPool()
-        """The writers of the profile's record log: the process's pool for it
-        (:func:`~langmem_edge.memory.index.log.writer_pool`), so a reload keeps them."""
-        self._clear()
-        self.last_prune = 0.0
-
-    def _clear(self) -> None:
-        self.generation: str | None = None
-        self.synced_at: float | None = None
-        """When this index last synced (this process's monotonic clock)."""
-        self.values = RecordValues()
-        self.tombstones: set[str] = set()
-        self.applied: dict[str, int] = {}
-        """The change protocol's number applied per writer."""
-        self.unsettled: set[str] = set()
-        """Writers whose markers the last sync read unsettled (for the index image)."""
-        self.known_writers: tuple[str, ...] = ()
-        """Writers whose markers a sync reads by key (``index/changes.py``)."""
-        self.roster: str | None = None
-        """The roster stamp read before the last search of the markers (None: search)."""
-        self.image_pages = 0
-        """Pages of the store's index image when this index last read it."""
-        self.bm25 = BM25Index(k1=self.recall_config.bm25_k1, b=self.recall_config.bm25_b)
+        """This process's writer of the profile's access counts (``AgentMemory`` keeps one
+        per profile: :mod:`.access`)."""
+        self.values: dict[str, dict[str, Any]] = {}
+        self.bm25 = BM25Index(k1=recall.bm25_k1, b=recall.bm25_b)
         self.by_key: dict[tuple[str, str], set[str]] = {}
         self._key_terms: dict[str, set[tuple[str, str]]] = {}
         self._key_lower: dict[str, set[tuple[str, str]]] = {}
         self.columns = Columns()
         self._sorted: list[str] | None = None
 
-    # -- the change protocol's writers -------------------------------------------------------
-
-    def take_writer(self) -> SyncWriter:
-        """A writer for one commit: each commit in flight gets its own, so a writer's writes
-        never overlap (its numbers and marker only move forward)."""
-        return self._writers.take()
-
-    def return_writer(self, writer: SyncWriter) -> None:
-        """Give back a writer taken by :meth:`take_writer`."""
-        self._writers.give_back(writer)
-
-    def writer_ids(self) -> set[str]:
-        """Ids of every writer of this index (their markers are never pruned by it)."""
-        return self._writers.ids()
-
     # -- access bumps (written behind) -------------------------------------------------------
 
     def bump(self, ids: Iterable[str], now: float, stamp: str) -> None:
         """Count ``ids`` as accessed now; the store is updated by the next flush (the bumps
-        wait in the process's :attr:`access_writer`, so a reload keeps them)."""
+        wait in the process's :attr:`access_writer`)."""
         ids = list(ids)
         with self.lock:
             c = self.columns
@@ -206,11 +153,6 @@ class ProfileIndex:
         if not found:
             return 0, None
         return sum(c for c, _ in found), max(last for _, last in found)
-
-    @property
-    def count_writer(self) -> str:
-        """This process's writer id for the profile's access-count items."""
-        return self.access_writer.writer_id
 
     def set_counts(self, mid: str, items: Iterable[Any]) -> None:
         """Take in the count items of ``mid`` read from the store (``Item``s of
@@ -249,82 +191,24 @@ class ProfileIndex:
 
     # -- applying ----------------------------------------------------------------------------
 
-    def reset(self, generation: str | None, values: Iterable[dict[str, Any]],
-              counts: Iterable[Any], synced_at: float) -> None:
-        """Replace the whole index (a full load): records, and access-count items."""
+    def reset(self, values: Iterable[dict[str, Any]], counts: Iterable[Any]) -> None:
+        """Fill the index from one read of the profile: records, and access-count items."""
         with self.lock:
-            self._clear()
-            self.generation = generation
-            self.access_writer.bind(generation)
             for value in values:
                 self._set(value)
-            self._take_counts(counts)
-            self.synced_at = synced_at
-
-    def _take_counts(self, counts: Iterable[Any]) -> None:
-        self.counts = {}
-        by_memory: dict[str, list[Any]] = {}
-        for item in counts:
-            by_memory.setdefault(str(item.value.get("id")), []).append(item)
-        rows = self.columns.row_of  # in row order: packed values decode chunk by chunk
-        for mid in sorted(by_memory, key=lambda m: rows.get(m, -1)):
-            self.counts[mid] = {}
-            self.set_counts(mid, by_memory[mid])
-
-    def snapshot(self) -> tuple[IndexSnapshot, list[dict[str, Any]]]:
-        """The index as arrays for an index image, and its values in the same order (every
-        value read, decoding those still packed). The access columns are the records' own
-        (:func:`~.columns.own_access`): a process restoring the image reads the count items
-        again."""
-        with self.lock:
-            values = list(self.values.values())
-            ids = list(self.values)
-            columns = self.columns.snapshot(ids)
-            counted = set(self.counts) | self.access_writer.counted()
-            if counted:
-                for i, (mid, value) in enumerate(zip(ids, values, strict=True)):
-                    if mid in counted:
-                        columns["access"][i], columns["touched"][i] = own_access(value)
-            keyed = [(i, v.get("scope") or "agent", v["key"]) for i, v in enumerate(values)
-                     if v.get("key")]
-            return IndexSnapshot(ids=ids, columns=columns, codes=list(self.columns.codes),
-                                 keyed=keyed, bm25=self.bm25.snapshot()), values
-
-    def restore(self, generation: str | None, snapshot: IndexSnapshot, values: RecordValues,
-                counts: Iterable[Any], synced_at: float) -> None:
-        """Replace the whole index by ``snapshot`` (an index image) with ``values`` (its
-        records, in ``snapshot.ids`` order, packed until read) and the access-count items
-        read now. Raises ``ValueError`` when the parts do not fit together (the index is
-        then empty, as before a first load)."""
-        with self.lock:
-            self._clear()
-            try:
-                if len(values) != len(snapshot.ids) or values.packed != len(values):
-                    raise ValueError("index image values do not fit its records")
-                self.columns.restore(snapshot.ids, snapshot.columns, snapshot.codes)
-                self.bm25.restore(snapshot.bm25)
-                self.values = values
-                by_key = self.by_key
-                for row, scope, key in snapshot.keyed:
-                    sk = (scope, key)
-                    if sk not in by_key:
-                        self._index_key(sk, add=True)
-                        by_key[sk] = set()
-                    by_key[sk].add(snapshot.ids[row])
-            except (ValueError, IndexError, TypeError):
-                self._clear()
-                raise
-            self.generation = generation
-            self.access_writer.bind(generation)
-            self._take_counts(counts)
-            self.synced_at = synced_at
+            by_memory: dict[str, list[Any]] = {}
+            for item in counts:
+                by_memory.setdefault(str(item.value.get("id")), []).append(item)
+            for mid, items in by_memory.items():
+                self.set_counts(mid, items)
+            self.loaded = True
 
     def apply(self, value: dict[str, Any]) -> None:
         """Take in a copy of a record read from the store or just written (the store is the
         source of truth: no clock decides between versions)."""
         with self.lock:
             mid = value.get("id")
-            if not isinstance(mid, str) or mid in self.tombstones:
+            if not isinstance(mid, str):
                 return
             if value.get("profile") != self.profile:
                 logger.warning("ignored record %s of another profile in %r", mid, self.profile)
@@ -337,7 +221,6 @@ class ProfileIndex:
     def remove(self, mid: str) -> None:
         """Forget a deleted record for good (ids are never reused)."""
         with self.lock:
-            self.tombstones.add(mid)
             self.access_writer.forget(mid)
             value = self.values.pop(mid, None)
             if value is None:
@@ -346,7 +229,6 @@ class ProfileIndex:
             self._unkey(value)
             self.columns.drop(mid)
             self.bm25.remove(mid)
-            self._maybe_compact()
 
     def _set(self, value: dict[str, Any], terms: list[str] | None = None) -> None:
         mid = value["id"]
@@ -383,18 +265,6 @@ class ProfileIndex:
         created = iso_to_epoch(value.get("created_at"), 0.0)
         c.touched[row] = max(iso_to_epoch(value.get("last_accessed_at"), created),
                              iso_to_epoch(last, created))
-
-    def _maybe_compact(self) -> None:
-        """Rebuild the rows when dead ones outnumber live ones (deletions leave holes)."""
-        c = self.columns
-        if c.dead > COMPACT_MIN_DEAD and c.dead > len(c.row_of):
-            values, synced, gen = list(self.values.values()), self.synced_at, self.generation
-            applied, tombstones = self.applied, self.tombstones
-            self._clear()
-            for value in values:
-                self._set(value)
-            self.generation, self.synced_at = gen, synced
-            self.applied, self.tombstones = applied, tombstones
 
     def _unkey(self, value: dict[str, Any]) -> None:
         if value.get("key"):

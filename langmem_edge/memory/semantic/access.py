@@ -25,19 +25,23 @@ def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
 
     Each memory's count goes to this process's own count item (``layout.access_of(id)``,
     key = the process's count writer, :mod:`~langmem_edge.memory.index.access`): its
-    cumulative count, written blind. No record is read or written, so a memory deleted
-    meanwhile by another process stays deleted (its count item is an orphan that no read
-    attaches to anything). On failure the bumps stay pending.
+    cumulative count, written blind. No record is read or written. Only the bumps of
+    memories the operation's read found are written (``ctx.index``, read by ``plan_read``);
+    those of a memory deleted since its recall are dropped (:meth:`AccessWriter.start_flush`),
+    so no count item appears under a deleted memory or profile. A context whose index was
+    not read writes nothing. On failure the bumps stay pending.
     """
+    if not ctx.index.loaded:
+        return 0
     return (yield from plan_write_access(ctx.store, ctx.layout, ctx.index.access_writer,
                                          ctx.index))
 
 
 def plan_write_access(store: BaseStore, layout: ProfileLayout, counter: AccessWriter,
-                      index: ProfileIndex | None = None) -> Plan[int]:
-    """:func:`plan_flush_access` for a profile's access writer, with or without its index
-    (a profile whose index left the cache keeps its bumps in its writer)."""
-    writer, taken, written = counter.start_flush()
+                      index: ProfileIndex) -> Plan[int]:
+    """:func:`plan_flush_access` for a profile's access writer and an index read from the
+    store in this operation."""
+    writer, taken, written = counter.start_flush(index.values, index.read_at)
     if not taken:
         return 0
     try:
@@ -49,7 +53,6 @@ def plan_write_access(store: BaseStore, layout: ProfileLayout, counter: AccessWr
         counter.release(taken, time.time())
         logger.warning("writing access counts of %r failed (%s); kept pending", layout.profile, e)
         return 0
-    if index is not None:
-        for mid, total, last in written:
-            index.set_counts(mid, [(writer, total, last)])
+    for mid, total, last in written:
+        index.set_counts(mid, [(writer, total, last)])
     return len(written)

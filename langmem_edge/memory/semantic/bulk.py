@@ -1,22 +1,20 @@
 """Bulk writes of the semantic tier (``Profile.remember_many``): imports and backfills.
 
-``remember`` costs a sync, a verification (when on) and one write of the change protocol
-(three store batches) per memory, so the store's embedder sees one text at a time. A bulk
-write validates every item first (a bad item raises, naming its position, before anything
-is written), then writes the memories in chunks of ``limits.bulk_chunk`` (1,000): each chunk
-is one write of the change protocol (``index/changes.py``), so the store embeds the chunk's
-texts in one batch and the chunk costs a constant number of store batches, whatever its size:
+``remember`` costs a read of the profile, a verification (when on) and a write per memory,
+so the store's embedder sees one text at a time. A bulk write validates every item first (a
+bad item raises, naming its position, before anything is written), then writes the memories
+in chunks of ``limits.bulk_chunk`` (1,000), so the store embeds the chunk's texts in one batch
+and the chunk costs a constant number of store batches, whatever its size:
 
-1. the sync probe (``plan_sync``: another process's writes since the last chunk);
+1. a read of the profile (``context.py`` ``plan_read``: another process's writes since the
+   last chunk);
 2. the stored records the chunk supersedes, read fresh (only when there are any);
-3. the protocol's three batches: unsettled marker; the records and their change entry;
-   settled marker (one batch, all three together, on a store that applies a batch whole:
-   :func:`~langmem_edge.memory.core.stores.atomic_put_limit`);
+3. the write (``index/store_io.py``): the new records in one batch, the superseded ones
+   rewritten where they still exist;
 4. when the chunk holds keyed facts or instructions, settling its keys
-   (``write.py`` ``plan_settle_keys``): one sync probe for the whole chunk, and only when
-   another writer raced on some of its keys (both left theirs active), one fresh read and
-   one protocol write superseding every loser (the greatest id under a key stays active,
-   as for ``remember``).
+   (``write.py`` ``plan_settle_keys``): one read of those keys, and only when another writer
+   raced on some of them (both left theirs active), one write superseding every loser (the
+   greatest id under a key stays active, as for ``remember``).
 
 The write rules are those of ``remember`` (``write.py``): a fact or instruction under a key
 supersedes the active ones of its scope, so of several items with one key and scope the last
@@ -43,9 +41,8 @@ from typing import Any
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.core.plans import Plan
-from langmem_edge.memory.index.changes import plan_image, plan_sync
 from langmem_edge.memory.records import SUPERSEDABLE_KINDS, MemoryRecord, utcnow
-from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.write import (
     WriteSpec,
     key_superseded,
@@ -142,12 +139,10 @@ def plan_remember_many(
     chunk = ctx.config.limits.bulk_chunk
     written: list[MemoryRecord] = []
     for start in range(0, len(records), chunk):
-        yield from plan_sync(ctx.store, ctx.index)
+        ctx = yield from plan_read(ctx, counts=False)
         written += yield from _plan_chunk(ctx, records[start:start + chunk], verify, now)
     if written:
         yield from plan_flush_access(ctx)
-    if len(written) >= ctx.config.index.image_min_records:  # an import: new processes
-        yield from plan_image(ctx.store, ctx.index)  # load its image, not every record
     return written
 
 

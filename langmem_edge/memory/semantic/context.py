@@ -1,14 +1,14 @@
 """What every plan of the semantic tier needs about one profile.
 
 ``ProfileContext`` bundles the store, the profile's layout and index, the config, the decision
-model and the cipher. (The validators it used to hold are :mod:`langmem_edge.memory.core.validate`:
-the tiers share them, while the context is the semantic tier's, since it holds the profile
-index that sits above ``core``.)
+model and the cipher. The index is the operation's own: :func:`plan_read` reads the profile
+into a fresh one and returns a context holding it; the context ``AgentMemory`` hands out holds
+an empty index and the profile's access writer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,12 +20,15 @@ from langmem_edge.errors import DecryptionError, InvalidInputError
 from langmem_edge.memory.config import MemoryConfig
 from langmem_edge.memory.core.crypto import MemoryCipher
 from langmem_edge.memory.core.layout import ProfileLayout
+from langmem_edge.memory.core.plans import Plan
 from langmem_edge.memory.index.profile_index import ProfileIndex
+from langmem_edge.memory.index.store_io import plan_load
 from langmem_edge.memory.records import MemoryRecord
 
 __all__ = [
     "ProfileContext",
     "aad",
+    "plan_read",
 ]
 
 
@@ -50,6 +53,11 @@ class ProfileContext:
     gets ``["text"]``."""
     nearest: bool = False
     """The store is a :class:`NearestKeys`: recall's vector channels ask it for keys only."""
+
+    def fresh(self) -> ProfileContext:
+        """This context with an empty index of its own (for one operation)."""
+        index = ProfileIndex(self.layout, self.config.recall, self.index.access_writer)
+        return replace(self, index=index)
 
     def index_arg(self, value: dict[str, Any]) -> Any:
         """The ``index`` argument for rewriting ``value`` without changing its text."""
@@ -85,6 +93,16 @@ class ProfileContext:
                                     key_id=record.key_id, memory_id=record.id)
             record = record.model_copy(update={"text": text})
         return record
+
+
+def plan_read(ctx: ProfileContext, *, counts: bool = True) -> Plan[ProfileContext]:
+    """``ctx`` with the whole profile read into an index of its own (one batch: records and,
+    with ``counts``, access counts: :func:`~langmem_edge.memory.index.store_io.plan_load`).
+    An operation that needs the profile starts here and uses the context it returns; nothing
+    read outlives it."""
+    fresh = ctx.fresh()
+    yield from plan_load(ctx.store, fresh.index, counts=counts)
+    return fresh
 
 
 def aad(record: MemoryRecord) -> str:

@@ -45,8 +45,9 @@ from langmem_edge.memory.core.dates import DateWindow, find_window, iso_to_epoch
 from langmem_edge.memory.core.models import message_text
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
 from langmem_edge.memory.core.validate import check_optional_name, check_text
-from langmem_edge.memory.index.changes import plan_sync, probe_ops
 from langmem_edge.memory.index.profile_index import Admissible, ProfileIndex, ended_at
+from langmem_edge.memory.index.store_io import fill as fill_index
+from langmem_edge.memory.index.store_io import load_ops, plan_load
 from langmem_edge.memory.records import (
     KINDS,
     Candidate,
@@ -57,7 +58,7 @@ from langmem_edge.memory.records import (
     scope_of,
     utcnow,
 )
-from langmem_edge.memory.semantic.context import ProfileContext
+from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.scoring import composite, recency, tag_overlap
 from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, plan_flush_access
 from langmem_edge.retrieval.fusion import rrf_fuse
@@ -235,8 +236,7 @@ def _vector_hits(ctx: ProfileContext, results: Sequence[Any], scope: _Scope, dep
         for item in items:
             if item.score is None or item.score < floor:
                 continue
-            # the index is exact as of the sync: its copy is the one to judge (a record it
-            # does not hold yet is a write not yet confirmed, seen at a later sync)
+            # the copy read with the search is the one to judge (one batch read both)
             v = ctx.index.values.get(item.key)
             if v is not None and scope.admits(v):
                 best[item.key] = max(best.get(item.key, -1.0), float(item.score))
@@ -302,19 +302,20 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
         ops.append(SearchOp(ctx.layout.messages, filter={"profile": ctx.profile},
                             limit=depth, query=req.query))
         labels.append("messages")
-    # one store round trip on the common path: the index's sync probe and every search
-    probe = probe_ops(ctx.index)
+    # one store round trip on the common path: the profile's read and every search
+    ctx = ctx.fresh()
+    load = load_ops(ctx.index)
     results: list[Any] = []
     try:
-        got = yield batch(ctx.store, [*probe, *ops])
-        probed, results = got[: len(probe)], got[len(probe):]
+        got = yield batch(ctx.store, [*load, *ops])
+        fill_index(ctx.index, *got[: len(load)])
+        results = got[len(load):]
     except Exception as e:
         if not ops:
             raise
         logger.warning("vector search failed (%s); keyword and key channels only", e)
-        probed = None
-    yield from plan_sync(ctx.store, ctx.index, probe=probed)
-    # the index is current now: one admissibility mask serves every local channel
+        yield from plan_load(ctx.store, ctx.index)
+    # one admissibility mask serves every local channel
     accept = ctx.index.admissible(t=t, as_of=as_of is not None, scopes=scopes,
                                   kinds=scope.kinds, writer=req.writer,
                                   min_confidence=cfg.min_confidence)
@@ -529,7 +530,7 @@ def plan_lookup(ctx: ProfileContext, key: str | None, contact: str | None, limit
     """Memories found without ranking (``Profile.lookup``), each counted as an access.
 
     Admits what a recall would (active, unexpired, at or above the confidence floor, in
-    ``contact``'s scope or agent-wide), looked up in the profile index after a sync. With
+    ``contact``'s scope or agent-wide), looked up in the profile as read now. With
     ``key``: the memory under exactly that key, the contact's if there is one, else the
     agent-wide one (at most one: the newest). Without: every admissible memory, the
     contact's first, then agent-wide ones, newest first, at most ``limit`` (default
@@ -541,7 +542,7 @@ def plan_lookup(ctx: ProfileContext, key: str | None, contact: str | None, limit
     check_optional_name(contact, "contact", MAX_NAME_CHARS)
     most = 1 if key is not None else _check_limit(limit, cfg.limits.default_list_page,
                                                   cfg.limits.max_list_page)
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = yield from plan_read(ctx)
     now = utcnow()
     index = ctx.index
     found: list[str] = []
@@ -552,7 +553,7 @@ def plan_lookup(ctx: ProfileContext, key: str | None, contact: str | None, limit
         found += [mid for mid in reversed(ids) if accept(mid)][: most - len(found)]
         if len(found) >= most:
             break
-    values = [index.values.get(mid) for mid in found]  # None: deleted by a sync meanwhile
+    values = [index.values.get(mid) for mid in found]
     records = [ctx.record(v) for v in values if v is not None]
     if records and cfg.recall.bump_access:
         records = yield from plan_count_access(ctx, records, now)

@@ -2,26 +2,26 @@
 
 Writing a memory (``plan_write``):
 
-1. Sync the profile index (``index/profile_index.py``).
+1. Read the profile's records (``semantic/context.py``, ``plan_read``: one search).
 2. Supersession by key: a fact or instruction whose ``key`` is held by active facts or
    instructions of the same scope (contact, or agent-wide) supersedes them. Events and tasks
    accumulate.
 3. Verification (``verification.py``) of facts, events and instructions, unless disabled.
-4. One write of the change protocol (``index/changes.py``): the new record (embedded from
-   ``text`` unless it is a task, encrypted, or the store has no vector index), the
-   superseded records, read fresh (``status="superseded"``, ``superseded_by``,
-   ``superseded_at``; rows kept), and their change entry in one batch. If that batch
-   fails while embedding, it is retried without the embedding: the memory is stored with
-   ``embedding_status="pending"`` (the keyword and key channels still find it) and
-   ``AgentMemory.reembed()`` backfills it.
+4. The write (``index/store_io.py``): the new record (embedded from ``text`` unless it is a
+   task, encrypted, or the store has no vector index) in one batch, and the superseded
+   records, read fresh (``status="superseded"``, ``superseded_by``, ``superseded_at``; rows
+   kept), rewritten only where they still exist. If the batch fails while embedding, it is
+   made again without the embedding: the memory is stored with ``embedding_status="pending"``
+   (the keyword and key channels still find it) and ``AgentMemory.reembed()`` backfills it.
 5. Settling the key (``plan_settle_keys``): writers that raced under one key and scope both
-   left their record active; after its write each syncs again and keeps the greatest id.
+   left their record active; after its write each reads the key again (one filtered search)
+   and keeps the greatest id.
 
 Bulk writes (``Profile.remember_many``) follow the same rules in chunks: ``bulk.py``.
 
-Every rewrite of a stored record (supersession, ``forget``, ``end_session``) goes through
-the protocol's tombstone check (``index/changes.py``), so none brings back a record that
-another process deleted between its read and its write.
+Every rewrite of a stored record (supersession, ``forget``, ``end_session``) is applied only
+where the record still exists, on a store that can (``index/store_io.py``), so none brings
+back a record that another process deleted between its read and its write.
 
 ``update`` writes a new version that supersedes the old one, so edits show in ``history``.
 ``forget`` marks a record forgotten (kept, never recalled); ``delete`` removes it.
@@ -44,7 +44,7 @@ from langmem_edge.errors import (
     NotFoundError,
 )
 from langmem_edge.memory.core.dates import iso_to_epoch
-from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.core.plans import Call, Plan, batch
 from langmem_edge.memory.core.validate import (
     check_metadata,
     check_optional_name,
@@ -52,8 +52,8 @@ from langmem_edge.memory.core.validate import (
     check_text,
     to_utc,
 )
-from langmem_edge.memory.index.changes import plan_commit, plan_sync
 from langmem_edge.memory.index.profile_index import ended_at
+from langmem_edge.memory.index.store_io import LOAD_LIMIT, plan_write_records
 from langmem_edge.memory.records import (
     FACT_TYPES_BY_KIND,
     KIND_OF_FACT_TYPE,
@@ -68,7 +68,7 @@ from langmem_edge.memory.records import (
     utcnow,
 )
 from langmem_edge.memory.semantic.access import plan_flush_access
-from langmem_edge.memory.semantic.context import ProfileContext, aad
+from langmem_edge.memory.semantic.context import ProfileContext, aad, plan_read
 from langmem_edge.memory.semantic.verification import VerifyCandidate, plan_verdicts
 
 __all__ = [
@@ -222,24 +222,39 @@ def key_superseded(ctx: ProfileContext, record: MemoryRecord) -> list[str]:
 
 def _plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable[str]
                      ) -> Plan[list[VerifyCandidate]]:
+    """The stored memories a new one is judged against: active, same scope, not a task or
+    encrypted, cosine >= ``min_cosine``, best first. On a :class:`NearestKeys` store with the
+    profile read (``ctx.index.loaded``), one key-only vector query admitted by the values
+    read; otherwise a filtered ``store.search``."""
     cfg = ctx.config.verification
-    flt = {"profile": ctx.profile, "status": "active", "scope": record.scope}
-    op = SearchOp(ctx.layout.memories, filter=flt, limit=cfg.search_limit, query=record.text)
+    skip = set(exclude)
+
+    def admits(v: dict[str, Any] | None) -> bool:
+        return (v is not None and v.get("profile") == ctx.profile
+                and v.get("status") == "active" and v.get("kind") != "task"
+                and not v.get("encrypted") and v.get("scope") == record.scope)
+
+    found: list[tuple[str, float, dict[str, Any]]] = []
     try:
-        (hits,) = yield batch(ctx.store, [op])
+        if ctx.nearest and ctx.index.loaded:
+            hits = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
+                              (ctx.layout.memories, record.text),
+                              {"limit": cfg.search_limit * 4 + 5})
+            values = ctx.index.values
+            found = [(h.key, float(h.score), values[h.key]) for h in hits
+                     if h.namespace == ctx.layout.memories and admits(values.get(h.key))]
+        else:
+            flt = {"profile": ctx.profile, "status": "active", "scope": record.scope}
+            (items,) = yield batch(ctx.store, [SearchOp(
+                ctx.layout.memories, filter=flt, limit=cfg.search_limit, query=record.text)])
+            found = [(it.key, float(it.score), it.value) for it in items
+                     if it.score is not None and admits(it.value)]
     except Exception as e:
         logger.warning("verification search failed (%s); writing without verification", e)
         return []
-    skip = set(exclude)
-    out = []
-    for hit in hits:
-        v = hit.value
-        if (hit.score is None or hit.score < cfg.min_cosine or hit.key in skip
-                or v.get("profile") != ctx.profile or v.get("status") != "active"
-                or v.get("kind") == "task" or v.get("encrypted") or v.get("scope") != record.scope):
-            continue
-        out.append(VerifyCandidate(hit.key, v.get("text", ""), v.get("kind", "fact"),
-                                   float(hit.score), v.get("key") or None))
+    out = [VerifyCandidate(key, v.get("text", ""), v.get("kind", "fact"), score,
+                           v.get("key") or None)
+           for key, score, v in found if score >= cfg.min_cosine and key not in skip]
     out.sort(key=lambda c: -c.cosine)
     return out[: cfg.max_candidates]
 
@@ -278,10 +293,10 @@ def plan_verify(ctx: ProfileContext, record: MemoryRecord, exclude: Sequence[str
 
 
 def plan_fresh_active(ctx: ProfileContext, ids: Sequence[str]) -> Plan[list[dict[str, Any]]]:
-    """The stored values of the active records among ``ids`` this index holds, read fresh
-    (never the index's copies: a record another process deleted or changed since the sync
-    is not brought back or undone)."""
-    ids = [mid for mid in dict.fromkeys(ids) if mid in ctx.index.values]
+    """The stored values of the active records among ``ids``, read fresh (never the copies
+    read at the operation's start: a record another process deleted or changed since is not
+    brought back or undone)."""
+    ids = [mid for mid in dict.fromkeys(ids) if isinstance(mid, str) and mid]
     if not ids:
         return []
     fresh = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in ids])
@@ -295,11 +310,11 @@ def plan_commit_new(
     records: Sequence[MemoryRecord],
     others: Sequence[dict[str, Any]] = (),
 ) -> Plan[list[MemoryRecord]]:
-    """Write new records (embedded where :func:`_embeddable`) and rewritten ``others`` as one
-    write of the change protocol. If the write fails while embedding, it is made again
-    without embedding: the new records are stored ``embedding_status="pending"`` (keyword
-    and key channels find them; ``AgentMemory.reembed()`` backfills). Returns the records
-    as stored (plaintext)."""
+    """Write new records (embedded where :func:`_embeddable`) and rewritten ``others``
+    (``index/store_io.py``: a rewrite of a record deleted meanwhile is not written). If the
+    write fails while embedding, it is made again without embedding: the new records are
+    stored ``embedding_status="pending"`` (keyword and key channels find them;
+    ``AgentMemory.reembed()`` backfills). Returns the records as stored (plaintext)."""
     embed = [_embeddable(ctx, r) for r in records]
     records = [r.model_copy(update={"embedding_status": "complete" if e else "skipped"})
                for r, e in zip(records, embed, strict=True)]
@@ -307,18 +322,18 @@ def plan_commit_new(
     puts = [(store_value(ctx, r), ["text"] if e else False)
             for r, e in zip(records, embed, strict=True)]
     if not any(embed):
-        yield from plan_commit(ctx.store, ctx.index, [*puts, *rest])
+        yield from plan_write_records(ctx.store, ctx.index, puts, rest)
         return records
     try:
-        yield from plan_commit(ctx.store, ctx.index, [*puts, *rest])
+        yield from plan_write_records(ctx.store, ctx.index, puts, rest)
         return records
     except (BackendError, InvalidInputError):
         raise
     except Exception as e:
         records = [r.model_copy(update={"embedding_status": "pending", "embedding_attempts": 1})
                    if e_ else r for r, e_ in zip(records, embed, strict=True)]
-        yield from plan_commit(ctx.store, ctx.index,
-                               [*((store_value(ctx, r), False) for r in records), *rest])
+        yield from plan_write_records(ctx.store, ctx.index,
+                                      [(store_value(ctx, r), False) for r in records], rest)
         logger.warning("embedding %d memories of %r failed (%s); stored as pending",
                        sum(embed), ctx.profile, e)
         return records
@@ -334,7 +349,7 @@ def plan_write(
     """Write a new memory (see the module docstring); returns it (plaintext)."""
     now = utcnow()
     record = prepare(ctx, spec, now)
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = yield from plan_read(ctx, counts=False)
     superseded = list(dict.fromkeys([*supersede, *key_superseded(ctx, record)]))
     contradicts: list[str] = []
     if ctx.config.verification.enabled if verify is None else verify:
@@ -353,24 +368,37 @@ def plan_write(
 def plan_settle_keys(ctx: ProfileContext, records: Sequence[MemoryRecord], now: datetime
                      ) -> Plan[list[MemoryRecord]]:
     """After writes by key, keep one active record under each key and scope of ``records``
-    (one sync, and one protocol write only when some raced): writers that raced (each
-    synced before the other committed) both left theirs active. The later to commit sees
-    the other at this sync (its marker settled before the later commit ended); every writer
-    keeps the greatest id and supersedes the rest, so two that see each other agree.
-    Returns ``records``, those that lost superseded."""
+    (one read of those keys, and one write only when some raced): writers that raced (each
+    read before the other wrote) both left theirs active. The later to write sees the other
+    in this read; every writer keeps the greatest id and supersedes the rest, so two that
+    see each other agree. Returns ``records``, those that lost superseded."""
     keyed = [r for r in records
              if r.kind in SUPERSEDABLE_KINDS and r.key and r.status == "active"]
     if not keyed:
         return list(records)
-    yield from plan_sync(ctx.store, ctx.index)
+    pairs = sorted({(r.scope, r.key) for r in keyed})
+    found = yield batch(ctx.store, [
+        SearchOp(ctx.layout.memories, filter={"key": key, "scope": scope, "status": "active"},
+                 limit=LOAD_LIMIT) for scope, key in pairs])
+    actives: dict[tuple[str, str], set[str]] = {}
+    held: dict[str, dict[str, Any]] = {}
+    for (scope, key), items in zip(pairs, found, strict=True):
+        ids = actives[(scope, key)] = set()
+        for it in items:
+            v = it.value
+            if (v.get("profile") == ctx.profile and v.get("id") == it.key
+                    and v.get("key") == key and (v.get("scope") or "agent") == scope
+                    and v.get("status") == "active" and v.get("kind") in SUPERSEDABLE_KINDS):
+                ids.add(it.key)
+                held[it.key] = dict(v)
     winner_of: dict[str, str] = {}
     for record in keyed:
-        actives = {*key_superseded(ctx, record), record.id}
-        winner = max(actives)
-        winner_of.update((mid, winner) for mid in actives - {winner})
+        ids = actives[(record.scope, record.key)] | {record.id}
+        winner = max(ids)
+        winner_of.update((mid, winner) for mid in ids - {winner})
     if not winner_of:
         return list(records)
-    losers = yield from plan_fresh_active(ctx, sorted(winner_of))
+    losers = [held[mid] for mid in sorted(winner_of) if mid in held]
     yield from plan_commit_new(ctx, [], [superseded_value(o, winner_of[o["id"]], now)
                                          for o in losers])
     return [r.model_copy(update={"status": "superseded", "superseded_by": winner_of[r.id],
@@ -397,6 +425,7 @@ def plan_get(ctx: ProfileContext, memory_id: str) -> Plan[MemoryRecord | None]:
         SearchOp(ctx.layout.access_of(memory_id), limit=MAX_COUNT_WRITERS)])
     if item is None or item.value.get("profile") != ctx.profile:
         return None
+    ctx = ctx.fresh()
     ctx.index.set_counts(memory_id, counts)
     return ctx.record(dict(item.value))
 
@@ -436,7 +465,7 @@ def plan_forget(ctx: ProfileContext, memory_id: str, reason: str | None) -> Plan
     """Mark a memory forgotten: kept in the store and in ``history``, never recalled."""
     if reason is not None:
         check_text(reason, "reason", ctx.config.limits.max_text_chars, allow_empty=True)
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = ctx.fresh()
     value = yield from _plan_fresh(ctx, memory_id)
     if value is None:
         raise NotFoundError(f"no memory {memory_id!r} in profile {ctx.profile!r}")
@@ -444,8 +473,9 @@ def plan_forget(ctx: ProfileContext, memory_id: str, reason: str | None) -> Plan
         stamp = utcnow().isoformat()
         value.update(status="forgotten", forgotten_at=stamp, forgotten_reason=reason,
                      updated_at=stamp)
-        yield from plan_commit(ctx.store, ctx.index, [(value, ctx.index_arg(value))])
-        yield from plan_flush_access(ctx)
+        # deleted meanwhile by another process: it stays deleted
+        yield from plan_write_records(ctx.store, ctx.index,
+                                      rewrites=[(value, ctx.index_arg(value))])
     return ctx.record(value)
 
 
@@ -455,36 +485,35 @@ def plan_delete(ctx: ProfileContext, memory_ids: Sequence[str]
     for mid in memory_ids:
         if not isinstance(mid, str) or not mid:
             raise InvalidInputError(f"memory_id must be a non-empty string, got {mid!r}")
-    yield from plan_sync(ctx.store, ctx.index)
     if not memory_ids:
         return []
+    ctx = ctx.fresh()
     got = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in memory_ids])
     found = [dict(it.value) for it in got
              if it is not None and it.value.get("profile") == ctx.profile]
     if found:
-        yield from plan_commit(ctx.store, ctx.index, [], [v["id"] for v in found])
-        yield from plan_flush_access(ctx)
+        yield from plan_write_records(ctx.store, ctx.index, deletes=[v["id"] for v in found])
     return found
 
 
 def plan_end_session(ctx: ProfileContext, session_id: str) -> Plan[int]:
     """Mark the task memories of a session as ended (they rank lower); returns how many."""
     check_text(session_id, "session_id", MAX_NAME_CHARS)
-    yield from plan_sync(ctx.store, ctx.index)
-    ids = [mid for mid, v in ctx.index.values.items()
-           if v.get("kind") == "task" and v.get("session_id") == session_id
-           and not v.get("session_ended_at")]
-    if not ids:
-        return 0
-    got = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in ids])
+    ctx = ctx.fresh()
+    (got,) = yield batch(ctx.store, [SearchOp(
+        ctx.layout.memories, filter={"kind": "task", "session_id": session_id},
+        limit=LOAD_LIMIT)])
     stamp = utcnow().isoformat()
     values = [{**item.value, "session_ended_at": stamp, "updated_at": stamp}
-              for item in got if item is not None and item.value.get("profile") == ctx.profile]
-    puts = [(v, ctx.index_arg(v)) for v in values]
-    if puts:
-        yield from plan_commit(ctx.store, ctx.index, puts)
-        yield from plan_flush_access(ctx)
-    return len(puts)
+              for item in got if item.value.get("profile") == ctx.profile
+              and item.value.get("id") == item.key and item.value.get("kind") == "task"
+              and item.value.get("session_id") == session_id
+              and not item.value.get("session_ended_at")]
+    if not values:
+        return 0
+    gone = yield from plan_write_records(ctx.store, ctx.index,
+                                         rewrites=[(v, ctx.index_arg(v)) for v in values])
+    return len(values) - len(gone)
 
 
 def plan_history(ctx: ProfileContext, key_or_id: str, contact: Any = NOT_PROVIDED
@@ -496,7 +525,7 @@ def plan_history(ctx: ProfileContext, key_or_id: str, contact: Any = NOT_PROVIDE
     both ways, so versions written under another key or by verification are included.
     """
     check_text(key_or_id, "key", ctx.config.limits.max_key_chars)
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = yield from plan_read(ctx)
     values = ctx.index.values
     scope = None if contact is NOT_PROVIDED else scope_of(contact)
     start = set(ctx.index.key_ids(key_or_id, scope))
@@ -557,7 +586,7 @@ def plan_list(
         )
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidInputError("cursor must be a string returned by list()")
-    yield from plan_sync(ctx.store, ctx.index)
+    ctx = yield from plan_read(ctx)
     values = ctx.index.values
     scope = None if contact is NOT_PROVIDED else scope_of(contact)
     ids = ctx.index.sorted_ids()

@@ -1,0 +1,149 @@
+"""A profile's records in the store: one read per operation, writes that are their rows.
+
+Under the profile root ``R = (*namespace, "profiles", profile)``::
+
+    (*R, "memories")          key = memory id      the records (the only copy)
+    (*R, "access", memory id) key = writer id      a process's access count of a memory
+
+**Reading** (:func:`plan_load`): one batch of two searches, every record and every count
+item, into a fresh :class:`~.profile_index.ProfileIndex` for the operation. A write that
+returned before the read began is in it, whichever process made it; nothing is cached, so
+nothing can be stale.
+
+**Writing** (:func:`plan_write_records`): new records and deletions are plain puts, in one
+batch. A rewrite of a record the operation read (supersession, ``forget``, ``end_session``)
+must never bring back a record another process deleted after the read. On a store that can
+rewrite only what still exists (:func:`rewrites_existing`: ``ChromaStore.put_existing``,
+Chroma's ``update`` skips missing rows) rewrites go that way: one call, nothing else kept.
+Any other ``BaseStore`` (``InMemoryStore``, the SQL stores) has no conditional put, so there
+a deletion puts a tombstone ``(*R, "deleted") / id`` before it deletes (same batch), and a
+rewrite reads the tombstones of what it rewrote after its put and deletes again any it
+finds. If it finds none, the deleter's tombstone, and so its deletion, came after the put;
+either way the record ends deleted. Tombstones are small, never reused (ids are unique) and
+removed with the profile.
+
+Racing writers under one key are settled by the writers themselves after their write
+(``semantic/write.py``, ``plan_settle_keys``): each reads the key again and keeps the
+greatest id.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
+
+from langmem_edge.memory.core.plans import Call, Plan, batch
+from langmem_edge.memory.index.profile_index import ProfileIndex
+
+__all__ = ["DELETED", "LOAD_LIMIT", "fill", "load_ops", "plan_load", "plan_write_records",
+           "rewrites_existing"]
+
+logger = logging.getLogger(__name__)
+
+DELETED = "deleted"
+"""Label of the tombstones' namespace under the profile root (stores without
+``put_existing``)."""
+
+LOAD_LIMIT = 100_000_000
+"""``limit`` of the searches that read a whole profile (one search each: offset pages are
+not stable on a store that orders by update time while others write)."""
+
+
+def load_ops(index: ProfileIndex, *, counts: bool = True) -> list[SearchOp]:
+    """The searches :func:`plan_load` makes: the records, and (``counts``) the access-count
+    items. A caller may batch them with its own reads and hand the results to :func:`fill`."""
+    layout = index.layout
+    ops = [SearchOp(layout.memories, limit=LOAD_LIMIT)]
+    if counts:
+        ops.append(SearchOp(layout.access, limit=LOAD_LIMIT))
+    return ops
+
+
+def fill(index: ProfileIndex, records: Sequence[Any], counts: Sequence[Any] = ()) -> None:
+    """Fill ``index`` with what :func:`load_ops` read (items of another profile skipped)."""
+    values = []
+    for item in records:
+        if item.value.get("profile") == index.profile and item.value.get("id") == item.key:
+            values.append(item.value)
+        else:
+            logger.warning("skipped foreign record %r in profile %r", item.key, index.profile)
+    index.reset(values, counts)
+
+
+def plan_load(store: BaseStore, index: ProfileIndex, *, counts: bool = True) -> Plan[None]:
+    """Read the whole profile into ``index`` (empty, made for this operation): one batch,
+    the records and (``counts``: what recall and reads that show counts need; writes do not)
+    the access-count items."""
+    found = yield batch(store, load_ops(index, counts=counts))
+    fill(index, *found)
+
+
+def rewrites_existing(store: BaseStore) -> bool:
+    """Whether ``store`` rewrites items only where they still exist
+    (``put_existing``/``aput_existing``, ``ChromaStore``'s)."""
+    return callable(getattr(store, "put_existing", None)) and callable(
+        getattr(store, "aput_existing", None))
+
+
+def plan_write_records(
+    store: BaseStore,
+    index: ProfileIndex,
+    new: Iterable[tuple[dict[str, Any], Any]] = (),
+    rewrites: Iterable[tuple[dict[str, Any], Any]] = (),
+    deletes: Iterable[str] = (),
+    *,
+    reindex: bool = False,
+) -> Plan[list[str]]:
+    """Write ``new`` records and ``rewrites`` of stored ones (``(value, index_arg)`` pairs)
+    and delete ids; returns the ids of rewrites that found their record gone (deleted since
+    their caller read it: not written).
+
+    New records and deletions are one batch of puts. With :func:`rewrites_existing`, a
+    rewrite is applied only where the record still exists, keeping its vectors (its text is
+    unchanged); ``reindex=True`` (``reembed``: the text gets its first vector) writes it as a
+    plain put, as every rewrite is on other stores. ``index`` takes in what was written, for
+    the rest of the operation.
+    """
+    new, rewrites = list(new), list(rewrites)
+    deletes = list(dict.fromkeys(deletes))
+    layout = index.layout
+    guarded = rewrites_existing(store) and not reindex
+    plain = new if guarded else [*new, *rewrites]
+    graves = (*layout.root, DELETED)
+    ops: list[Any] = []
+    if not rewrites_existing(store):  # each deletion leaves its tombstone first
+        ops += [PutOp(graves, mid, {"profile": index.profile, "id": mid, "at": time.time()},
+                      index=False) for mid in deletes]
+    ops += [PutOp(layout.memories, v["id"], v, index=ix) for v, ix in plain]
+    ops += [PutOp(layout.memories, mid, None) for mid in deletes]
+    if ops:
+        yield batch(store, ops)
+    gone: list[str] = []
+    if guarded and rewrites:
+        items = [(layout.memories, v["id"], v) for v, _ in rewrites]
+        done = yield Call(store.put_existing, store.aput_existing,  # type: ignore[attr-defined]
+                          (items,))
+        gone = [v["id"] for (v, _), ok in zip(rewrites, done, strict=True) if not ok]
+    elif rewrites:  # a deletion whose tombstone we do not see now comes after our put
+        ids = [v["id"] for v, _ in rewrites]
+        found = yield batch(store, [GetOp(graves, mid) for mid in ids])
+        gone = [mid for mid, it in zip(ids, found, strict=True)
+                if it is not None and it.value.get("profile") == index.profile]
+        if gone:
+            yield batch(store, [PutOp(layout.memories, mid, None) for mid in gone])
+    if gone:
+        logger.info("records %s of %r were deleted while being rewritten; left deleted",
+                    gone, index.profile)
+    with index.lock:
+        for value, _ in [*new, *rewrites]:
+            if value["id"] in gone:
+                index.remove(value["id"])
+            else:
+                index.apply(value)
+        for mid in deletes:
+            index.remove(mid)
+    return gone
