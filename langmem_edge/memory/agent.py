@@ -49,7 +49,7 @@ from langmem_edge.memory.documents import DocumentWorker
 from langmem_edge.memory.index.access import AccessWriter
 from langmem_edge.memory.index.log import KeptByProcess
 from langmem_edge.memory.index.profile_index import ProfileIndex
-from langmem_edge.memory.index.store_io import plan_write_records
+from langmem_edge.memory.index.store_io import SizeHints, plan_write_records
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
 from langmem_edge.memory.reflection import ReflectionResult, plan_reflect
@@ -114,6 +114,10 @@ class AgentMemory:
         self.cipher = MemoryCipher(encryption_key) if encryption_key is not None else None
         self.has_vectors = bool(getattr(store, "index_config", None))
         self.nearest = ranks_keys(store)
+        self.keywords = callable(getattr(store, "keyword_search", None)) and callable(
+            getattr(store, "akeyword_search", None))
+        self.size_hints = SizeHints()
+        """Which profiles were last seen too large to read whole (a routing hint)."""
         # see ProfileContext.rewrite_index: every BaseStore we know keeps an item's vectors
         # on put(index=False), so updates that do not change the text need no re-indexing.
         self.rewrite_index: Any = False
@@ -136,7 +140,8 @@ class AgentMemory:
         return ProfileContext(store=self.store, layout=layout, index=index,
                               config=self.config, model=self.model, cipher=self.cipher,
                               embeddings=self.embeddings, has_vectors=self.has_vectors,
-                              rewrite_index=self.rewrite_index, nearest=self.nearest)
+                              rewrite_index=self.rewrite_index, nearest=self.nearest,
+                              keywords=self.keywords, hints=self.size_hints)
 
     def profile(self, name: str) -> Profile:
         """The profile ``name`` (1-100 characters, no '.' or control characters; ``*`` is a

@@ -102,8 +102,9 @@ class ProfileIndex:
         self.profile = layout.profile
         self.recall_config = recall
         self.lock = threading.RLock()
-        self.loaded = False
-        """Whether :meth:`reset` filled it from the store in this operation."""
+        self.complete = False
+        """Whether it holds the whole profile as read in this operation (else only some
+        records: none, or a large profile's candidates)."""
         self.read_at = time.monotonic()
         """When the read that fills it began, at the latest (made just before the read)."""
         self.counts: dict[str, dict[str, tuple[int, str]]] = {}
@@ -191,8 +192,10 @@ class ProfileIndex:
 
     # -- applying ----------------------------------------------------------------------------
 
-    def reset(self, values: Iterable[dict[str, Any]], counts: Iterable[Any]) -> None:
-        """Fill the index from one read of the profile: records, and access-count items."""
+    def reset(self, values: Iterable[dict[str, Any]], counts: Iterable[Any], *,
+              complete: bool = True) -> None:
+        """Fill the index from one read: records (the whole profile when ``complete``), and
+        access-count items."""
         with self.lock:
             for value in values:
                 self._set(value)
@@ -201,7 +204,7 @@ class ProfileIndex:
                 by_memory.setdefault(str(item.value.get("id")), []).append(item)
             for mid, items in by_memory.items():
                 self.set_counts(mid, items)
-            self.loaded = True
+            self.complete = complete
 
     def apply(self, value: dict[str, Any]) -> None:
         """Take in a copy of a record read from the store or just written (the store is the

@@ -30,7 +30,9 @@ greatest id.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -39,8 +41,8 @@ from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 from langmem_edge.memory.core.plans import Call, Plan, batch
 from langmem_edge.memory.index.profile_index import ProfileIndex
 
-__all__ = ["DELETED", "LOAD_LIMIT", "fill", "load_ops", "plan_load", "plan_write_records",
-           "rewrites_existing"]
+__all__ = ["DELETED", "LOAD_LIMIT", "WHOLE_READ_MAX", "SizeHints", "fill", "load_ops",
+           "plan_load", "plan_write_records", "rewrites_existing"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,30 +50,40 @@ DELETED = "deleted"
 """Label of the tombstones' namespace under the profile root (stores without
 ``put_existing``)."""
 
+WHOLE_READ_MAX = 1_000
+"""Records a recall reads whole, on a store that can rank keys by vector and by keyword
+(``nearest_keys`` and ``keyword_search``: ``ChromaStore``). A larger profile is recalled from
+the store's candidates instead (``semantic/recall.py``): reading a profile costs about
+0.25 ms a record on Chroma (2,000 records: ~0.5 s), its candidates a few milliseconds."""
+
 LOAD_LIMIT = 100_000_000
 """``limit`` of the searches that read a whole profile (one search each: offset pages are
 not stable on a store that orders by update time while others write)."""
 
 
-def load_ops(index: ProfileIndex, *, counts: bool = True) -> list[SearchOp]:
-    """The searches :func:`plan_load` makes: the records, and (``counts``) the access-count
-    items. A caller may batch them with its own reads and hand the results to :func:`fill`."""
+def load_ops(index: ProfileIndex, *, counts: bool = True, limit: int = LOAD_LIMIT
+             ) -> list[SearchOp]:
+    """The searches :func:`plan_load` makes: the records (at most ``limit``), and
+    (``counts``) the access-count items. A caller may batch them with its own reads and hand
+    the results to :func:`fill`."""
     layout = index.layout
-    ops = [SearchOp(layout.memories, limit=LOAD_LIMIT)]
+    ops = [SearchOp(layout.memories, limit=limit)]
     if counts:
         ops.append(SearchOp(layout.access, limit=LOAD_LIMIT))
     return ops
 
 
-def fill(index: ProfileIndex, records: Sequence[Any], counts: Sequence[Any] = ()) -> None:
-    """Fill ``index`` with what :func:`load_ops` read (items of another profile skipped)."""
+def fill(index: ProfileIndex, records: Sequence[Any], counts: Sequence[Any] = (), *,
+         complete: bool = True) -> None:
+    """Fill ``index`` with what :func:`load_ops` read (items of another profile skipped);
+    ``complete=False`` when the records are only some of the profile's."""
     values = []
     for item in records:
         if item.value.get("profile") == index.profile and item.value.get("id") == item.key:
             values.append(item.value)
         else:
             logger.warning("skipped foreign record %r in profile %r", item.key, index.profile)
-    index.reset(values, counts)
+    index.reset(values, counts, complete=complete)
 
 
 def plan_load(store: BaseStore, index: ProfileIndex, *, counts: bool = True) -> Plan[None]:
@@ -80,6 +92,34 @@ def plan_load(store: BaseStore, index: ProfileIndex, *, counts: bool = True) -> 
     the access-count items."""
     found = yield batch(store, load_ops(index, counts=counts))
     fill(index, *found)
+
+
+class SizeHints:
+    """Which profiles were last seen larger than :data:`WHOLE_READ_MAX` (bounded, least
+    recently used dropped). A routing hint, not data: a wrong one costs time, never a wrong
+    answer (a small profile recalled from candidates finds what a whole read does, but for
+    the relevance fill's choice among memories no channel matched)."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._big: OrderedDict[str, bool] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def big(self, profile: str) -> bool | None:
+        """``True``/``False`` as last seen, ``None`` when not seen."""
+        with self._lock:
+            seen = self._big.get(profile)
+            if seen is not None:
+                self._big.move_to_end(profile)
+            return seen
+
+    def saw(self, profile: str, big: bool) -> None:
+        """Record what a read of ``profile`` found."""
+        with self._lock:
+            self._big[profile] = big
+            self._big.move_to_end(profile)
+            while len(self._big) > self._capacity:
+                self._big.popitem(last=False)
 
 
 def rewrites_existing(store: BaseStore) -> bool:

@@ -26,13 +26,12 @@ def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
     Each memory's count goes to this process's own count item (``layout.access_of(id)``,
     key = the process's count writer, :mod:`~langmem_edge.memory.index.access`): its
     cumulative count, written blind. No record is read or written. Only the bumps of
-    memories the operation's read found are written (``ctx.index``, read by ``plan_read``);
-    those of a memory deleted since its recall are dropped (:meth:`AccessWriter.start_flush`),
-    so no count item appears under a deleted memory or profile. A context whose index was
-    not read writes nothing. On failure the bumps stay pending.
+    memories the operation's read found are written (``ctx.index``); after a read of the
+    whole profile, those of a memory deleted since its recall are dropped
+    (:meth:`AccessWriter.start_flush`), so no count item appears under a deleted memory or
+    profile; after a partial read (a large profile's candidates) the rest stay pending. On
+    failure the bumps stay pending.
     """
-    if not ctx.index.loaded:
-        return 0
     return (yield from plan_write_access(ctx.store, ctx.layout, ctx.index.access_writer,
                                          ctx.index))
 
@@ -41,7 +40,8 @@ def plan_write_access(store: BaseStore, layout: ProfileLayout, counter: AccessWr
                       index: ProfileIndex) -> Plan[int]:
     """:func:`plan_flush_access` for a profile's access writer and an index read from the
     store in this operation."""
-    writer, taken, written = counter.start_flush(index.values, index.read_at)
+    writer, taken, written = counter.start_flush(
+        index.values, index.read_at if index.complete else float("-inf"))
     if not taken:
         return 0
     try:

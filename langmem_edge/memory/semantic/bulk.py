@@ -6,8 +6,9 @@ bad item raises, naming its position, before anything is written), then writes t
 in chunks of ``limits.bulk_chunk`` (1,000), so the store embeds the chunk's texts in one batch
 and the chunk costs a constant number of store batches, whatever its size:
 
-1. a read of the profile (``context.py`` ``plan_read``: another process's writes since the
-   last chunk);
+1. one read of the profile before the first chunk (``context.py`` ``plan_read``); each chunk
+   adds what it wrote to it, so an import reads the profile once, not once a chunk (another
+   process's write under a key meanwhile is found by step 4);
 2. the stored records the chunk supersedes, read fresh (only when there are any);
 3. the write (``index/store_io.py``): the new records in one batch, the superseded ones
    rewritten where they still exist;
@@ -138,8 +139,8 @@ def plan_remember_many(
     records = _prepared(ctx, specs, now)  # every item checked before anything is written
     chunk = ctx.config.limits.bulk_chunk
     written: list[MemoryRecord] = []
+    ctx = yield from plan_read(ctx, counts=False)  # once: each chunk adds what it wrote
     for start in range(0, len(records), chunk):
-        ctx = yield from plan_read(ctx, counts=False)
         written += yield from _plan_chunk(ctx, records[start:start + chunk], verify, now)
     if written:
         yield from plan_flush_access(ctx)

@@ -22,7 +22,7 @@ from langmem_edge.memory.core.crypto import MemoryCipher
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan
 from langmem_edge.memory.index.profile_index import ProfileIndex
-from langmem_edge.memory.index.store_io import plan_load
+from langmem_edge.memory.index.store_io import SizeHints, plan_load
 from langmem_edge.memory.records import MemoryRecord
 
 __all__ = [
@@ -53,6 +53,10 @@ class ProfileContext:
     gets ``["text"]``."""
     nearest: bool = False
     """The store is a :class:`NearestKeys`: recall's vector channels ask it for keys only."""
+    keywords: bool = False
+    """The store ranks keys by BM25 (``keyword_search``): a large profile's recall asks it."""
+    hints: SizeHints | None = None
+    """Which profiles were last seen large (``AgentMemory``'s, shared by its contexts)."""
 
     def fresh(self) -> ProfileContext:
         """This context with an empty index of its own (for one operation)."""

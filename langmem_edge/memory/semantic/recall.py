@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langgraph.store.base import SearchOp
+from langgraph.store.base import GetOp, SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.config import MemoryConfig
@@ -46,8 +46,13 @@ from langmem_edge.memory.core.models import message_text
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
 from langmem_edge.memory.core.validate import check_optional_name, check_text
 from langmem_edge.memory.index.profile_index import Admissible, ProfileIndex, ended_at
+from langmem_edge.memory.index.store_io import (
+    LOAD_LIMIT,
+    WHOLE_READ_MAX,
+    load_ops,
+    plan_load,
+)
 from langmem_edge.memory.index.store_io import fill as fill_index
-from langmem_edge.memory.index.store_io import load_ops, plan_load
 from langmem_edge.memory.records import (
     KINDS,
     Candidate,
@@ -264,6 +269,43 @@ def _plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
         ask *= 4
 
 
+def _plan_store_candidates(ctx: ProfileContext, req: RecallRequest,
+                     vector_texts: Sequence[tuple[str, str]], depth: int
+                     ) -> Plan[dict[str, list[tuple[str, float]]]]:
+    """A large profile's recall (``index/store_io.py`` ``WHOLE_READ_MAX``): the store ranks
+    its memories by vector (``nearest_keys``) and by keyword (``keyword_search``, BM25 with
+    the profile's statistics); an exact key is a filtered search, and the most recently
+    written memories stand in for the relevance fill's pool. Those candidates are read (with
+    the profile's access counts) into ``ctx.index``, so every channel and the fill work on
+    them as on a whole profile. Returns the store's rankings, by channel, to be admitted."""
+    ask = 2 * depth + 10
+    layout = ctx.layout
+    out: dict[str, list[tuple[str, float]]] = {}
+    for label, text in vector_texts:
+        try:
+            found = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
+                               (layout.memories, text), {"limit": ask})
+            out[label] = [(h.key, float(h.score)) for h in found
+                          if h.namespace == layout.memories
+                          and h.score >= ctx.config.recall.vector_min_score]
+        except Exception as e:
+            logger.warning("vector search failed (%s); channel %s skipped", e, label)
+    if ctx.config.recall.keyword_source == "local":
+        found = yield Call(ctx.store.keyword_search, ctx.store.akeyword_search,  # type: ignore[attr-defined]
+                           (layout.memories, req.query), {"limit": ask})
+        out["keyword"] = [(h.key, float(h.score)) for h in found
+                          if h.namespace == layout.memories]
+    wanted = {k for hits in out.values() for k, _ in hits}
+    key_op = SearchOp(layout.memories, filter={"key": req.query.strip()}, limit=ask)
+    recent_op = SearchOp(layout.memories, limit=max(ask, (req.limit or 0) * 2))
+    got = yield batch(ctx.store, [key_op, recent_op, SearchOp(layout.access, limit=LOAD_LIMIT),
+                                  *(GetOp(layout.memories, k) for k in sorted(wanted))])
+    keyed, recent, counts, *items = got
+    fill_index(ctx.index, [it for it in [*keyed, *recent, *items] if it is not None], counts,
+               complete=False)
+    return out
+
+
 def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResult]:
     """Recall memories for ``request.query`` (see the module docstring)."""
     req = _check(ctx, request)
@@ -304,24 +346,41 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
         labels.append("messages")
     # one store round trip on the common path: the profile's read and every search
     ctx = ctx.fresh()
-    load = load_ops(ctx.index)
+    hints = ctx.hints if ctx.nearest and ctx.keywords else None
+    big = hints is not None and hints.big(ctx.profile) is True
+    load = [] if big else load_ops(ctx.index, limit=LOAD_LIMIT if hints is None
+                                   else WHOLE_READ_MAX + 1)
     results: list[Any] = []
     try:
         got = yield batch(ctx.store, [*load, *ops])
-        fill_index(ctx.index, *got[: len(load)])
         results = got[len(load):]
+        if load:
+            records = got[0]
+            if hints is not None:
+                big = len(records) > WHOLE_READ_MAX
+                hints.saw(ctx.profile, big)
+            if not big:
+                fill_index(ctx.index, *got[: len(load)])
     except Exception as e:
         if not ops:
             raise
         logger.warning("vector search failed (%s); keyword and key channels only", e)
-        yield from plan_load(ctx.store, ctx.index)
+        if not big:
+            yield from plan_load(ctx.store, ctx.index)
+    hits: dict[str, list[tuple[str, float]]] = {}
+    if big:  # a large profile: the store ranks, its candidates are read
+        hits = yield from _plan_store_candidates(ctx, req, vector_texts, depth)
     # one admissibility mask serves every local channel
     accept = ctx.index.admissible(t=t, as_of=as_of is not None, scopes=scopes,
                                   kinds=scope.kinds, writer=req.writer,
                                   min_confidence=cfg.min_confidence)
+    for label, found in hits.items():
+        channels[label] = [(k, sc) for k, sc in found if accept(k)][:depth]
     messages: dict[str, tuple[float, dict[str, Any]]] = {}
     for label, text in vector_texts:
-        if ctx.nearest:
+        if big:
+            pass  # ranked by the store above
+        elif ctx.nearest:
             try:
                 channels[label] = yield from _plan_nearest(ctx, text, depth, accept)
             except Exception as e:
@@ -339,7 +398,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
                              + "/" + item.key] = (float(item.score), item.value)
             channels["messages"] = [(mid, s) for mid, (s, _) in messages.items()]
 
-    if cfg.keyword_source == "local":
+    if cfg.keyword_source == "local" and not big:
         channels["keyword"] = keyword_channel(ctx.index, req.query, depth, accept)
     channels["key"] = key_channel(ctx.index, req.query, depth, accept)
     window = find_window(req.query, reference)

@@ -89,6 +89,10 @@ logger = logging.getLogger(__name__)
 MAX_NAME_CHARS = 200
 """Longest contact, writer or session id."""
 
+SETTLE_SEARCHES_MAX = 20
+"""Keys a settling reads by one filtered search each; more (a bulk chunk) read the profile
+once instead."""
+
 MAX_COUNT_WRITERS = 10_000
 """Access-count items (one per writer) read for one memory at most."""
 
@@ -224,8 +228,8 @@ def _plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterabl
                      ) -> Plan[list[VerifyCandidate]]:
     """The stored memories a new one is judged against: active, same scope, not a task or
     encrypted, cosine >= ``min_cosine``, best first. On a :class:`NearestKeys` store with the
-    profile read (``ctx.index.loaded``), one key-only vector query admitted by the values
-    read; otherwise a filtered ``store.search``."""
+    profile read (whole, or the candidates it finds, read now), one key-only vector query
+    admitted by the values; otherwise a filtered ``store.search``."""
     cfg = ctx.config.verification
     skip = set(exclude)
 
@@ -236,13 +240,20 @@ def _plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterabl
 
     found: list[tuple[str, float, dict[str, Any]]] = []
     try:
-        if ctx.nearest and ctx.index.loaded:
+        if ctx.nearest:
             hits = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
                               (ctx.layout.memories, record.text),
                               {"limit": cfg.search_limit * 4 + 5})
             values = ctx.index.values
+            hits = [h for h in hits if h.namespace == ctx.layout.memories]
+            missing = [h.key for h in hits if h.key not in values]
+            if missing:  # a large profile is not read whole (``plan_read_keyed``)
+                got = yield batch(ctx.store, [GetOp(ctx.layout.memories, k) for k in missing])
+                for it in got:
+                    if it is not None and it.value.get("id") == it.key:
+                        ctx.index.apply(it.value)
             found = [(h.key, float(h.score), values[h.key]) for h in hits
-                     if h.namespace == ctx.layout.memories and admits(values.get(h.key))]
+                     if admits(values.get(h.key))]
         else:
             flt = {"profile": ctx.profile, "status": "active", "scope": record.scope}
             (items,) = yield batch(ctx.store, [SearchOp(
@@ -339,6 +350,21 @@ def plan_commit_new(
         return records
 
 
+def plan_read_keyed(ctx: ProfileContext, record: MemoryRecord) -> Plan[ProfileContext]:
+    """What a write needs of the profile: all of it (one search) unless the profile was last
+    seen too large to read whole (``ctx.hints``); then only the records under ``record``'s
+    key (verification reads the vector candidates it needs itself)."""
+    if ctx.hints is None or not ctx.hints.big(ctx.profile):
+        return (yield from plan_read(ctx, counts=False))
+    ctx = ctx.fresh()
+    if record.key:
+        (items,) = yield batch(ctx.store, [SearchOp(
+            ctx.layout.memories, filter={"key": record.key}, limit=LOAD_LIMIT)])
+        ctx.index.reset([it.value for it in items if it.value.get("id") == it.key
+                         and it.value.get("profile") == ctx.profile], (), complete=False)
+    return ctx
+
+
 def plan_write(
     ctx: ProfileContext,
     spec: WriteSpec,
@@ -349,7 +375,7 @@ def plan_write(
     """Write a new memory (see the module docstring); returns it (plaintext)."""
     now = utcnow()
     record = prepare(ctx, spec, now)
-    ctx = yield from plan_read(ctx, counts=False)
+    ctx = yield from plan_read_keyed(ctx, record)
     superseded = list(dict.fromkeys([*supersede, *key_superseded(ctx, record)]))
     contradicts: list[str] = []
     if ctx.config.verification.enabled if verify is None else verify:
@@ -377,9 +403,19 @@ def plan_settle_keys(ctx: ProfileContext, records: Sequence[MemoryRecord], now: 
     if not keyed:
         return list(records)
     pairs = sorted({(r.scope, r.key) for r in keyed})
-    found = yield batch(ctx.store, [
-        SearchOp(ctx.layout.memories, filter={"key": key, "scope": scope, "status": "active"},
-                 limit=LOAD_LIMIT) for scope, key in pairs])
+    if len(pairs) > SETTLE_SEARCHES_MAX:  # a bulk chunk: one read of the profile
+        (items,) = yield batch(ctx.store, [SearchOp(ctx.layout.memories, limit=LOAD_LIMIT)])
+        by_pair: dict[tuple[str, str], list[Any]] = {p: [] for p in pairs}
+        for it in items:
+            pair = (it.value.get("scope") or "agent", it.value.get("key"))
+            if pair in by_pair:
+                by_pair[pair].append(it)
+        found = [by_pair[p] for p in pairs]
+    else:
+        found = yield batch(ctx.store, [
+            SearchOp(ctx.layout.memories,
+                     filter={"key": key, "scope": scope, "status": "active"}, limit=LOAD_LIMIT)
+            for scope, key in pairs])
     actives: dict[tuple[str, str], set[str]] = {}
     held: dict[str, dict[str, Any]] = {}
     for (scope, key), items in zip(pairs, found, strict=True):
