@@ -126,9 +126,8 @@ from langmem_edge.memory.index.image import (
     plan_write_image,
     read_image,
 )
-from langmem_edge.memory.index.log import ChangeLog, pending
+from langmem_edge.memory.index.log import ChangeLog, Marker, pending
 from langmem_edge.memory.index.profile_index import ProfileIndex
-from langmem_edge.retrieval.index import Marker
 
 __all__ = [
     "DELETED",

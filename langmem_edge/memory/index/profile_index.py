@@ -36,11 +36,10 @@ from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.index.access import AccessWriter
 from langmem_edge.memory.index.columns import Columns, ended_at, own_access
-from langmem_edge.memory.index.log import WriterPool
+from langmem_edge.memory.index.log import SyncWriter, WriterPool
 from langmem_edge.memory.index.values import RecordValues
 from langmem_edge.memory.records import KINDS
 from langmem_edge.retrieval.bm25 import BM25Index, BM25Snapshot
-from langmem_edge.retrieval.chroma_sync import SyncWriter
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
