@@ -228,6 +228,18 @@ def test_put_existing_with_changed_text_replaces_the_vectors(chroma_store_factor
     assert len(store._vectors.get(include=[])["ids"]) == 1  # the old rows are gone
 
 
+def test_put_existing_counts_an_expired_item_as_gone(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    store.put(("m",), "x", {"text": "short lived"}, ttl=1)
+    store.put(("m",), "y", {"text": "kept"}, ttl=10)
+    later = store._clock() + 120
+    store._clock = lambda: later
+    assert store.put_existing([(("m",), "x", {"text": "short lived", "n": 1}),
+                               (("m",), "y", {"text": "kept", "n": 1})]) == [False, True]
+    assert store.get(("m",), "x") is None
+    assert store.get(("m",), "y").value == {"text": "kept", "n": 1}
+
+
 def test_put_existing_refuses_bad_input_before_writing(chroma_store_factory: Any) -> None:
     store = chroma_store_factory(index=index())
     store.put(("m",), "x", {"text": "kept"})

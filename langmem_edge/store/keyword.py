@@ -13,7 +13,7 @@ come from all of the scope's documents.
 ``{"kt": {"$contains": term}}`` (and ``{"ky": {"$contains": word}}`` for the key channel),
 documents only. Every row holding a query term comes back, so document frequencies, term
 frequencies and lengths are exact; the scope's document count N comes from a second, id-only
-``get`` (``kl > 0``: rows with terms), exact. The average length is the one figure not read
+``get`` (``kl != 0``: rows with terms), exact. The average length is the one figure not read
 whole: it is the mean length of the rows returned (those holding a query term), which runs
 above the scope's mean (longer texts hold more terms), so length normalisation is a little
 milder than an exact index's. On the sample measured (``benchmarks/store_keyword.py``) the
@@ -178,7 +178,9 @@ class KeywordMixin:
             got = self._call(self._items.get, where=where, include=["documents"])
             docs = dict(zip(got["ids"], got["documents"] or [], strict=True))
             if terms:
-                counted = layout.and_where([scope, {LENGTH_FIELD: {"$gt": 0}}])
+                # $ne, not $gt: a range on it made Chroma walk the field's index (measured:
+                # 110-140 ms against 15 ms on a scope of 1,000 rows of 50,000)
+                counted = layout.and_where([scope, {LENGTH_FIELD: {"$ne": 0}}])
                 n = len(self._call(self._items.get, where=counted, include=[])["ids"])
                 if n <= KEYWORD_SCAN_ROWS // 2:
                     self._large_keyword_scopes.pop(prefix, None)

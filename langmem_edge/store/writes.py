@@ -127,7 +127,8 @@ class WriteMixin:
         For side-effect rewrites (a count, a flag, a link) that must not bring back an item
         another writer deleted. Each present item gets ``value`` as a put would write it
         (filter mirror rebuilt, fields the old value had and the new one lacks removed,
-        ``updated_at`` moved, ``created_at`` kept; its own TTL restarted); its vector rows
+        ``updated_at`` moved, ``created_at`` kept; its own TTL restarted; an item whose TTL
+        ran out counts as gone, as every read treats it); its vector rows
         are kept when its indexed texts are unchanged, and replaced when they changed (new
         rows first, as a put does). The item rows are written with Chroma's ``update``,
         which skips ids that are gone, so a delete that lands at any moment wins.
@@ -166,14 +167,14 @@ class WriteMixin:
             return []
         ids = [layout.item_id(op.namespace, op.key) for op in ops]
         with self._write_lock:
-            old, _ = self._get_rows(list(dict.fromkeys(ids)))
+            now = self._clock()
+            old, _ = self._get_rows(list(dict.fromkeys(ids)), now=now)  # expired: gone
             present = {
                 iid: op._replace(ttl=float(old[iid].get("ttl") or 0.0) or None)
                 for iid, op in zip(ids, ops, strict=True) if iid in old
             }
             if present:
-                self._run_puts(list(present.values()), self._clock(), (old, {}),
-                               existing=True)
+                self._run_puts(list(present.values()), now, (old, {}), existing=True)
                 alive = set(self._call(self._items.get, ids=list(present), include=[])["ids"])
             else:
                 alive = set()
