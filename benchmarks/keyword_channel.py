@@ -110,10 +110,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import locomo  # noqa: E402
 from _common import median, percentile, table  # noqa: E402
+from _keyword_core import KeywordIndex, KeywordRow  # noqa: E402
 
 from langmem_edge._sqlite_stats import refresh  # noqa: E402
 from langmem_edge.retrieval.config import DEFAULT_KEYWORD_CONFIG  # noqa: E402
-from langmem_edge.retrieval.index import KeywordIndex, KeywordRow, encode_document  # noqa: E402
 from langmem_edge.retrieval.text import Analyzer  # noqa: E402
 
 LEVELS = (100, 1_000, 10_000)
@@ -264,7 +264,7 @@ def mirror(texts: list[str]) -> dict[int, KeywordIndex]:
         index = KeywordIndex()
         index.apply(
             KeywordRow(doc_id(n), (profile_of(n, lv),), doc_id(n),
-                       encode_document({"text": text}))
+                       {"text": text})
             for n, text in enumerate(texts)
         )
         out[lv] = index

@@ -28,7 +28,7 @@ Fusion: the benchmark configuration is ``rrf_k`` 10 with weights vector 0.5, key
 key 1.5 (chosen on a coarse grid, see docs/retrieval.md); the ``fused-60`` row is the
 library default (``rrf_k`` 60, weights 1 / 1 / 1.5) on the same channels.
 
-Backends: ``core`` runs the retrieval core in-process (``KeywordIndex`` + exact cosine +
+Backends: ``core`` runs the retrieval core in-process (``_keyword_core`` + exact cosine +
 ``fuse``); ``store`` writes the items into a ``ChromaStore`` (temporary folder) and calls
 ``store.search(namespace, query=..., limit=50)`` with hybrid ranking (needs a
 ``ChromaStore`` accepting ``ranking="hybrid"`` and ``hybrid=<HybridConfig>``).
@@ -59,10 +59,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _keyword_core
+
+from _keyword_core import KeywordIndex, KeywordRow  # noqa: E402
 
 from langmem_edge.retrieval.config import resolve_hybrid_config  # noqa: E402
 from langmem_edge.retrieval.hybrid import fuse  # noqa: E402
-from langmem_edge.retrieval.index import KeywordIndex, KeywordRow, encode_document  # noqa: E402
 
 DEFAULT_PATH = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo_dev.json"
 CACHE_DIR = Path("/tmp/langmem_edge_bench")
@@ -294,7 +296,7 @@ class CoreBackend:
         start = time.perf_counter()
         index = KeywordIndex(config=self.config["keyword"])
         index.apply(
-            KeywordRow(dia, conv.namespace, opaque_key(dia), encode_document(value))
+            KeywordRow(dia, conv.namespace, opaque_key(dia), value)
             for dia, value in values.items()
         )
         self.index = index

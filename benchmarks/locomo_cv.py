@@ -51,6 +51,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _keyword_core import KeywordIndex, KeywordRow  # noqa: E402
 from locomo import (  # noqa: E402
     DEFAULT_PATH,
     Conversation,
@@ -61,7 +62,6 @@ from locomo import (  # noqa: E402
 )
 
 from langmem_edge.memory.episodic.recall import temporal_ranking  # noqa: E402
-from langmem_edge.retrieval import KeywordIndex, KeywordRow, encode_document  # noqa: E402
 from langmem_edge.retrieval.config import DEFAULT_CHANNEL_DEPTH  # noqa: E402
 from langmem_edge.retrieval.fusion import rrf_fuse  # noqa: E402
 
@@ -252,7 +252,7 @@ class Channels:
             index = KeywordIndex(config={"field_weights": weights})
             ns = ("locomo", self.conv.sample_id)
             index.apply(
-                KeywordRow(dia, ns, dia, encode_document(value))
+                KeywordRow(dia, ns, dia, value)
                 for dia, value in keyword_fields(self.conv, split=split).items()
             )
             self._indexes[key] = index

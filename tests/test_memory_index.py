@@ -211,3 +211,36 @@ def test_a_flush_after_an_older_read_keeps_the_bumps_it_cannot_judge() -> None:
     writer.bump(["gone"], 2.0, "t2")
     assert writer.start_flush(set(), time.monotonic())[1] == {}
     assert writer.pending("gone") is None and writer.pending_since is None
+
+
+def test_a_large_profile_is_recalled_from_the_stores_candidates(tmp_path, monkeypatch) -> None:
+    """Past ``WHOLE_READ_MAX`` records a recall asks ChromaStore to rank (vector, BM25) and
+    reads the candidates: it finds what a whole read finds; a remember under a key reads
+    only that key's records and still supersedes."""
+    from langmem_edge import ChromaStore
+    from langmem_edge.memory.semantic import recall as recall_module
+    from langmem_edge.testing import FakeEmbeddings
+
+    store = ChromaStore.from_path(str(tmp_path / "s"), index={
+        "dims": 32, "embed": FakeEmbeddings(32), "fields": ["text"]})
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    p.remember_many([f"Note {i} about gardening and tools" for i in range(12)])
+    bees = p.remember("Keeps bees on the roof", key="hobby.bees")
+    queries = ["bees roof", "hobby.bees", "gardening tools", "Note 7"]
+    whole = {q: [c.id for c in p.recall(q, fill=False).candidates] for q in queries}
+    assert memory.size_hints.big("p") is False and whole["bees roof"][0] == bees.id
+    monkeypatch.setattr(recall_module, "WHOLE_READ_MAX", 5)
+    big = {q: [c.id for c in p.recall(q, fill=False).candidates] for q in queries}
+    assert memory.size_hints.big("p") is True
+    # the same memories, the best first (ties may order otherwise: BM25 is the store's)
+    assert {q: sorted(ids) for q, ids in big.items()} == {q: sorted(ids) for q, ids in
+                                                          whole.items()}
+    assert {q: ids[0] for q, ids in big.items()} == {q: ids[0] for q, ids in whole.items()}
+    filled = p.recall("bees roof", limit=20)
+    assert filled.candidates[0].id == bees.id and len(filled.candidates) == 13
+    hens = p.remember("Keeps hens now", key="hobby.bees")  # big: reads the key's records
+    assert hens.supersedes == [bees.id] and p.get(bees.id).status == "superseded"
+    assert p.recall("hens roof", fill=False).candidates[0].id == hens.id
+    assert bees.id not in [c.id for c in p.recall("bees roof", fill=False).candidates]
+    store.close()

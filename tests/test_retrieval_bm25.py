@@ -285,3 +285,25 @@ def test_a_snapshot_is_not_restored_into_other_field_weights() -> None:
     assert len(empty) == 0 and empty.search(["apple"]) == []
     empty.restore(snap)
     assert [h.id for h in empty.search(["fig"])] == ["d"]
+
+
+def test_rank_documents_scores_as_the_index() -> None:
+    """``rank_documents`` (the store's keyword channel, given N and the average length)
+    gives the index's scores bit for bit and its order, field weights included."""
+    from langmem_edge.retrieval.bm25 import rank_documents, weighted_tf
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(15)]
+    weights = {"context": 0.5}
+    index = BM25Index(field_weights=weights)
+    docs = {}
+    for i in range(60):
+        fields = {"text": [rng.choice(words) for _ in range(rng.randint(0, 9))],
+                  "context": [rng.choice(words) for _ in range(rng.randint(0, 4))]}
+        if any(fields.values()):
+            index.upsert(f"d{i:02d}", fields)
+            docs[f"d{i:02d}"] = weighted_tf(fields, weights)
+    n, avglen = index.prefix_stats()
+    for query in (["w1"], ["w2", "w3", "w2"], ["w4", "nope"], ["nope"]):
+        want = index.search(query, limit=10)
+        assert rank_documents(docs, query, n=n, avglen=avglen, limit=10) == want

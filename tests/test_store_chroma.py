@@ -451,7 +451,7 @@ def test_schema_1_stores_are_read_and_raised_to_the_current_schema(tmp_path: Any
     for vid in rows["ids"]:
         store._vectors.update(ids=[vid], metadatas=[{"ns": None, "nd": None, "k": None}])
     assert "k" not in store._vectors.get(limit=1, include=["metadatas"])["metadatas"][0]
-    for col in (store._items, store._vectors, store._sync):
+    for col in (store._items, store._vectors):
         col.modify(metadata={SCHEMA_KEY: 1})
     store.close()
 
@@ -625,7 +625,7 @@ def test_schema_2_stores_are_read_and_their_wide_items_flagged(tmp_path: Any) ->
     store._vectors.add(ids=legacy, embeddings=rows["embeddings"], metadatas=rows["metadatas"])
     ids = store._items.get(include=[])["ids"]
     store._items.update(ids=ids, metadatas=[{"vg": None, "vt": None, "fx": None}] * len(ids))
-    for col in (store._items, store._vectors, store._sync):
+    for col in (store._items, store._vectors):
         col.modify(metadata={SCHEMA_KEY: 2})
     store.close()
 

@@ -16,7 +16,7 @@ from faults import EXIT_CODE, FaultyCaller, InjectedFault, run_child
 from langgraph.store.memory import InMemoryStore
 
 from langmem_edge import errors
-from langmem_edge.store import layout, writes
+from langmem_edge.store import layout
 from langmem_edge.testing import FakeEmbeddings
 
 DIMS = 64
@@ -25,12 +25,6 @@ NS = ("users", "alice")
 
 def index() -> dict[str, Any]:
     return {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
-
-
-@pytest.fixture(autouse=True)
-def _no_background_settle(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The idle-settle timer would add a write call at a random moment: push it out."""
-    monkeypatch.setattr(writes, "SETTLE_DELAY", 3600.0)
 
 
 def cosine(a: str, b: str) -> float:
@@ -166,7 +160,7 @@ def test_an_update_cut_anywhere_ranks_the_value_it_holds(chroma_store_factory: A
 
     make = lambda name: chroma_store_factory(name, index=index())  # noqa: E731
     total = _count_writes(make, setup, update)
-    assert total >= 3  # marker, vectors, item row (, old vectors)
+    assert total >= 3  # vectors, item row, old vectors
     for n in range(1, total + 1):
         fresh = _faulted(make, f"u{n}", setup, update, n)
         text = fresh.get(NS, "drink").value["text"]
@@ -225,12 +219,12 @@ def test_a_shrinking_update_leaves_no_vector_that_scores(chroma_store_factory: A
         )
 
 
-def test_a_writer_dying_before_its_marker_is_still_seen_by_running_readers(
+def test_a_writer_dying_mid_update_is_seen_by_running_readers(
     chroma_store_factory: Any,
 ) -> None:
-    """Rows written by a writer that died before its change marker were never fetched by
-    processes already running (their keyword index): fail the last write call of an update
-    (on main before the fix, the marker; now, the old vectors' delete)."""
+    """A writer that dies at the last write call of an update (the old vectors' delete):
+    processes already running see the new row at once (the keyword channel reads the
+    database; once, each process kept an index that a lost change marker left stale)."""
 
     def keyword_keys(store: Any, query: str) -> list[str]:
         found = store.explain_search(NS, query=query)
@@ -262,7 +256,7 @@ def test_delete_prefix_is_literal_and_reads_no_values(chroma_store_factory: Any)
     assert store.delete_prefix(("users", "*")) == 2
     assert sorted(store.list_namespaces(prefix=("users",))) == [("users", "**"), ("users", "bob")]
     assert [h.key for h in store.search(("users",), query="in")] == ["k", "k"]
-    assert counter.calls == ["upsert", "delete", "delete"]  # marker + tombstones, items, vectors
+    assert counter.calls == ["delete", "delete"]  # items, vectors
 
 
 def test_more_puts_in_one_batch_than_chroma_takes_in_one_call(chroma_store_factory: Any) -> None:
@@ -400,10 +394,8 @@ KILL_CHILD = """
 import os
 from faults import FaultyCaller
 from langmem_edge import ChromaStore
-from langmem_edge.store import writes
 from langmem_edge.testing import FakeEmbeddings
 
-writes.SETTLE_DELAY = 3600.0
 index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
 store = ChromaStore.from_path(os.environ["FOLDER"], index=index)
 ns = ("users", "alice")

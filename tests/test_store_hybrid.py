@@ -127,10 +127,10 @@ def test_failed_keyword_channel_degrades_to_vector(open_store: Any, caplog: Any)
     store = open_store()
     fill(store)
 
-    def boom() -> None:
+    def boom(*args: Any) -> None:
         raise RuntimeError("index unavailable")
 
-    store._keywords.sync = boom
+    store._keyword_rankings = boom
     results = store.search(("u", "alice"), query="allergic to peanuts", limit=1)
     assert results[0].key == "note3"
     assert "keyword channels failed" in caplog.text
@@ -188,51 +188,37 @@ def keyword_rank(store: ChromaStore, query: str, key: str) -> int | None:
     return None
 
 
-def test_a_rewrite_that_keeps_the_indexed_text_takes_no_change_number(open_store: Any) -> None:
-    """A put that leaves an item's keyword document as it is (a new value beside the same
-    text, or ``index=False``) writes the item row alone: no change marker, and readers see
-    the new value and still find the item by the text it is indexed by."""
+def test_a_rewrite_that_keeps_the_indexed_text_writes_the_item_row_alone(open_store: Any) -> None:
+    """A put that leaves an item's indexed text as it is (a new value beside the same text,
+    or ``index=False``) writes the item row alone: no vector rows, and readers see the new
+    value and still find the item by the text it is indexed by."""
     writer = open_store("shared", embed=BlindEmbeddings(DIMS))
     reader = open_store("shared", embed=BlindEmbeddings(DIMS))
     writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 1})
     writer.put(("s",), "y", {"text": "unrelated seed text"})
-    assert keyword_rank(reader, "zanzibar", "x") == 1  # the reader's index is loaded
+    assert keyword_rank(reader, "zanzibar", "x") == 1
     seen = SyncWrites(writer)
     writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 2})
     writer.put(("s",), "x", {"text": "walk in the park", "n": 3}, index=False)
-    assert seen.writes == ["items", "items"]  # the item rows alone, no change marker
+    assert seen.writes == ["items", "items"]  # the item rows alone
     assert keyword_rank(reader, "zanzibar", "x") == 1  # index=False keeps what x is found by
     assert reader.get(("s",), "x").value == {"text": "walk in the park", "n": 3}
     writer.put(("s",), "x", {"text": "walk in the park", "n": 4})  # the text changes
-    assert "sync" in seen.writes
+    assert "vectors" in seen.writes
     assert keyword_rank(reader, "park", "x") == 1
     assert keyword_rank(reader, "zanzibar", "x") is None
 
 
-def test_a_quiet_rewrite_keeps_the_row_where_readers_fetch_it(open_store: Any) -> None:
-    """A reader that has not yet applied an item's write fetches it by the stamp of that
-    write; a rewrite that takes no number keeps the stamp, so the reader still finds it."""
-    writer = open_store("shared", embed=BlindEmbeddings(DIMS))
-    reader = open_store("shared", embed=BlindEmbeddings(DIMS))
-    reader.put(("s",), "seed", {"text": "unrelated seed text"})
-    assert keyword_rank(reader, "seed", "seed") == 1  # loaded before the writer's writes
-    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 1})
-    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 2})
-    assert keyword_rank(reader, "zanzibar", "x") == 1
-    assert reader.get(("s",), "x").value["n"] == 2
-
-
-def test_a_quiet_rewrite_racing_a_delete_leaves_the_item_deleted(open_store: Any) -> None:
-    """Another process deletes the item between the put's read and its write: the put
-    (concurrent with the delete) takes effect before it, and nothing comes back that the
-    readers' keyword indexes were told is gone."""
+def test_a_put_existing_racing_a_delete_leaves_the_item_deleted(open_store: Any) -> None:
+    """Another process deletes the item between ``put_existing``'s read and its write: the
+    rewrite reports False and nothing comes back."""
     writer = open_store("shared", embed=BlindEmbeddings(DIMS))
     other = open_store("shared", embed=BlindEmbeddings(DIMS))
     writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 1})
     other.put(("s",), "y", {"text": "unrelated seed text"})
     assert keyword_rank(other, "zanzibar", "x") == 1
     SyncWrites(writer, before_write=lambda: other.delete(("s",), "x"))
-    writer.put(("s",), "x", {"text": "trip to zanzibar", "n": 2})  # same text: quiet
+    assert writer.put_existing([(("s",), "x", {"text": "trip to zanzibar", "n": 2})]) == [False]
     assert writer.get(("s",), "x") is None and other.get(("s",), "x") is None
     assert keyword_rank(other, "zanzibar", "x") is None
     assert all(r.key != "x" for r in other.search(("s",), query="zanzibar"))

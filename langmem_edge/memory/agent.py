@@ -43,7 +43,7 @@ from langmem_edge.memory.core.labels import (
 )
 from langmem_edge.memory.core.layout import GENERATION_KEY, ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
-from langmem_edge.memory.core.stores import ranks_keys
+from langmem_edge.memory.core.stores import KeywordSearch, ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
 from langmem_edge.memory.index.access import AccessWriter
@@ -114,8 +114,7 @@ class AgentMemory:
         self.cipher = MemoryCipher(encryption_key) if encryption_key is not None else None
         self.has_vectors = bool(getattr(store, "index_config", None))
         self.nearest = ranks_keys(store)
-        self.keywords = callable(getattr(store, "keyword_search", None)) and callable(
-            getattr(store, "akeyword_search", None))
+        self.keywords = isinstance(store, KeywordSearch)
         self.size_hints = SizeHints()
         """Which profiles were last seen too large to read whole (a routing hint)."""
         # see ProfileContext.rewrite_index: every BaseStore we know keeps an item's vectors

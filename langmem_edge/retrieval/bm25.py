@@ -68,6 +68,9 @@ __all__ = [
     "BM25Index",
     "BM25Snapshot",
     "ScoredDoc",
+    "bm25_idf",
+    "rank_documents",
+    "weighted_tf",
 ]
 
 DEFAULT_K1 = 1.2
@@ -135,7 +138,7 @@ class BM25Index:
         max_prefix_masks: Bound of the cached namespace-prefix masks (kept by
             :meth:`clear`). Default :data:`MAX_PREFIX_MASKS`.
 
-    Not thread-safe: the caller serialises writes against reads (``KeywordIndex`` does).
+    Not thread-safe: the caller serialises writes against reads.
     """
 
     def __init__(
@@ -193,16 +196,7 @@ class BM25Index:
     # ----------------------------------------------------------------- writes
 
     def _weighted_tf(self, fields: Mapping[str, Sequence[str]]) -> tuple[dict[str, float], float]:
-        tf: dict[str, float] = {}
-        length = 0.0
-        for name, terms in fields.items():
-            w = self.field_weights.get(name, self.default_field_weight)
-            if w == 0 or not terms:
-                continue
-            for term, n in Counter(terms).items():
-                tf[term] = tf.get(term, 0.0) + w * n
-            length += w * len(terms)
-        return tf, length
+        return weighted_tf(fields, self.field_weights, self.default_field_weight)
 
     def upsert(
         self, doc_id: str, fields: Mapping[str, Sequence[str]], *, namespace: Namespace = ()
@@ -565,3 +559,68 @@ class BM25Index:
         if limit is not None:
             del ranked[limit:]
         return [ScoredDoc(doc_id, v) for _, doc_id, v in ranked]  # type: ignore[arg-type]
+
+
+def weighted_tf(
+    fields: Mapping[str, Sequence[str]],
+    field_weights: Mapping[str, float],
+    default_field_weight: float = 1.0,
+) -> tuple[dict[str, float], float]:
+    """A document's weighted term frequencies and weighted length (the BM25F sums of the
+    module docstring): each field's counts times its weight; a field of weight 0 counts
+    nothing."""
+    tf: dict[str, float] = {}
+    length = 0.0
+    for name, terms in fields.items():
+        w = field_weights.get(name, default_field_weight)
+        if w == 0 or not terms:
+            continue
+        for term, n in Counter(terms).items():
+            tf[term] = tf.get(term, 0.0) + w * n
+        length += w * len(terms)
+    return tf, length
+
+
+def bm25_idf(df: int, n: int) -> float:
+    """Lucene's BM25 idf for a term in ``df`` of ``n`` documents (never negative)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def rank_documents(
+    docs: Mapping[str, tuple[Mapping[str, float], float]],
+    terms: Iterable[str],
+    *,
+    n: int,
+    avglen: float,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+    limit: int | None = None,
+) -> list[ScoredDoc]:
+    """BM25 of ``docs`` (``id -> (weighted tfs, weighted length)``, see :func:`weighted_tf`)
+    against ``terms``, with the corpus size ``n`` and average length ``avglen`` given by the
+    caller: best first, ties by id ascending, as :meth:`BM25Index.search` ranks.
+
+    ``docs`` must hold every document of the corpus that contains a query term: each term's
+    document frequency is counted from them. The arithmetic is :meth:`BM25Index.search`'s,
+    term by term in query order, so an index of the same corpus gives the same scores.
+    """
+    query = list(dict.fromkeys(terms))
+    if not query or n <= 0:
+        return []
+    scores: dict[str, float] = {}
+    for term in query:
+        holders = [(i, tf[term]) for i, (tf, _) in docs.items() if term in tf]
+        if not holders:
+            continue
+        idf = bm25_idf(len(holders), n)
+        for doc_id, tf_value in holders:
+            if avglen:
+                norm = k1 * ((1.0 - b) + b * docs[doc_id][1] / avglen)
+            else:
+                norm = k1
+            scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf_value * (k1 + 1.0) / (
+                tf_value + norm)
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    if limit is not None:
+        del ranked[limit:]
+    return [ScoredDoc(doc_id, score) for doc_id, score in ranked]

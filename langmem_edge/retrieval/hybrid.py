@@ -1,7 +1,7 @@
 """Glue between a resolved :class:`~langmem_edge.retrieval.config.HybridConfig` and fusion.
 
-The store runs the channels (the vector channel itself; keyword and key through a
-:class:`~langmem_edge.retrieval.index.KeywordIndex`), each restricted to the namespace
+The store runs the channels (vector, keyword and key, :mod:`langmem_edge.store.keyword`),
+each restricted to the namespace
 prefix and filter and cut at :func:`channel_depth`, then calls :func:`fuse`. A channel whose
 weight is 0 is not run (:func:`active_channels`). A channel that failed is passed as missing
 (or empty): fusion ranks by the others, and :func:`fuse` never raises for it.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -53,16 +54,16 @@ from langmem_edge.errors import (
     ConfigurationError,
     InvalidInputError,
 )
-from langmem_edge.retrieval import (
-    ChromaKeywordSource,
-    HybridConfig,
-    KeywordIndex,
-    SyncWriter,
-    resolve_hybrid_config,
+from langmem_edge.retrieval import Analyzer, HybridConfig, resolve_hybrid_config
+from langmem_edge.retrieval.keywords import (
+    LENGTH_FIELD,
+    decode_text_document,
+    keyword_fields,
 )
 from langmem_edge.store import layout
 from langmem_edge.store.api import NamespaceErrorsMixin
 from langmem_edge.store.hybrid import HybridMixin
+from langmem_edge.store.keyword import KeywordMixin
 from langmem_edge.store.listing import ListingHints, ListingMixin
 from langmem_edge.store.names import Generations, ItemNames
 from langmem_edge.store.ranking import RANKINGS, Ranking
@@ -76,6 +77,10 @@ __all__ = ["ChromaStore"]
 
 DEFAULT_COLLECTION_PREFIX = "langmem_edge"
 """Collections are named ``<prefix>-items`` and ``<prefix>-vectors``."""
+
+UPGRADE_PROGRESS_ROWS = 20_000
+"""Rows past which the schema 4 upgrade (:meth:`ChromaStore._add_keyword_fields`) reports its
+progress on stderr, one line a page."""
 
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
 """Largest value accepted, as UTF-8 JSON (4 MiB). Chroma stores it as a metadata string."""
@@ -92,7 +97,8 @@ GET_PAGE = 5000
 
 
 class ChromaStore(
-    NamespaceErrorsMixin, SearchMixin, HybridMixin, ListingMixin, WriteMixin, TTLMixin, BaseStore
+    NamespaceErrorsMixin, SearchMixin, HybridMixin, KeywordMixin, ListingMixin, WriteMixin,
+    TTLMixin, BaseStore,
 ):
     """A LangGraph store on Chroma.
 
@@ -113,8 +119,8 @@ class ChromaStore(
         hybrid: :class:`~langmem_edge.retrieval.HybridConfig`: channel ``weights`` (vector 1,
             keyword 1, key 1.5), ``rrf_k`` (60), ``depth`` (50) and the ``keyword`` analyser
             and BM25 options. Keyword text comes from the index ``fields``.
-        collection_prefix: Collections are ``<prefix>-items``, ``<prefix>-vectors`` and
-            ``<prefix>-sync``; stores with different prefixes see nothing of each other.
+        collection_prefix: Collections are ``<prefix>-items`` and ``<prefix>-vectors``;
+            stores with different prefixes see nothing of each other.
         max_value_bytes: Largest value as UTF-8 JSON (default 4 MiB).
         ef_search: HNSW search breadth of the vectors collection (default 1000; Chroma's
             own is 100): exact results up to about that many vectors; a search in a
@@ -168,21 +174,21 @@ class ChromaStore(
             raise ConfigurationError(f"ranking must be one of {RANKINGS}, got {ranking!r}")
         self.ranking = ranking
         self.hybrid_config = resolve_hybrid_config(hybrid)
-        self._items, self._vectors, self._sync = (
+        keyword = self.hybrid_config["keyword"]
+        self._analyzer = Analyzer(language=keyword["language"], stopwords=keyword["stopwords"])
+        self._items, self._vectors = (
             _chroma.open_collection(
                 client,
                 f"{collection_prefix}-{part}",
                 schema_version=layout.SCHEMA_VERSION,
                 reads_from=layout.READS_FROM,
                 call=self._call,
-                upgrade=self._flag_incomplete_mirrors if part == "items" else None,
+                upgrade=self._upgrade_items if part == "items" else None,
                 ef_search=ef_search if part == "vectors" else None,
             )
-            for part in ("items", "vectors", "sync")
+            for part in ("items", "vectors")
         )
-        self._writer = SyncWriter()
         self._write_lock = threading.RLock()
-        self._settle_timer: threading.Timer | None = None
         self._max_batch = max(1, int(self._call(client.get_max_batch_size)))
         self._write_epoch = 0
         self._written_floor = 0
@@ -192,13 +198,65 @@ class ChromaStore(
         self._listing_hints = ListingHints()
         self._prefix_share: dict[tuple[str, ...], float] = {}  # see SearchMixin._gather
         self._large_prefixes: dict[tuple[str, ...], int] = {}  # see _rank_in_process
-        self._keywords = KeywordIndex(
-            ChromaKeywordSource(self._items, self._sync, call=self._call),
-            config=self.hybrid_config["keyword"],
-        )
+        self._large_keyword_scopes: dict[tuple[str, ...], int] = {}  # see KeywordMixin
         self._clock: Callable[[], float] = time.time  # epoch seconds; tests may replace it
         self._statistics = PlannerStatistics.for_client(
             client, lambda: self._call(self._items.count))
+
+    def _upgrade_items(self, items: Any, found: int) -> None:
+        """Bring an items collection of schema ``found`` to :data:`layout.SCHEMA_VERSION`
+        (each step idempotent: a crash before the version is raised runs it again)."""
+        if found < 3:
+            self._flag_incomplete_mirrors(items, found)
+        if found < 4:
+            self._add_keyword_fields(items, found)
+
+    def _add_keyword_fields(self, items: Any, found: int) -> None:
+        """Upgrade from schema < 4: give every item row its keyword fields and document
+        (:mod:`langmem_edge.retrieval.keywords`), analysed from the indexed texts its old
+        document held, and drop the old change stamps (``kw``, ``ks``); then delete the old
+        ``<prefix>-sync`` collection of the change protocol. Rows that already carry
+        ``kl`` (rewritten by an upgrade that crashed) are skipped. One read of every row,
+        a page at a time, each page written back as one ``update``; past
+        :data:`UPGRADE_PROGRESS_ROWS` rows a progress line a page goes to stderr."""
+        total = int(self._call(items.count))
+        size = max(1, int(self._call(self._client.get_max_batch_size)))
+        done = rewritten = 0
+        offset = 0
+        while True:
+            page = self._call(items.get, include=["metadatas", "documents"], limit=GET_PAGE,
+                              offset=offset)
+            ids, metas, docs = [], [], []
+            for iid, meta, doc in zip(page["ids"], page["metadatas"],
+                                      page["documents"] or [None] * len(page["ids"]),
+                                      strict=True):
+                if LENGTH_FIELD in meta or "k" not in meta:
+                    continue
+                document, fields = keyword_fields(
+                    decode_text_document(doc), str(meta["k"]), self._analyzer)
+                ids.append(iid)
+                metas.append({**fields, "kw": None, "ks": None})
+                docs.append(document)
+            for start in range(0, len(ids), size):
+                end = start + size
+                self._call(items.update, ids=ids[start:end], metadatas=metas[start:end],
+                           documents=docs[start:end],
+                           embeddings=[layout.ITEM_VECTOR] * len(ids[start:end]))
+            rewritten += len(ids)
+            done += len(page["ids"])
+            if total > UPGRADE_PROGRESS_ROWS:
+                print(f"langmem_edge: upgrading {items.name} to schema "
+                      f"{layout.SCHEMA_VERSION}: {done:,} of {total:,} rows",
+                      file=sys.stderr, flush=True)
+            if len(page["ids"]) < GET_PAGE:
+                break
+            offset += GET_PAGE
+        sync_name = items.name[: -len("items")] + "sync"
+        try:
+            self._call(self._client.delete_collection, sync_name)
+        except Exception:  # absent (never created, or deleted by an earlier run)
+            logger.debug("no %s collection to delete", sync_name, exc_info=True)
+        logger.info("schema %d -> 4: keyword fields on %d item row(s)", found, rewritten)
 
     def _flag_incomplete_mirrors(self, items: Any, found: int) -> None:
         """Upgrade from schema < 3: set ``fx`` on item rows whose filter mirror is incomplete
@@ -248,7 +306,7 @@ class ChromaStore(
     def setup(self) -> None:
         """Make sure the collections exist. The constructor already did; kept so code written
         for ``SqliteStore``/``PostgresStore`` (which must call ``setup()``) runs unchanged."""
-        for collection in (self._items, self._vectors, self._sync):
+        for collection in (self._items, self._vectors):
             _chroma.open_collection(
                 self._client,
                 collection.name,
@@ -262,13 +320,7 @@ class ChromaStore(
         await run_in_executor(None, self.setup)
 
     def close(self) -> None:
-        """Settle the last change marker, stop the TTL sweeper; release the client if this
-        store created it."""
-        with self._write_lock:
-            timer, self._settle_timer = self._settle_timer, None
-            if timer is not None:
-                timer.cancel()
-                self._settle(self._writer.seq)
+        """Stop the TTL sweeper; release the client if this store created it."""
         self.stop_ttl_sweeper(timeout=5)
         self._statistics.wait(timeout=30)
         if self._owns_client:

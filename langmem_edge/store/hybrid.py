@@ -19,7 +19,6 @@ from langmem_edge.errors import ConfigurationError, InvalidInputError
 from langmem_edge.retrieval import (
     FusedHit,
     HybridConfig,
-    KeywordIndex,
     active_channels,
     channel_depth,
     fuse,
@@ -47,11 +46,11 @@ PER_CALL_OPTIONS = frozenset({"weights", "rrf_k", "depth"})
 
 
 class HybridMixin:
-    """Hybrid search of ``ChromaStore`` (needs its vector round, keyword index and rows)."""
+    """Hybrid search of ``ChromaStore`` (needs its vector round, keyword channels and rows)."""
 
     hybrid_config: HybridConfig
     _fields: list[tuple[str, Any]]
-    _keywords: KeywordIndex
+    _keyword_rankings: Callable[..., dict[str, list[tuple[str, float]]]]
     _clock: Callable[[], float]
     _write_epoch: int
     _get_items: Callable[..., dict[str, dict[str, Any]]]
@@ -206,17 +205,11 @@ class HybridMixin:
             found["vector"] = [(h.item_id, h.score) for h in self._current(hits)]
         if {"keyword", "key"} & set(channels):
             try:
-                self._keywords.sync()
-                # With a filter, rank the whole prefix (in-process, cheap): it may reject many.
+                # With a filter, rank every match: the filter may reject many.
                 limit = None if op.filter else depth + ADMIT_SLACK
-                for name, search in (
-                    ("keyword", self._keywords.search_keyword),
-                    ("key", self._keywords.search_key),
-                ):
-                    if name in channels:
-                        found[name] = search(
-                            op.query, namespace_prefix=tuple(op.namespace_prefix), limit=limit
-                        )
+                found.update(self._keyword_rankings(
+                    tuple(op.namespace_prefix), op.query,
+                    [c for c in channels if c in ("keyword", "key")], limit))
             except Exception:
                 logger.warning("keyword channels failed; ranking by the others", exc_info=True)
         if op.filter:

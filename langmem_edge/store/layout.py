@@ -7,7 +7,8 @@ breaking:
 ``items``: one row per item (plus, since schema 3, ``vg``/``vt``/``fx`` below).
     id        ``item_id(namespace, key)``: 32 hex of sha256 over the JSON of (namespace, key)
     embedding a constant 1-d vector (Chroma needs one; items are never vector-searched)
-    document  reserved for the keyword channel (analysed token text)
+    document  the keyword channel's analysed token stream of each indexed field and the
+              key's segments (:func:`~langmem_edge.retrieval.keywords.keyword_fields`)
     metadata  ``ns`` (labels joined by ``_chroma.join_labels``), ``nd`` (depth) and
               ``p1``..``p{d}`` (each
               prefix, joined: Chroma has no prefix match, so a namespace prefix is one
@@ -20,7 +21,10 @@ breaking:
               ``g:<path>`` float copies of numeric leaves, so equality and range filters run
               inside Chroma; ``fx`` (True) when some leaf a filter could name was not
               mirrored (too many leaves, a non-finite number), so pushed-down filters let the
-              item through to the Python check (:func:`pushdown_where`).
+              item through to the Python check (:func:`pushdown_where`); ``kt`` (the
+              distinct analysed terms, a list), ``ky`` (the key's segments, a list) and
+              ``kl`` (the number of analysed terms), which a keyword search matches and
+              counts (:mod:`langmem_edge.retrieval.keywords`).
 
 ``vectors``: one row per indexed text of an item (``a[*].b`` yields one row per element).
     id        ``<item id>:<vg>:<j>``, j in ``range(nv)`` (``<item id>:<j>`` before schema 3)
@@ -58,10 +62,14 @@ from langgraph.store.base import InvalidNamespaceError as _LanggraphNamespaceErr
 from langmem_edge._chroma import join_labels, split_labels
 from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitExceededError
 
-SCHEMA_VERSION = 3
-"""Version of this layout, stored in each collection's metadata. 3: vector generations
-(``vg``, ``vt``) and the incomplete-mirror flag ``fx``; rows of 2 are read as generation
-``""`` with every leaf mirrored, and rewritten as 3 by their next put."""
+SCHEMA_VERSION = 4
+"""Version of this layout, stored in each collection's metadata. 4: the keyword channel in
+the item rows (``kt``, ``ky``, ``kl`` and the analysed document,
+:mod:`langmem_edge.retrieval.keywords`), no ``kw``/``ks`` stamps and no ``-sync``
+collection; opening a collection of 3 or less rewrites every item row once
+(``ChromaStore._add_keyword_fields``). 3: vector generations (``vg``, ``vt``) and the
+incomplete-mirror flag ``fx``; rows of 2 are read as generation ``""`` with every leaf
+mirrored, and rewritten as 3 by their next put."""
 
 READS_FROM = 1
 """Oldest layout this code reads: version 1 rows also carried ``n0``.. fields (one per
@@ -533,8 +541,9 @@ def item_metadata(
     n_vectors: int,
     generation: str,
     signature: str,
+    keyword: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The metadata of an item row."""
+    """The metadata of an item row (``keyword``: its ``kt``/``ky``/``kl`` fields)."""
     meta: dict[str, Any] = {
         "ns": join_labels(namespace),
         **namespace_fields(namespace),
@@ -547,6 +556,7 @@ def item_metadata(
         "nv": n_vectors,
         "vg": generation,
         "vt": signature,
+        **keyword,
     }
     meta.update(filter_fields(value))
     return meta

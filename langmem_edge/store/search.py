@@ -12,7 +12,7 @@ per call by :meth:`SearchMixin.hybrid_search`:
 ``"hybrid"``
     Weighted reciprocal rank fusion of three channels, each restricted to the namespace prefix,
     the filter and live items before ranks are counted: vector (as above), keyword (BM25 over
-    the index ``fields`` texts, stemmed, stopwords removed; :mod:`langmem_edge.retrieval`) and
+    the index ``fields`` texts, stemmed, stopwords removed; :mod:`langmem_edge.store.keyword`) and
     exact key (key segments split on ``. : / _ -`` equal to a query token).
     ``score = sum(weight / (rrf_k + rank))`` over the channels that ranked the item (higher is
     better; with the defaults at most ``3.5 / 61``, about 0.057). A channel that fails is
@@ -35,10 +35,7 @@ from langgraph.store.base import Result, SearchOp
 
 from langmem_edge import _chroma
 from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
-from langmem_edge.retrieval import (
-    HybridConfig,
-    KeywordIndex,
-)
+from langmem_edge.retrieval import HybridConfig
 from langmem_edge.retrieval.vectors import cosine_distances
 from langmem_edge.store import layout
 from langmem_edge.store.listing import newest_first
@@ -93,7 +90,6 @@ class SearchMixin:
     _clock: Callable[[], float]
     _vectors: Any
     _fields: list[tuple[str, Any]]
-    _keywords: KeywordIndex
     _get_items: Callable[..., dict[str, dict[str, Any]]]
     _scan_items: Callable[..., list[dict[str, Any]]]
     _should_refresh: Callable[[bool | None], bool]

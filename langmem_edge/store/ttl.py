@@ -23,7 +23,6 @@ from langmem_edge import _chroma
 from langmem_edge._chroma import split_labels
 from langmem_edge._sweeper import Sweeper
 from langmem_edge.errors import InvalidInputError
-from langmem_edge.retrieval import SyncWriter, purge_sync_rows
 from langmem_edge.store import layout
 
 logger = logging.getLogger(__name__)
@@ -40,8 +39,6 @@ class TTLMixin:
     _clock: Callable[[], float]
     _items: Any
     _vectors: Any
-    _sync: Any
-    _writer: SyncWriter
     _write: Callable[..., int]
     _write_lock: threading.RLock
     _written_floor: int
@@ -82,12 +79,8 @@ class TTLMixin:
                 self._call(self._items.update, ids=ids, metadatas=metas)
 
     def sweep_ttl(self) -> int:
-        """Delete expired items (and their vectors) now. Returns how many were deleted.
-
-        Also purges the keyword index's change markers and tombstones older than a day
-        (readers idle that long reload in full)."""
+        """Delete expired items (and their vectors) now. Returns how many were deleted."""
         now = self._clock()
-        purge_sync_rows(self._sync, keep_writer=self._writer.writer_id, call=self._call)
         # a put racing the sweep keeps its item: the delete is conditional on expiry
         expired = self._scan_items({"exp": {"$lte": now}})
         if not expired:

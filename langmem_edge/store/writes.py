@@ -1,6 +1,13 @@
-"""The write path of ``ChromaStore``: puts, deletes, the TTL sweep's deletes and
-``delete_prefix``, each ordered so that every prefix of its Chroma calls is a state reads
-answer right (docs/store.md, "Crash safety")."""
+"""The write path of ``ChromaStore``: puts, rewrites of existing items
+(:meth:`WriteMixin.put_existing`), deletes, the TTL sweep's deletes and ``delete_prefix``,
+each ordered so that every prefix of its Chroma calls is a state reads answer right
+(docs/store.md, "Crash safety").
+
+A put is its rows: one ``get`` of the rows it replaces (ids and metadata: an existing item
+keeps its ``created_at``, its vector rows when its indexed texts are unchanged, and has its
+stale vector rows deleted), the vector upsert (new or changed texts only), the item upsert
+(value, filter mirror and keyword fields in one row), and a delete of stale vector rows
+(changed texts only)."""
 
 from __future__ import annotations
 
@@ -11,22 +18,31 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
-from langgraph.store.base import IndexConfig, PutOp, SearchOp, get_text_at_path, tokenize_path
+from langgraph.store.base import (
+    IndexConfig,
+    PutOp,
+    SearchOp,
+    get_text_at_path,
+    tokenize_path,
+)
 
 from langmem_edge import _chroma
 from langmem_edge._sqlite_stats import PlannerStatistics
 from langmem_edge.embeddings import text_hash
 from langmem_edge.errors import EmbeddingError, InvalidInputError, InvalidNamespaceError
-from langmem_edge.retrieval import KeywordIndex, SyncWriter, encode_document
+from langmem_edge.retrieval import Analyzer
+from langmem_edge.retrieval.keywords import (
+    KEY_SEGMENTS_FIELD,
+    LENGTH_FIELD,
+    TERMS_FIELD,
+    keyword_fields,
+)
 from langmem_edge.store import layout
 from langmem_edge.store.names import Generations, ItemNames
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["WriteMixin"]
-
-SETTLE_DELAY = 0.5
-"""Seconds a writer stays idle before it settles its last change marker."""
 
 ATOMIC_PUT_LIMIT = 2_000
 """Most puts of a batch ``ChromaStore`` promises to apply whole (:attr:`WriteMixin.
@@ -36,6 +52,9 @@ server: readers on other threads never saw part of one upsert or update of 200 o
 (about 5,900 reads during 646 writes), and a process killed at random during upserts of
 3,000 rows left each one whole or absent (12 kills). Larger batches are split into several
 calls (the client's maximum batch size) and promise nothing."""
+
+KEYWORD_FIELDS = (TERMS_FIELD, KEY_SEGMENTS_FIELD, LENGTH_FIELD)
+"""The item-row fields of the keyword channels (:mod:`langmem_edge.retrieval.keywords`)."""
 
 MAX_WRITTEN_KEPT = 100_000
 """Item ids whose last write this process remembers for the TTL refresh (then it forgets
@@ -52,12 +71,10 @@ class WriteMixin:
     _call: _chroma.ChromaCaller
     _items: Any
     _vectors: Any
-    _sync: Any
     _fields: list[tuple[str, Any]]
-    _keywords: KeywordIndex
-    _writer: SyncWriter
+    _analyzer: Analyzer
     _write_lock: threading.RLock
-    _settle_timer: threading.Timer | None
+    _clock: Callable[[], float]
     _max_batch: int
     _write_epoch: int
     _written_floor: int
@@ -102,14 +119,85 @@ class WriteMixin:
         """``delete_prefix`` on a worker thread."""
         return await run_in_executor(None, self.delete_prefix, tuple(namespace_prefix))
 
+    def put_existing(
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
+    ) -> list[bool]:
+        """Rewrite each ``(namespace, key, value)`` whose item exists; never create one.
+
+        For side-effect rewrites (a count, a flag, a link) that must not bring back an item
+        another writer deleted. Each present item gets ``value`` as a put would write it
+        (filter mirror rebuilt, fields the old value had and the new one lacks removed,
+        ``updated_at`` moved, ``created_at`` kept; its own TTL restarted; an item whose TTL
+        ran out counts as gone, as every read treats it); its vector rows
+        are kept when its indexed texts are unchanged, and replaced when they changed (new
+        rows first, as a put does). The item rows are written with Chroma's ``update``,
+        which skips ids that are gone, so a delete that lands at any moment wins.
+
+        Returns, for each item in order, True if it was rewritten: its row was read before
+        the write and is still there after it (a second read by id). The race, stated: an
+        item deleted between the first read and the write stays deleted (False); one deleted
+        after the write but before the second read was rewritten and then deleted (False:
+        either way it is gone); one deleted and put again by another writer between the
+        first read and the write is rewritten (True), and a filter field that writer's value
+        added and ``value`` lacks survives (the stale fields removed are those of the row
+        read). A key given twice: the last value wins, both entries report alike.
+
+        Raises:
+            InvalidInputError: A value that is not a dict (a rewrite never deletes), a bad
+                key; nothing is written then.
+            InvalidNamespaceError: A bad namespace.
+        """
+        ops = []
+        for entry in items:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+                raise InvalidInputError(
+                    f"put_existing takes (namespace, key, value) triples, got {entry!r}")
+            namespace, key, value = entry
+            if not isinstance(value, dict):
+                raise InvalidInputError(
+                    f"value for key {key!r} must be a dict (put_existing never deletes), "
+                    f"got {type(value).__name__}")
+            op = layout.checked_op(PutOp(namespace, key, value))
+            assert isinstance(op, PutOp)
+            if not isinstance(op.key, str):
+                raise InvalidInputError(f"key must be a string, got {op.key!r}")
+            layout.encode_value(op.namespace, op.key, value, self.max_value_bytes)
+            ops.append(op)
+        if not ops:
+            return []
+        ids = [layout.item_id(op.namespace, op.key) for op in ops]
+        with self._write_lock:
+            now = self._clock()
+            old, _ = self._get_rows(list(dict.fromkeys(ids)), now=now)  # expired: gone
+            present = {
+                iid: op._replace(ttl=float(old[iid].get("ttl") or 0.0) or None)
+                for iid, op in zip(ids, ops, strict=True) if iid in old
+            }
+            if present:
+                self._run_puts(list(present.values()), now, (old, {}), existing=True)
+                alive = set(self._call(self._items.get, ids=list(present), include=[])["ids"])
+            else:
+                alive = set()
+        return [iid in alive for iid in ids]
+
+    async def aput_existing(
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
+    ) -> list[bool]:
+        """``put_existing`` on a worker thread."""
+        return await run_in_executor(None, self.put_existing, list(items))
+
     def _run_puts(
         self,
         puts: list[PutOp],
         now: float,
         read: tuple[dict[str, dict[str, Any]], dict[str, str | None]] | None = None,
+        *,
+        existing: bool = False,
     ) -> None:
         """Write ``puts`` (validated first); ``read``: their rows and documents, read already
-        (with the batch's gets)."""
+        (with the batch's gets; documents are needed only for ``index=False`` puts).
+        ``existing``: :meth:`put_existing`'s write (every put has a value and a row in
+        ``read``; item rows are updated, never created)."""
         plans: list[tuple[PutOp, str | None, tuple[float | None, float] | None]] = []
         for op in puts:  # validate everything before writing anything
             if not isinstance(op.key, str):
@@ -124,7 +212,10 @@ class WriteMixin:
             plans.append((op, encoded, (ttl, layout.expiry(now, ttl))))
 
         ids = [layout.item_id(op.namespace, op.key) for op, _, _ in plans]
-        old, old_docs = read if read is not None else self._get_rows(ids, documents=True)
+        if read is None:
+            need_docs = any(op.index is False for op, _, _ in plans)
+            read = self._get_rows(ids, documents=need_docs)
+        old, old_docs = read
         texts = {
             iid: self._texts(op)
             for iid, (op, vj, _) in zip(ids, plans, strict=True)
@@ -154,7 +245,6 @@ class WriteMixin:
         item_ids, item_metas, item_docs = [], [], []
         stale: list[str] = []
         deletes: list[str] = []
-        quiet = True  # no keyword row changes: every put rewrites an item with its document
         for iid, (op, value_json, ttl_exp) in zip(ids, plans, strict=True):
             prev = old.get(iid)
             if value_json is None:
@@ -163,13 +253,16 @@ class WriteMixin:
                     stale.extend(layout.vector_ids(iid, prev))
                 continue
             triples = texts[iid]
-            document = _keyword_document(triples)
+            if iid in keep and old_docs.get(iid) is not None:
+                assert prev is not None
+                document = str(old_docs[iid])
+                keyword = {f: prev[f] for f in KEYWORD_FIELDS if f in prev}
+            else:
+                document, keyword = keyword_fields(_field_texts(triples), op.key, self._analyzer)
             if iid in keep or iid in unchanged:
                 assert prev is not None
                 n_vectors, gen = int(prev["nv"]), str(prev.get("vg", ""))
                 signature = str(prev.get("vt", ""))
-                if iid in keep:
-                    document = old_docs.get(iid) or document
             else:
                 n_vectors, gen = len(triples), layout.new_generation()
                 signature = layout.texts_signature(triples)
@@ -182,30 +275,32 @@ class WriteMixin:
                 if prev:
                     stale.extend(layout.vector_ids(iid, prev))
             ttl, exp = ttl_exp  # type: ignore[misc]
-            item_ids.append(iid)
-            item_metas.append(
-                layout.item_metadata(
-                    op.namespace,
-                    op.key,
-                    value_json,
-                    op.value,  # type: ignore[arg-type]
-                    created_at=float(prev["ca"]) if prev else now,
-                    updated_at=now,
-                    exp=exp,
-                    ttl_minutes=ttl,
-                    n_vectors=n_vectors,
-                    generation=gen,
-                    signature=signature,
-                )
+            meta = layout.item_metadata(
+                op.namespace,
+                op.key,
+                value_json,
+                op.value,  # type: ignore[arg-type]
+                created_at=float(prev["ca"]) if prev else now,
+                updated_at=now,
+                exp=exp,
+                ttl_minutes=ttl,
+                n_vectors=n_vectors,
+                generation=gen,
+                signature=signature,
+                keyword=keyword,
             )
+            if existing:
+                assert prev is not None  # update merges: drop the fields the old row had
+                meta.update({f: None for f in prev if f not in meta})
+            item_ids.append(iid)
+            item_metas.append(meta)
             item_docs.append(document)
-            quiet = quiet and prev is not None and document == old_docs.get(iid)
         self._write(
             vectors=(vec_ids, vec_embs, vec_metas),
             items=(item_ids, item_metas, item_docs),
             deletes=deletes,
             stale=stale,
-            quiet=quiet and not deletes,
+            existing=existing,
         )
         self._statistics.wrote(len(item_ids) + len(vec_ids))
 
@@ -217,7 +312,7 @@ class WriteMixin:
         deletes: Sequence[str] = (),
         stale: Sequence[str] = (),
         delete_where: dict[str, Any] | None = None,
-        quiet: bool = False,
+        existing: bool = False,
     ) -> int:
         """Apply one write; every prefix of its calls is a state reads answer right.
 
@@ -227,78 +322,61 @@ class WriteMixin:
         expired, so a put racing the sweep keeps its item); vector rows of an item that
         survived it are kept.
 
-        1. the keyword change marker, unsettled, with the tombstones of ``deletes``
-           (:mod:`langmem_edge.retrieval.chroma_sync`): readers fetch this write's rows at
-           every sync until a later marker confirms it, so a crash anywhere below loses
-           nothing for the keyword index;
-        2. new vector rows, under a fresh generation: nothing reads them until step 4 names
+        1. new vector rows, under a fresh generation: nothing reads them until step 3 names
            their generation in the item row (search admits a vector only of the item's
            current generation);
-        3. deleted item rows;
-        4. item rows, stamped with this write's number: each item switches value, texts and
-           vector generation in one row write;
-        5. the vector rows no item names any more (old generations, deleted items): until
+        2. deleted item rows;
+        3. item rows (value, filter mirror, keyword fields and document): each item switches
+           value, texts and vector generation in one row write; with ``existing``, a Chroma
+           ``update``, which skips items that are gone (their new vector rows are then
+           removed with the stale ones);
+        4. the vector rows no item names any more (old generations, deleted items): until
            then they are orphans that no read admits.
 
-        The settled marker follows when the writer falls idle (:meth:`_settle`). Each step
-        is split into calls of at most the client's maximum batch size; a crash between two
-        of them leaves the write's first items written and the rest not (each item whole).
-
-        A ``quiet`` write changes no row of the keyword index: it only rewrites items that
-        exist with the documents they have (a new value, TTL or ``index=False``; the same
-        indexed texts). It is step 4 alone, as a Chroma ``update`` of the metadata: each row
-        keeps its document and the stamp it had (a reader that fetches it by that stamp
-        indexes what it indexed before), so no number, marker or settle is needed; and an
-        item another process deleted since the put read it stays deleted (``update`` skips
-        ids that are gone: the put, concurrent with the delete, took effect before it), so
-        no row comes back that the keyword index was told is gone. The write markers of
-        ``AgentMemory``'s change protocol are such puts.
+        Each step is split into calls of at most the client's maximum batch size; a crash
+        between two of them leaves the write's first items written and the rest not (each
+        item whole).
         """
         if not (vectors[0] or items[0] or deletes or stale):
             return 0
         with self._write_lock:
-            if quiet:
-                assert not (deletes or stale or vectors[0])
-                item_ids, item_metas, _ = items
-                self._chunked(self._items.update, ids=item_ids, metadatas=item_metas)
-                self._names.learn(item_ids, item_metas)
-                self._gens.learn(item_ids, item_metas)
-                self._written(item_ids, ())
-                return 0
-            seq = self._writer.next_seq()
-            stamp = self._writer.stamp(seq)
-            begin = self._writer.marker(seq, settled=False)
-            if deletes:
-                tombs = self._writer.tombstones(deletes, seq)
-                begin = {k: begin[k] + tombs[k] for k in begin}
-            self._chunked(self._sync.upsert, **begin)
             vec_ids, vec_embs, vec_metas = vectors
             if vec_ids:
                 self._chunked(
                     self._vectors.upsert, ids=vec_ids, embeddings=vec_embs, metadatas=vec_metas
                 )
+            kept: set[str] = set()
             if deletes:
                 self._chunked(self._items.delete, ids=list(deletes), where=delete_where)
-                kept: set[str] = set()
                 if delete_where is not None:
                     kept = set(self._call(self._items.get, ids=list(deletes), include=[])["ids"])
                     stale = [v for v in stale if layout.parse_vector_id(v)[0] not in kept]
             item_ids, item_metas, item_docs = items
-            if item_ids:
+            if item_ids and existing:
+                # embeddings given: Chroma would embed a document with its default function
+                self._chunked(self._items.update, ids=item_ids, metadatas=item_metas,
+                              documents=item_docs,
+                              embeddings=[layout.ITEM_VECTOR] * len(item_ids))
+                if vec_ids:  # new vector rows of items that vanished meanwhile: orphans
+                    alive = set(self._call(self._items.get, ids=item_ids, include=[])["ids"])
+                    stale = [*stale, *(v for v in vec_ids
+                                       if layout.parse_vector_id(v)[0] not in alive)]
+            elif item_ids:
                 self._chunked(
                     self._items.upsert,
                     ids=item_ids,
                     embeddings=[layout.ITEM_VECTOR] * len(item_ids),
-                    metadatas=[{**m, **stamp} for m in item_metas],
+                    metadatas=item_metas,
                     documents=item_docs,
                 )
-                self._names.learn(item_ids, item_metas)
-                self._gens.learn(item_ids, item_metas)
+            if item_ids:
+                live_metas = [{k: v for k, v in m.items() if v is not None} for m in item_metas]
+                self._names.learn(item_ids, live_metas)
+                self._gens.learn(item_ids, live_metas)
             self._gens.forget(deletes)
             self._written(item_ids, deletes)
             if stale:
                 self._chunked(self._vectors.delete, ids=list(stale))
-            self._schedule_settle(seq)
             return len(deletes) - len(kept) if deletes else 0
 
     def _chunked(
@@ -312,26 +390,6 @@ class WriteMixin:
         for start in range(0, max(n, 1), size):
             part = {k: v[start : start + size] for k, v in columns.items()}
             self._call(method, **part, **extra)
-
-    def _schedule_settle(self, seq: int) -> None:
-        """Settle write ``seq``'s marker once no other write follows for ``SETTLE_DELAY``
-        seconds (a following write's marker confirms it anyway). Call under the lock."""
-        if self._settle_timer is not None:
-            self._settle_timer.cancel()
-        timer = threading.Timer(SETTLE_DELAY, self._settle, args=(seq,))
-        timer.daemon = True
-        self._settle_timer = timer
-        timer.start()
-
-    def _settle(self, seq: int) -> None:
-        with self._write_lock:
-            if self._writer.seq != seq:
-                return  # a later write's marker confirms this one
-            self._settle_timer = None
-            try:
-                self._call(self._sync.upsert, **self._writer.marker(seq))
-            except Exception:  # readers keep fetching the write: nothing is lost
-                logger.warning("settling the change marker failed", exc_info=True)
 
     def _written(self, item_ids: Sequence[str], deletes: Sequence[str]) -> None:
         """Note which items this process just wrote (the TTL refresh skips them)."""
@@ -406,10 +464,10 @@ class WriteMixin:
         return out
 
 
-def _keyword_document(triples: list[tuple[str, str, str]]) -> str:
-    """The item row's document: its indexed texts by configured field (several values of one
-    field, as ``a[*].b`` gives, joined by newlines), for the keyword channel."""
+def _field_texts(triples: list[tuple[str, str, str]]) -> dict[str, str]:
+    """An item's indexed texts by configured field (several values of one field, as
+    ``a[*].b`` gives, joined by newlines), for the keyword channel."""
     fields: dict[str, list[str]] = {}
     for field, _, text in triples:
         fields.setdefault(field, []).append(text)
-    return encode_document({f: "\n".join(texts) for f, texts in fields.items()})
+    return {f: "\n".join(texts) for f, texts in fields.items()}

@@ -4,12 +4,11 @@ per-process cache within its documented bound.
 The caches and their bounds: the store's id map (``store.names.ItemNames``,
 ``DEFAULT_CAPACITY`` ids; the test lowers it to :data:`SOAK_ID_CAPACITY` so the bound is
 reached), the embedding cache (``CachedEmbeddings``, ``DEFAULT_CACHE_SIZE`` vectors;
-:data:`SOAK_EMBED_CACHE` here)
-and the store keyword index's prefix masks (``retrieval.bm25.MAX_PREFIX_MASKS``;
-:data:`SOAK_PREFIX_MASKS` here: hybrid searches go to one of ``("soak",)``'s ~100 children)
-and the episodic change log's writer pools (``memory.index.log.WRITER_POOLS`` per store)
-and the memory's access-count writers (``AgentMemory.access_writers``, the same bound; the
-test writes to :data:`PROFILES` profiles). The semantic tier keeps no profile between
+:data:`SOAK_EMBED_CACHE` here), the store's keyword-route hint
+(``store.keyword.MAX_SCOPES_KEPT`` scopes; hybrid searches go to one of ``("soak",)``'s ~100
+children), the episodic change log's writer pools (``memory.index.log.WRITER_POOLS`` per
+store) and the memory's access-count writers (``AgentMemory.access_writers``, the same bound;
+the test writes to :data:`PROFILES` profiles). The semantic tier keeps no profile between
 operations.
 Memory is measured with ``tracemalloc`` (Python allocations) and the RSS after a warm-up of
 :data:`WARMUP_FRACTION` of the run, at the half and at the end: growth over the second half
@@ -49,6 +48,7 @@ from langgraph.store.base import PutOp
 from langmem_edge.embeddings import CachedEmbeddings
 from langmem_edge.memory.index.log import WRITER_POOLS, writer_pools_kept
 from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.store.keyword import MAX_SCOPES_KEPT
 from langmem_edge.testing import FakeEmbeddings
 
 from .helpers import DIMS, long_size, open_memory, open_store, remove_folder, rss_mb, scratch_folder
@@ -69,11 +69,11 @@ SOAK_EMBED_CACHE = 200
 """The embedding cache's size during the soak."""
 
 SOAK_PREFIX_MASKS = 8
-"""The store keyword index's prefix-mask bound during the soak (lowered from 256)."""
+"""A ``BM25Index``'s prefix-mask bound in the regression test below (lowered from 256)."""
 
 HYBRID_SHARE = 0.5
 """Share of the store searches made with ``hybrid_search`` in one child namespace (the
-keyword channel, so its prefix masks fill); the rest are vector searches of ``("soak",)``."""
+keyword channel); the rest are vector searches of ``("soak",)``."""
 
 RSS_SAMPLE_EVERY = 1_000
 """Operations between two RSS samples."""
@@ -158,12 +158,10 @@ class _Soak:
         self.store = open_store(self.folder,
                                 index={"dims": DIMS, "embed": self.cache, "fields": ["text"]})
         self.store._names.capacity = SOAK_ID_CAPACITY
-        self.masks = self.store._keywords.bm25
-        self.masks.max_prefix_masks = SOAK_PREFIX_MASKS
         self.memory = open_memory(self.store,
                                   config={"index": CONSTANT_INDEX} if constant else None)
         self.ops: Counter[str] = Counter()
-        self.peak = {"ids": 0, "embeddings": 0, "prefix_masks": 0,
+        self.peak = {"ids": 0, "embeddings": 0, "keyword_scopes": 0,
                      "writer_pools": 0, "access_writers": 0}
 
     def word(self) -> str:
@@ -213,7 +211,7 @@ class _Soak:
             if op == "get":
                 store.get(("soak", word[:3]), word)
             elif op == "search" and rng.random() < HYBRID_SHARE:
-                op = "hybrid_search"  # the keyword channel: its prefix masks
+                op = "hybrid_search"  # the keyword channel
                 store.hybrid_search(("soak", word[:3]), query=f"item {word}", limit=5)
             elif op == "search":
                 store.search(("soak",), query=f"item {word}", limit=5)
@@ -223,7 +221,8 @@ class _Soak:
         peak = self.peak
         peak["ids"] = max(peak["ids"], len(store._names))
         peak["embeddings"] = max(peak["embeddings"], len(self.cache._cache))
-        peak["prefix_masks"] = max(peak["prefix_masks"], len(self.masks._mask_cache))
+        peak["keyword_scopes"] = max(peak["keyword_scopes"],
+                                     len(store._large_keyword_scopes))
         peak["writer_pools"] = max(peak["writer_pools"], writer_pools_kept(store))
         peak["access_writers"] = max(peak["access_writers"], len(self.memory.access_writers))
 
@@ -267,17 +266,17 @@ class _Soak:
                 "cache_peaks": self.peak,
                 "cache_bounds": {"ids": SOAK_ID_CAPACITY,
                                  "embeddings": SOAK_EMBED_CACHE,
-                                 "prefix_masks": SOAK_PREFIX_MASKS,
+                                 "keyword_scopes": MAX_SCOPES_KEPT,
                                  "writer_pools": WRITER_POOLS,
                                  "access_writers": WRITER_POOLS}}
 
 
 def _check_bounds(figures: dict[str, Any]) -> None:
-    """Every cache within its bound, the prefix masks used, Python allocations flat."""
+    """Every cache within its bound, Python allocations flat."""
     peak = figures["cache_peaks"]
     assert peak["ids"] <= SOAK_ID_CAPACITY
     assert peak["embeddings"] <= SOAK_EMBED_CACHE
-    assert 1 < peak["prefix_masks"] <= SOAK_PREFIX_MASKS  # searched, and bounded
+    assert peak["keyword_scopes"] <= MAX_SCOPES_KEPT
     assert peak["writer_pools"] <= min(WRITER_POOLS, PROFILES)  # one per message log written
     assert 0 < peak["access_writers"] <= min(WRITER_POOLS, PROFILES)  # one per profile
     assert figures["second_half_growth_mb"] <= MAX_SECOND_HALF_GROWTH_MB

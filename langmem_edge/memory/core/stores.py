@@ -1,15 +1,18 @@
 """What memory may use of a store beyond the ``BaseStore`` API, each found by duck typing.
 
 Memory never imports the store layer (import-linter says so); a store that offers more than
-``batch``/``abatch`` is recognised by the methods it has. Two capabilities today, both
+``batch``/``abatch`` is recognised by the methods it has. Four capabilities today, all
 ``ChromaStore``'s:
 
 - ranking keys by vector without reading values (:class:`NearestKeys`), which the tiers use
-  where they keep the values themselves (the semantic tier's profile index, the episodic
+  where they hold the values already (the profile read for an operation, the episodic
   tier's message index);
-- applying a batch of puts whole (:func:`atomic_put_limit`), which lets a write of the change
-  protocol be one batch instead of three (``docs/architecture.md``, "Stores that apply a
-  batch whole").
+- ranking keys by BM25 inside the database (:class:`KeywordSearch`): a large profile's
+  recall asks it instead of reading the profile;
+- rewriting items only while they exist (:class:`PutExisting`), for side-effect rewrites
+  that must never bring back a record another writer deleted;
+- applying a batch of puts whole (:func:`atomic_put_limit`), which lets a write of the
+  episodic change log be one batch instead of three (``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
-__all__ = ["NearestKeys", "atomic_put_limit", "ranks_keys"]
+__all__ = ["KeywordSearch", "NearestKeys", "PutExisting", "atomic_put_limit", "ranks_keys"]
 
 
 @runtime_checkable
@@ -36,6 +39,42 @@ class NearestKeys(Protocol):
 
     async def anearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
                             limit: int = 10) -> Sequence[Any]: ...
+
+
+@runtime_checkable
+class KeywordSearch(Protocol):
+    """A store that ranks keys by BM25 over the items' indexed texts (``ChromaStore``).
+
+    :meth:`ChromaStore.keyword_search` returns hits shaped as :class:`NearestKeys`' do
+    (``namespace``, ``key``, ``score``: here BM25's), best first; statistics are those of
+    the items under the prefix. Without it, a caller ranks the scope in process.
+    """
+
+    def keyword_search(self, namespace_prefix: tuple[str, ...], /, query: str, *,
+                       limit: int = 10,
+                       filter: dict[str, Any] | None = None) -> Sequence[Any]: ...
+
+    async def akeyword_search(self, namespace_prefix: tuple[str, ...], /, query: str, *,
+                              limit: int = 10,
+                              filter: dict[str, Any] | None = None) -> Sequence[Any]: ...
+
+
+@runtime_checkable
+class PutExisting(Protocol):
+    """A store that rewrites items only if they still exist (``ChromaStore``).
+
+    :meth:`ChromaStore.put_existing` takes ``(namespace, key, value)`` triples and returns,
+    for each, whether it was rewritten; an item deleted meanwhile stays deleted. On a plain
+    ``BaseStore`` a caller reads then puts, and a delete between the two is undone.
+    """
+
+    def put_existing(
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
+    ) -> list[bool]: ...
+
+    async def aput_existing(
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
+    ) -> list[bool]: ...
 
 
 def ranks_keys(store: BaseStore) -> bool:

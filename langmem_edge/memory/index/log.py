@@ -16,7 +16,7 @@ writers in it would make it read entries that never name anything of its own; an
 prefix search cannot leave a field out on every store without a pass over the collection.
 
 A marker ``{"seq", "settled", "at"}`` confirms every write of its writer up to ``seq`` when
-settled, up to ``seq - 1`` when not (:class:`~langmem_edge.retrieval.index.Marker`); an
+settled, up to ``seq - 1`` when not (:class:`Marker`); an
 entry ``{"seq", "ids", "at"}`` names what write ``seq`` touched. A reader that applied
 numbers ``applied`` reads the entries of the writers :func:`pending` returns. ``at`` (the
 writer's wall clock) serves pruning only.
@@ -26,18 +26,17 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
-from typing import Generic, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from langgraph.store.base import BaseStore, Item, PutOp, SearchOp
 
 from langmem_edge.memory.core.labels import plan_delete_prefix
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, StoreStep, batch
-from langmem_edge.retrieval.chroma_sync import SyncWriter
-from langmem_edge.retrieval.index import Marker
 
 V = TypeVar("V")
 
@@ -46,6 +45,8 @@ __all__ = [
     "WRITER_POOLS",
     "ChangeLog",
     "KeptByProcess",
+    "Marker",
+    "SyncWriter",
     "WriterPool",
     "WriterPools",
     "pending",
@@ -54,6 +55,74 @@ __all__ = [
 
 MAX_WRITERS = 100_000
 """Markers one sync reads at most (writers seen within the retention)."""
+
+
+class Marker(NamedTuple):
+    """A writer's marker: its last write's number, and whether that write is complete."""
+
+    seq: int
+    settled: bool = True
+
+    @property
+    def confirmed(self) -> int:
+        """The last write number known complete."""
+        return self.seq if self.settled else self.seq - 1
+
+
+_SYNC_VECTOR = [1.0]
+"""Embedding of every row :meth:`SyncWriter.marker` and :meth:`SyncWriter.tombstones` build
+(Chroma requires one)."""
+
+
+class SyncWriter:
+    """A writer's identity and counter; builds the stamps, tombstones and marker it writes.
+
+    Args:
+        writer_id: Defaults to a random 16-hex id (one per store object).
+        clock: Wall clock for the ``at`` fields (purging only; never used for ordering).
+
+    Call :meth:`next_seq` while holding the store's write lock, and write the marker after
+    the rows of that write.
+    """
+
+    def __init__(
+        self, writer_id: str | None = None, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.writer_id = writer_id or uuid.uuid4().hex[:16]
+        self._seq = 0
+        self._clock = clock
+
+    @property
+    def seq(self) -> int:
+        """The last number handed out (0 before the first write)."""
+        return self._seq
+
+    def next_seq(self) -> int:
+        """The number of the next write."""
+        self._seq += 1
+        return self._seq
+
+    def stamp(self, seq: int) -> dict[str, Any]:
+        """Metadata fields to add to every item row written by write ``seq``."""
+        return {"kw": self.writer_id, "ks": seq}
+
+    def marker(self, seq: int, *, settled: bool = True) -> dict[str, Any]:
+        """The marker row (``ids``, ``metadatas``, ``embeddings``) to upsert into sync:
+        unsettled before write ``seq``'s rows, settled once the writer is idle after it."""
+        meta = {"t": "m", "kw": self.writer_id, "ks": seq, "ok": settled, "at": self._clock()}
+        return {"ids": [f"m:{self.writer_id}"], "metadatas": [meta], "embeddings": [_SYNC_VECTOR]}
+
+    def tombstones(self, item_ids: Sequence[str], seq: int) -> dict[str, Any]:
+        """Tombstone rows (``ids``, ``metadatas``, ``embeddings``) for deleted items."""
+        now = self._clock()
+        ids = list(dict.fromkeys(item_ids))
+        return {
+            "ids": [f"d:{i}" for i in ids],
+            "metadatas": [
+                {"t": "d", "kw": self.writer_id, "ks": seq, "i": i, "at": now} for i in ids
+            ],
+            "embeddings": [_SYNC_VECTOR for _ in ids],
+        }
 
 
 def pending(markers: Mapping[str, Marker], applied: Mapping[str, int]) -> dict[str, int]:

@@ -39,6 +39,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from langmem_edge.memory.core.plans import Call, Plan, batch
+from langmem_edge.memory.core.stores import PutExisting
 from langmem_edge.memory.index.profile_index import ProfileIndex
 
 __all__ = ["DELETED", "LOAD_LIMIT", "WHOLE_READ_MAX", "SizeHints", "fill", "load_ops",
@@ -123,10 +124,9 @@ class SizeHints:
 
 
 def rewrites_existing(store: BaseStore) -> bool:
-    """Whether ``store`` rewrites items only where they still exist
-    (``put_existing``/``aput_existing``, ``ChromaStore``'s)."""
-    return callable(getattr(store, "put_existing", None)) and callable(
-        getattr(store, "aput_existing", None))
+    """Whether ``store`` rewrites items only where they still exist (:class:`PutExisting`:
+    ``ChromaStore``)."""
+    return isinstance(store, PutExisting)
 
 
 def plan_write_records(

@@ -1,0 +1,239 @@
+"""The keyword (BM25) and exact-key channels of ``ChromaStore``, answered by the database.
+
+No process keeps an index: each item row carries its analysed terms, key segments and term
+count (:mod:`langmem_edge.retrieval.keywords`), so a search reads what it needs and every
+other process's write is visible to the next search. Two routes, chosen per scope (the
+namespace prefix):
+
+**Small scopes** (at most :data:`KEYWORD_SCAN_ROWS` item rows): one ``get`` of the scope's
+documents, scored in process. Exact: N, the average length and every document frequency
+come from all of the scope's documents.
+
+**Larger scopes**: one ``get`` with the scope's ``where`` and an ``$or`` of
+``{"kt": {"$contains": term}}`` (and ``{"ky": {"$contains": word}}`` for the key channel),
+documents only. Every row holding a query term comes back, so document frequencies, term
+frequencies and lengths are exact; the scope's document count N comes from a second, id-only
+``get`` (``kl != 0``: rows with terms), exact. The average length is the one figure not read
+whole: it is the mean length of the rows returned (those holding a query term), which runs
+above the scope's mean (longer texts hold more terms), so length normalisation is a little
+milder than an exact index's. On the sample measured (``benchmarks/store_keyword.py``) the
+top ten agreed with the exact ranking on every query; see docs/store.md for the figures. A
+row past :data:`~langmem_edge.retrieval.keywords.MAX_ROW_TERMS` distinct terms is not found
+here by a term beyond the cap.
+
+Which route a scope takes is a per-process hint (:attr:`_large_keyword_scopes`): a scope found
+larger than :data:`KEYWORD_SCAN_ROWS` goes to the second route at once from then on, and back
+to the first when its count falls under the bound. It only picks a route; both are answered
+from the rows as they are now.
+
+Expiry is not checked here (as in ``nearest_keys``): an item whose TTL ran out ranks until the
+sweeper deletes it; callers that read the rows (``hybrid_search``, ``keyword_search`` with a
+``filter``) drop it then.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from langchain_core.runnables.config import run_in_executor
+from langgraph.store.base import SearchOp
+
+from langmem_edge import _chroma
+from langmem_edge.errors import InvalidInputError
+from langmem_edge.retrieval import Analyzer, HybridConfig
+from langmem_edge.retrieval.bm25 import rank_documents, weighted_tf
+from langmem_edge.retrieval.keywords import (
+    LENGTH_FIELD,
+    decode_keyword_document,
+    match_where,
+    rank_keys,
+)
+from langmem_edge.retrieval.text import key_tokens
+from langmem_edge.store import layout
+from langmem_edge.store.names import ItemNames
+from langmem_edge.store.ranking import ADMIT_SLACK, KeyHit, passes
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["KEYWORD_SCAN_ROWS", "KeywordMixin"]
+
+KEYWORD_SCAN_ROWS = 300
+"""Largest scope (item rows under the prefix) whose documents a keyword search reads whole and
+scores exactly, instead of fetching the rows that hold a query term. Measured on chromadb
+1.5.9 (``benchmarks/keyword_channel.py``, docs/store.md): reading a profile of 100 documents
+whole costs 6 ms against 14 ms for the term fetch, 40 against 25 ms at 1,000."""
+
+MAX_SCOPES_KEPT = 4096
+"""Scopes remembered as too large to read whole (then the hint starts over)."""
+
+Ranking = list[tuple[str, float]]
+
+
+class KeywordMixin:
+    """Keyword and exact-key channels of ``ChromaStore`` (needs its items collection)."""
+
+    hybrid_config: HybridConfig
+    _call: _chroma.ChromaCaller
+    _items: Any
+    _analyzer: Analyzer
+    _names: ItemNames
+    _large_keyword_scopes: dict[tuple[str, ...], int]
+    _clock: Callable[[], float]
+    _get_items: Callable[..., dict[str, dict[str, Any]]]
+
+    def keyword_search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        query: str,
+        *,
+        limit: int = 10,
+        filter: dict[str, Any] | None = None,
+    ) -> list[KeyHit]:
+        """The ``limit`` items under ``namespace_prefix`` that BM25 ranks best for ``query``:
+        ``KeyHit(namespace, key, score)`` (the score is BM25's, higher is better), best first,
+        ties by item id.
+
+        The keyword channel of ``hybrid_search`` on its own: the query and the items' indexed
+        texts (the index ``fields``) analysed alike (tokens, stopwords, Snowball stems), BM25
+        with the store's ``hybrid["keyword"]`` options over the items under the prefix. One
+        Chroma ``get`` for a scope of up to :data:`KEYWORD_SCAN_ROWS` items, two past it (see
+        the module docstring). Without ``filter`` no value is read, and an item whose TTL ran
+        out may be returned until the sweeper deletes it; with a ``filter``, ranks are
+        counted among the live items that pass it (statistics stay the prefix's), and their
+        rows are read, best first, until ``limit`` pass.
+
+        A query with no usable terms (stopwords, punctuation) returns ``[]``.
+
+        Raises:
+            InvalidInputError: Bad prefix, query, limit or filter.
+        """
+        prefix = _checked_prefix(namespace_prefix)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidInputError(f"limit must be an integer >= 0, got {limit!r}")
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+        layout.validate_filter(filter)
+        if limit == 0:
+            return []
+        ranked = self._keyword_rankings(prefix, query, {"keyword"},
+                                        None if filter else limit).get("keyword", [])
+        if filter:
+            ranked = self._admit_ranked(ranked, filter, limit)
+        self._name_ids([i for i, _ in ranked])
+        out = []
+        for iid, score in ranked:
+            name = self._names.get(iid)
+            if name is not None:
+                out.append(KeyHit(name[0], name[1], score))
+        return out
+
+    async def akeyword_search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        query: str,
+        *,
+        limit: int = 10,
+        filter: dict[str, Any] | None = None,
+    ) -> list[KeyHit]:
+        """``keyword_search`` on a worker thread."""
+        return await run_in_executor(
+            None, lambda: self.keyword_search(namespace_prefix, query, limit=limit,
+                                              filter=filter)
+        )
+
+    # -- the channels -------------------------------------------------------------------------
+
+    def _keyword_rankings(
+        self, prefix: tuple[str, ...], query: str, channels: Iterable[str], limit: int | None
+    ) -> dict[str, Ranking]:
+        """The keyword and/or key channel's ranking of the items under ``prefix``:
+        ``{"keyword": [(id, score)], "key": [...]}`` for the channels asked for, each best
+        first, cut at ``limit`` (None: every match)."""
+        wanted = set(channels)
+        terms = self._analyzer.query_terms(query) if "keyword" in wanted else []
+        words = (key_tokens(query, stopwords=self._analyzer.stopwords)
+                 if "key" in wanted else [])
+        out: dict[str, Ranking] = {name: [] for name in ("keyword", "key") if name in wanted}
+        if not terms and not words:
+            return out
+        scope = layout.prefix_where(prefix)
+        docs = None
+        n = 0
+        if prefix not in self._large_keyword_scopes:
+            got = self._call(self._items.get, where=scope, include=["documents"],
+                             limit=KEYWORD_SCAN_ROWS + 1)
+            if len(got["ids"]) <= KEYWORD_SCAN_ROWS:
+                docs = dict(zip(got["ids"], got["documents"] or [], strict=True))
+            else:
+                if len(self._large_keyword_scopes) >= MAX_SCOPES_KEPT:
+                    self._large_keyword_scopes.clear()
+                self._large_keyword_scopes[prefix] = len(got["ids"])
+        exact = docs is not None
+        if docs is None:
+            where = layout.and_where([scope, match_where(terms, words)])
+            got = self._call(self._items.get, where=where, include=["documents"])
+            docs = dict(zip(got["ids"], got["documents"] or [], strict=True))
+            if terms:
+                # $ne, not $gt: a range on it made Chroma walk the field's index (measured:
+                # 110-140 ms against 15 ms on a scope of 1,000 rows of 50,000)
+                counted = layout.and_where([scope, {LENGTH_FIELD: {"$ne": 0}}])
+                n = len(self._call(self._items.get, where=counted, include=[])["ids"])
+                if n <= KEYWORD_SCAN_ROWS // 2:
+                    self._large_keyword_scopes.pop(prefix, None)
+        decoded = {iid: decode_keyword_document(doc) for iid, doc in docs.items()}
+        if terms:
+            cfg = self.hybrid_config["keyword"]
+            weights = cfg["field_weights"]
+            default = cfg["default_field_weight"]
+            tfs = {iid: weighted_tf(d.fields, weights, default)
+                   for iid, d in decoded.items() if any(d.fields.values())}
+            if exact:
+                n = len(tfs)
+                lengths = [length for _, length in tfs.values()]
+            else:  # the rows holding a query term (key-only matches left out)
+                query_set = set(terms)
+                lengths = [length for tf, length in tfs.values() if query_set & tf.keys()]
+            avglen = sum(lengths) / len(lengths) if lengths else 0.0
+            out["keyword"] = [
+                (h.id, h.score)
+                for h in rank_documents(tfs, terms, n=n, avglen=avglen, k1=cfg["k1"],
+                                        b=cfg["b"], limit=limit)
+            ]
+        if words:
+            out["key"] = rank_keys({i: d.segments for i, d in decoded.items()}, words,
+                                   limit=limit)
+        return out
+
+    def _admit_ranked(
+        self, ranked: Ranking, filter: dict[str, Any], limit: int
+    ) -> Ranking:
+        """The first ``limit`` of ``ranked`` whose items are alive and pass ``filter``,
+        reading rows best first in slices."""
+        now = self._clock()
+        kept: Ranking = []
+        start = 0
+        while start < len(ranked) and len(kept) < limit:
+            chunk = ranked[start : start + limit - len(kept) + ADMIT_SLACK]
+            start += len(chunk)
+            rows = self._get_items(ids=[i for i, _ in chunk], now=now)
+            kept.extend((i, s) for i, s in chunk
+                        if (m := rows.get(i)) is not None and passes(m, filter))
+        return kept[:limit]
+
+    def _name_ids(self, ids: list[str]) -> None:
+        """Learn the names of ``ids`` this process has not seen (one read of their rows)."""
+        unknown = [i for i in ids if i not in self._names]
+        if unknown:
+            self._get_items(ids=unknown)
+
+
+def _checked_prefix(namespace_prefix: tuple[str, ...]) -> tuple[str, ...]:
+    prefix = tuple(namespace_prefix)
+    if not all(isinstance(label, str) for label in prefix):
+        raise InvalidInputError(f"namespace_prefix must hold strings, got {prefix!r}")
+    layout.checked_op(SearchOp(prefix))
+    return prefix

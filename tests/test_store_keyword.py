@@ -1,0 +1,309 @@
+"""ChromaStore's keyword channel in the database (``keyword_search``), its rows, the calls a
+put makes, ``put_existing``, and the upgrade from the layout of the change protocol."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from langgraph.store.base import PutOp
+
+from langmem_edge import ChromaStore
+from langmem_edge._chroma import SCHEMA_KEY
+from langmem_edge.errors import InvalidInputError
+from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys, PutExisting
+from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.keywords import MAX_ROW_TERMS, TERMS_FIELD
+from langmem_edge.retrieval.text import default_analyzer
+from langmem_edge.store import keyword, layout
+from langmem_edge.testing import FakeEmbeddings
+
+DIMS = 16
+WORDS = ("apple banana cherry lisbon flight window peanut allergy theme dark coffee tea "
+         "garden river mountain report budget meeting travel hotel").split()
+
+
+def index(fields: list[str] | None = None) -> dict[str, Any]:
+    return {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": fields or ["text"]}
+
+
+class Calls:
+    """Records ``(collection part, method)`` of every Chroma call a store makes."""
+
+    def __init__(self, store: ChromaStore) -> None:
+        self.inner, self.seen = store._call, []
+        store._call = self
+
+    def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        owner = getattr(getattr(fn, "__self__", None), "name", "client")
+        self.seen.append((owner.rsplit("-", 1)[-1], fn.__name__))
+        return self.inner(fn, *args, **kwargs)
+
+
+def corpus(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12))) for _ in range(n)]
+
+
+def reference(texts: dict[str, str], query: str, limit: int, *, b: float = 0.75,
+              ns: tuple[str, ...] = ("u", "a")) -> list[tuple[str, float]]:
+    """The in-process BM25 of the package over ``texts`` (the old index's ranking: ties by
+    item id), as ``(key, score)``."""
+    bm25 = BM25Index(b=b)
+    analyzer = default_analyzer()
+    keys = {layout.item_id(ns, key): key for key in texts}
+    for iid, key in keys.items():
+        terms = analyzer.terms(texts[key])
+        if terms:
+            bm25.upsert(iid, {"text": terms})
+    return [(keys[h.id], h.score)
+            for h in bm25.search(analyzer.query_terms(query), limit=limit)]
+
+
+def fill(store: ChromaStore, texts: dict[str, str], ns: tuple[str, ...] = ("u", "a")) -> None:
+    store.batch([PutOp(ns, key, {"text": text}) for key, text in texts.items()])
+
+
+@pytest.mark.parametrize("scan_rows", [keyword.KEYWORD_SCAN_ROWS, 5])
+def test_keyword_search_ranks_as_the_in_process_index(
+    chroma_store_factory: Any, monkeypatch: pytest.MonkeyPatch, scan_rows: int
+) -> None:
+    """Both routes (the scope read whole, and the rows holding a term) rank as the package's
+    BM25 over the same texts; the second with its average length taken from the rows it
+    fetched, so the scores are compared with length normalisation off there (b = 0)."""
+    monkeypatch.setattr(keyword, "KEYWORD_SCAN_ROWS", scan_rows)
+    b = 0.75 if scan_rows > 40 else 0.0
+    store = chroma_store_factory(index=index(), hybrid={"keyword": {"b": b}})
+    texts = {f"k{i}": t for i, t in enumerate(corpus(1, 40))}
+    fill(store, texts)
+    fill(store, {"other": "apple apple apple banana"}, ns=("u", "b"))  # another scope
+    for query in ["apple", "lisbon flight", "dark coffee and tea", "the", "river budget hotel"]:
+        want = reference(texts, query, 10, b=b)
+        got = store.keyword_search(("u", "a"), query, limit=10)
+        assert [h.key for h in got] == [k for k, _ in want], query
+        assert [h.score for h in got] == pytest.approx([s for _, s in want], rel=1e-12)
+        assert all(h.namespace == ("u", "a") for h in got)
+
+
+def test_hybrid_keyword_channel_agrees_with_keyword_search(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    texts = {f"k{i}": t for i, t in enumerate(corpus(2, 30))}
+    fill(store, texts)
+    query = "garden river"
+    explained = store.explain_search(("u",), query=query, limit=30)
+    by_rank = sorted((e.channels["keyword"]["rank"], e.item.key) for e in explained
+                     if e.channels["keyword"]["rank"] is not None)
+    assert [k for _, k in by_rank][:10] == [k for k, _ in reference(texts, query, 10)]
+    assert [h.key for h in store.keyword_search(("u",), query)] == [k for _, k in by_rank][:10]
+
+
+def test_a_small_scope_costs_one_get_and_a_large_one_two(
+    chroma_store_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = chroma_store_factory(index=index())
+    fill(store, {f"k{i}": t for i, t in enumerate(corpus(3, 12))})
+    store.keyword_search(("u", "a"), "apple")  # names learnt
+    calls = Calls(store)
+    store.keyword_search(("u", "a"), "apple banana")
+    assert calls.seen == [("items", "get")]
+    monkeypatch.setattr(keyword, "KEYWORD_SCAN_ROWS", 4)
+    store.keyword_search(("u", "a"), "apple banana")  # learns the scope is large
+    calls.seen.clear()
+    store.keyword_search(("u", "a"), "apple banana")
+    assert calls.seen == [("items", "get"), ("items", "get")]  # the rows, the count
+
+
+def test_filter_limit_and_bad_input(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    for i in range(6):
+        store.put(("f",), f"k{i}", {"text": f"apple {'apple ' * i}", "n": i})
+    assert [h.key for h in store.keyword_search(("f",), "apple", filter={"n": {"$gte": 4}})] \
+        == ["k5", "k4"]
+    assert len(store.keyword_search(("f",), "apple", limit=2)) == 2
+    assert store.keyword_search(("f",), "apple", limit=0) == []
+    assert store.keyword_search(("f",), "the of and") == []
+    with pytest.raises(InvalidInputError):
+        store.keyword_search(("f",), "apple", limit=-1)
+    with pytest.raises(InvalidInputError):
+        store.keyword_search(("f",), "apple", filter={"n": {"$bogus": 1}})
+
+
+async def test_async_twins(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    store.put(("a",), "x", {"text": "peanut allergy"})
+    assert [h.key for h in await store.akeyword_search(("a",), "peanuts")] == ["x"]
+    assert await store.aput_existing([(("a",), "x", {"text": "peanut allergy", "n": 1})]) == [
+        True]
+    assert store.get(("a",), "x").value["n"] == 1
+
+
+def test_capabilities_are_detected_by_duck_typing(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    assert isinstance(store, KeywordSearch)
+    assert isinstance(store, PutExisting)
+    assert isinstance(store, NearestKeys)
+
+
+def test_the_row_carries_its_terms_and_the_cap(chroma_store_factory: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    store = chroma_store_factory(index=index())
+    store.put(("c",), "pref.ui_theme", {"text": "Running runners run; the dark theme"})
+    got = store._items.get(include=["metadatas", "documents"])
+    meta, doc = got["metadatas"][0], json.loads(got["documents"][0])
+    assert meta[TERMS_FIELD] == ["run", "runner", "dark", "theme"]
+    assert meta["ky"] == ["pref", "ui", "theme"] and meta["kl"] == 5
+    assert doc == {"f": {"text": "run runner run dark theme"}, "k": ["pref", "ui", "theme"]}
+    assert "kw" not in meta and "ks" not in meta
+    many = " ".join(f"w{i}x" for i in range(MAX_ROW_TERMS + 10))
+    store.put(("c",), "long", {"text": many})
+    row = store._items.get(ids=[layout.item_id(("c",), "long")], include=["metadatas"])
+    assert len(row["metadatas"][0][TERMS_FIELD]) == MAX_ROW_TERMS
+    late = f"w{MAX_ROW_TERMS + 5}x"
+    assert [h.key for h in store.keyword_search(("c",), late)] == ["long"]  # read whole
+    monkeypatch.setattr(keyword, "KEYWORD_SCAN_ROWS", 1)
+    assert store.keyword_search(("c",), late) == []  # past the cap: documented
+
+
+def test_a_new_items_put_is_one_read_and_its_two_rows(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    store.put(("p",), "warm", {"text": "warm up"})
+    calls = Calls(store)
+    store.put(("p",), "new", {"text": "a brand new fact"})
+    assert calls.seen == [("items", "get"), ("vectors", "upsert"), ("items", "upsert")]
+    calls.seen.clear()
+    store.put(("p",), "new", {"text": "a brand new fact", "n": 2})  # same text
+    assert calls.seen == [("items", "get"), ("items", "upsert")]
+    calls.seen.clear()
+    store.put(("p",), "new", {"text": "another fact"})  # new text: the old vectors go
+    assert calls.seen == [("items", "get"), ("vectors", "get"), ("vectors", "upsert"),
+                          ("items", "upsert"), ("vectors", "delete")]
+
+
+# ------------------------------------------------------------------------- put_existing
+
+
+def test_put_existing_rewrites_only_what_exists(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    store.put(("m",), "a", {"text": "likes tea", "status": "active", "old": "gone soon"})
+    store.put(("m",), "b", {"text": "likes coffee"})
+    store.delete(("m",), "b")
+    calls = Calls(store)
+    assert store.put_existing([(("m",), "a", {"text": "likes tea", "status": "retired"}),
+                               (("m",), "b", {"text": "likes coffee", "n": 1}),
+                               (("m",), "c", {"text": "never written"})]) == [True, False, False]
+    assert ("vectors", "upsert") not in calls.seen  # the indexed text is unchanged
+    assert store.get(("m",), "b") is None and store.get(("m",), "c") is None
+    assert store.get(("m",), "a").value == {"text": "likes tea", "status": "retired"}
+    assert [i.key for i in store.search(("m",), filter={"status": "retired"})] == ["a"]
+    assert store.search(("m",), filter={"status": "active"}) == []
+    assert store.search(("m",), filter={"old": "gone soon"}) == []
+    meta = store._items.get(ids=[layout.item_id(("m",), "a")])["metadatas"][0]
+    assert "f:old" not in meta and "f:status" in meta
+    assert [h.key for h in store.keyword_search(("m",), "tea")] == ["a"]
+    assert store.search(("m",), query="likes tea")[0].key == "a"
+
+
+def test_put_existing_across_two_store_objects(chroma_store_factory: Any) -> None:
+    """Two "processes" on one folder: one deletes, the other's rewrite brings nothing back."""
+    one = chroma_store_factory("shared", index=index())
+    two = chroma_store_factory("shared", index=index())
+    one.put(("m",), "x", {"text": "a fact", "count": 1})
+    assert two.get(("m",), "x").value["count"] == 1
+    one.delete(("m",), "x")
+    assert two.put_existing([(("m",), "x", {"text": "a fact", "count": 2})]) == [False]
+    assert one.get(("m",), "x") is None and two.get(("m",), "x") is None
+    assert two.keyword_search(("m",), "fact") == []
+    assert one.search(("m",), filter={"count": 2}) == []
+
+
+def test_put_existing_with_changed_text_replaces_the_vectors(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    store.put(("m",), "x", {"text": "green tea"})
+    assert store.put_existing([(("m",), "x", {"text": "black coffee"})]) == [True]
+    assert store.search(("m",), query="black coffee")[0].score == pytest.approx(1.0, abs=1e-4)
+    assert [h.key for h in store.keyword_search(("m",), "coffee")] == ["x"]
+    assert store.keyword_search(("m",), "green") == []
+    assert len(store._vectors.get(include=[])["ids"]) == 1  # the old rows are gone
+
+
+def test_put_existing_counts_an_expired_item_as_gone(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    store.put(("m",), "x", {"text": "short lived"}, ttl=1)
+    store.put(("m",), "y", {"text": "kept"}, ttl=10)
+    later = store._clock() + 120
+    store._clock = lambda: later
+    assert store.put_existing([(("m",), "x", {"text": "short lived", "n": 1}),
+                               (("m",), "y", {"text": "kept", "n": 1})]) == [False, True]
+    assert store.get(("m",), "x") is None
+    assert store.get(("m",), "y").value == {"text": "kept", "n": 1}
+
+
+def test_put_existing_refuses_bad_input_before_writing(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    store.put(("m",), "x", {"text": "kept"})
+    with pytest.raises(InvalidInputError):
+        store.put_existing([(("m",), "x", {"text": "new"}), (("m",), "y", None)])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError):
+        store.put_existing([(("m",), "x")])  # type: ignore[list-item]
+    assert store.get(("m",), "x").value == {"text": "kept"}
+    assert store.put_existing([]) == []
+
+
+# ------------------------------------------------------------------------------ upgrade
+
+
+def _downgrade_to_schema_3(store: ChromaStore, client: Any) -> None:
+    """Rewrite a store's rows as the change-protocol layout (schema 3) wrote them: the
+    document the indexed texts as JSON, no keyword fields, the ``kw``/``ks`` stamps, and a
+    ``-sync`` collection holding a marker."""
+    got = store._items.get(include=["metadatas"])
+    metas, docs = [], []
+    for meta in got["metadatas"]:
+        value = json.loads(meta["v"])
+        docs.append(json.dumps({"text": value["text"]}) if "text" in value else "{}")
+        metas.append({"kt": None, "ky": None, "kl": None, "kw": "0123456789abcdef", "ks": 1})
+    store._items.update(ids=got["ids"], metadatas=metas, documents=docs,
+                        embeddings=[layout.ITEM_VECTOR] * len(got["ids"]))
+    sync = client.get_or_create_collection(
+        f"{store.collection_prefix}-sync", embedding_function=None,
+        metadata={"hnsw:space": "cosine", SCHEMA_KEY: 3})
+    sync.upsert(ids=["m:0123456789abcdef"], embeddings=[[1.0]],
+                metadatas=[{"t": "m", "kw": "0123456789abcdef", "ks": 1, "ok": True, "at": 0.0}])
+    for col in (store._items, store._vectors):
+        col.modify(metadata={SCHEMA_KEY: 3})
+
+
+def test_a_store_of_the_change_protocol_layout_opens_and_keeps_working(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "old")
+    store = ChromaStore.from_path(path, index=index())
+    texts = {f"k{i}": t for i, t in enumerate(corpus(4, 25))}
+    fill(store, texts)
+    store.put(("u", "a"), "plain", {"other": "no text field"})
+    _downgrade_to_schema_3(store, store._client)
+    row = store._items.get(limit=1, include=["metadatas"])["metadatas"][0]
+    assert "kt" not in row and "kl" not in row and "kw" in row
+    store.close()
+
+    monkeypatch.setattr("langmem_edge.store.base.UPGRADE_PROGRESS_ROWS", 10)
+    again = ChromaStore.from_path(path, index=index())
+    assert "upgrading" in capsys.readouterr().err  # more rows than the (lowered) bound
+    assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
+    names = [c.name for c in again._client.list_collections()]
+    assert f"{again.collection_prefix}-sync" not in names
+    metas = again._items.get(include=["metadatas"])["metadatas"]
+    assert all("kl" in m and "kw" not in m and "ks" not in m for m in metas)
+    for query in ["apple banana", "river"]:
+        assert [h.key for h in again.keyword_search(("u", "a"), query)] == [
+            k for k, _ in reference(texts, query, 10)]
+    assert again.get(("u", "a"), "plain").value == {"other": "no text field"}
+    again.put(("u", "a"), "k0", {"text": "zanzibar"})
+    assert [h.key for h in again.keyword_search(("u", "a"), "zanzibar")] == ["k0"]
+    again.close()
+    third = ChromaStore.from_path(path, index=index())  # opens as it is: nothing to do
+    assert "upgrading" not in capsys.readouterr().err
+    assert [h.key for h in third.keyword_search(("u", "a"), "zanzibar")] == ["k0"]
+    third.close()
