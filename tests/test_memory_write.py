@@ -275,6 +275,8 @@ def test_reembed_gives_up_after_max_attempts(make_store) -> None:
     assert memory.reembed() == 0  # attempt 3: gives up
     assert p.get(rec.id).embedding_status == "failed"
     assert p.recall("cello").count == 1
+    assert p.forget(rec.id).status == "forgotten"  # a rewrite needs no vector while down
+    assert p.get(rec.id).status == "forgotten"
 
 
 def test_store_without_vector_index(make_store) -> None:

@@ -124,6 +124,9 @@ class WriteMixin:
     ) -> list[bool]:
         """Rewrite each ``(namespace, key, value)`` whose item exists; never create one.
 
+        A fourth element is the put's ``index`` (``False``: no vector rows, as for an item
+        stored without them; default: the store's ``fields``).
+
         For side-effect rewrites (a count, a flag, a link) that must not bring back an item
         another writer deleted. Each present item gets ``value`` as a put would write it
         (filter mirror rebuilt, fields the old value had and the new one lacks removed,
@@ -149,15 +152,17 @@ class WriteMixin:
         """
         ops = []
         for entry in items:
-            if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+            if not isinstance(entry, (tuple, list)) or len(entry) not in (3, 4):
                 raise InvalidInputError(
-                    f"put_existing takes (namespace, key, value) triples, got {entry!r}")
-            namespace, key, value = entry
+                    "put_existing takes (namespace, key, value) triples or (namespace, key, "
+                    f"value, index) quadruples, got {entry!r}")
+            namespace, key, value = entry[:3]
+            index = entry[3] if len(entry) == 4 else None
             if not isinstance(value, dict):
                 raise InvalidInputError(
                     f"value for key {key!r} must be a dict (put_existing never deletes), "
                     f"got {type(value).__name__}")
-            op = layout.checked_op(PutOp(namespace, key, value))
+            op = layout.checked_op(PutOp(namespace, key, value, index=index))
             assert isinstance(op, PutOp)
             if not isinstance(op.key, str):
                 raise InvalidInputError(f"key must be a string, got {op.key!r}")

@@ -63,7 +63,8 @@ class KeywordSearch(Protocol):
 class PutExisting(Protocol):
     """A store that rewrites items only if they still exist (``ChromaStore``).
 
-    :meth:`ChromaStore.put_existing` takes ``(namespace, key, value)`` triples and returns,
+    :meth:`ChromaStore.put_existing` takes ``(namespace, key, value)`` triples (or with a
+    fourth element, the put's ``index``) and returns,
     for each, whether it was rewritten; an item deleted meanwhile stays deleted. On a plain
     ``BaseStore`` a caller reads then puts, and a delete between the two is undone.
     """

@@ -164,7 +164,10 @@ def plan_write_records(
         yield batch(store, ops)
     gone: list[str] = []
     if guarded and rewrites:
-        items = [(layout.memories, v["id"], v) for v, _ in rewrites]
+        # a record stored without a vector (pending, failed, a task) is rewritten without
+        # one; the others keep theirs (their text is unchanged)
+        items = [(layout.memories, v["id"], v) if v.get("embedding_status") == "complete"
+                 else (layout.memories, v["id"], v, False) for v, _ in rewrites]
         done = yield Call(store.put_existing, store.aput_existing,  # type: ignore[attr-defined]
                           (items,))
         gone = [v["id"] for (v, _), ok in zip(rewrites, done, strict=True) if not ok]
