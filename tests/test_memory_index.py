@@ -236,7 +236,9 @@ def test_a_large_profile_is_recalled_from_the_stores_candidates(tmp_path, monkey
     # the same memories, the best first (ties may order otherwise: BM25 is the store's)
     assert {q: sorted(ids) for q, ids in big.items()} == {q: sorted(ids) for q, ids in
                                                           whole.items()}
-    assert {q: ids[0] for q, ids in big.items()} == {q: ids[0] for q, ids in whole.items()}
+    # "gardening tools" matches the twelve notes alike: ties, left out of the best-first check
+    assert {q: big[q][0] for q in queries[:2] + queries[3:]} == {
+        q: whole[q][0] for q in queries[:2] + queries[3:]}
     filled = p.recall("bees roof", limit=20)
     assert filled.candidates[0].id == bees.id and len(filled.candidates) == 13
     hens = p.remember("Keeps hens now", key="hobby.bees")  # big: reads the key's records

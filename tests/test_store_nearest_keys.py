@@ -115,8 +115,8 @@ async def test_async_twin(filled: ChromaStore) -> None:
 
 
 def test_rare_prefix_among_many_neighbours(chroma_store_factory: Any) -> None:
-    """The prefix holds 3 of 300 near-identical items: the unfiltered rounds find too few,
-    so Chroma filters, and all 3 come back."""
+    """The prefix holds 3 of 300 near-identical items: all 3 come back (a prefix this small
+    is ranked exactly in process, whatever HNSW would have found)."""
     store = chroma_store_factory("r", index=index())
     from langgraph.store.base import PutOp
 
@@ -125,8 +125,7 @@ def test_rare_prefix_among_many_neighbours(chroma_store_factory: Any) -> None:
         store.put(("rare",), f"r{i}", {"text": f"sourdough bread rare {i}"})
     keys = store.nearest_keys(("rare",), "sourdough bread", limit=10)
     assert sorted(k.key for k in keys) == ["r0", "r1", "r2"]
-    # the prefix's small share is remembered: the next search filters at once, same answer
-    assert store._prefix_share[("rare",)] < 0.1
+    assert ("rare",) not in store._large_prefixes
     assert store.nearest_keys(("rare",), "sourdough bread", limit=10) == keys
     assert [r.key for r in store.search(("rare",), query="sourdough bread", limit=10)] == [
         k.key for k in keys

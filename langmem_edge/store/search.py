@@ -302,13 +302,15 @@ class SearchMixin:
         """One vector query for ``n`` neighbours, ids and distances only: the pooled hits,
         and how many rows Chroma returned (fewer than ``n``: nothing more to find).
 
-        When ``filtered``, Chroma gets the namespace clause (one equality on a vector row's
-        prefix field; the filter is checked on the item rows); otherwise the hits may lie
-        anywhere in the store."""
+        A prefix of at most :data:`LOCAL_RANK_ROWS` vector rows is ranked exactly in process,
+        filtered or not (HNSW is approximate: among many near-equal vectors it missed a
+        neighbour now and then even at ``ef_search`` 1000). Otherwise, when ``filtered``,
+        Chroma gets the namespace clause (one equality on a vector row's prefix field; the
+        filter is checked on the item rows); else the hits may lie anywhere in the store."""
         sent = layout.prefix_where(op.namespace_prefix) if filtered else None
         prefix = tuple(op.namespace_prefix)
-        if sent is not None and prefix not in self._large_prefixes:
-            local = self._rank_in_process(prefix, sent, query, n)
+        if prefix and prefix not in self._large_prefixes:  # small: exact, whatever HNSW says
+            local = self._rank_in_process(prefix, layout.prefix_where(prefix), query, n)
             if local is not None:
                 return local
         res = self._call(
