@@ -290,7 +290,8 @@ def test_a_snapshot_is_not_restored_into_other_field_weights() -> None:
 def test_rank_documents_scores_as_the_index() -> None:
     """``rank_documents`` (the store's keyword channel, given N and the average length)
     gives the index's scores bit for bit and its order, field weights included."""
-    from langmem_edge.retrieval.bm25 import rank_documents, weighted_tf
+    from langmem_edge.retrieval.bm25 import weighted_tf
+    from langmem_edge.retrieval.keywords import rank_documents
 
     rng = random.Random(3)
     words = [f"w{i}" for i in range(15)]

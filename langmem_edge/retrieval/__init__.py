@@ -22,7 +22,7 @@ Design notes and measurements: ``docs/retrieval.md``.
 
 from __future__ import annotations
 
-from langmem_edge.retrieval.bm25 import BM25Index, ScoredDoc, rank_documents, weighted_tf
+from langmem_edge.retrieval.bm25 import BM25Index, ScoredDoc, weighted_tf
 from langmem_edge.retrieval.config import (
     CONVERSATION_HYBRID,
     DEFAULT_HYBRID_CONFIG,
@@ -34,6 +34,7 @@ from langmem_edge.retrieval.config import (
 from langmem_edge.retrieval.fusion import ChannelHit, FusedHit, rrf_fuse
 from langmem_edge.retrieval.hybrid import active_channels, channel_depth, fuse
 from langmem_edge.retrieval.keys import KeyIndex, key_segments
+from langmem_edge.retrieval.keywords import rank_documents
 from langmem_edge.retrieval.shape import is_code_line, recall_query
 from langmem_edge.retrieval.text import Analyzer
 

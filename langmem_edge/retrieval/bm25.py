@@ -68,8 +68,6 @@ __all__ = [
     "BM25Index",
     "BM25Snapshot",
     "ScoredDoc",
-    "bm25_idf",
-    "rank_documents",
     "weighted_tf",
 ]
 
@@ -579,48 +577,3 @@ def weighted_tf(
             tf[term] = tf.get(term, 0.0) + w * n
         length += w * len(terms)
     return tf, length
-
-
-def bm25_idf(df: int, n: int) -> float:
-    """Lucene's BM25 idf for a term in ``df`` of ``n`` documents (never negative)."""
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-
-def rank_documents(
-    docs: Mapping[str, tuple[Mapping[str, float], float]],
-    terms: Iterable[str],
-    *,
-    n: int,
-    avglen: float,
-    k1: float = DEFAULT_K1,
-    b: float = DEFAULT_B,
-    limit: int | None = None,
-) -> list[ScoredDoc]:
-    """BM25 of ``docs`` (``id -> (weighted tfs, weighted length)``, see :func:`weighted_tf`)
-    against ``terms``, with the corpus size ``n`` and average length ``avglen`` given by the
-    caller: best first, ties by id ascending, as :meth:`BM25Index.search` ranks.
-
-    ``docs`` must hold every document of the corpus that contains a query term: each term's
-    document frequency is counted from them. The arithmetic is :meth:`BM25Index.search`'s,
-    term by term in query order, so an index of the same corpus gives the same scores.
-    """
-    query = list(dict.fromkeys(terms))
-    if not query or n <= 0:
-        return []
-    scores: dict[str, float] = {}
-    for term in query:
-        holders = [(i, tf[term]) for i, (tf, _) in docs.items() if term in tf]
-        if not holders:
-            continue
-        idf = bm25_idf(len(holders), n)
-        for doc_id, tf_value in holders:
-            if avglen:
-                norm = k1 * ((1.0 - b) + b * docs[doc_id][1] / avglen)
-            else:
-                norm = k1
-            scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf_value * (k1 + 1.0) / (
-                tf_value + norm)
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    if limit is not None:
-        del ranked[limit:]
-    return [ScoredDoc(doc_id, score) for doc_id, score in ranked]

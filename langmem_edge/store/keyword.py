@@ -43,11 +43,12 @@ from langgraph.store.base import SearchOp
 from langmem_edge import _chroma
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.retrieval import Analyzer, HybridConfig
-from langmem_edge.retrieval.bm25 import rank_documents, weighted_tf
+from langmem_edge.retrieval.bm25 import weighted_tf
 from langmem_edge.retrieval.keywords import (
     LENGTH_FIELD,
     decode_keyword_document,
     match_where,
+    rank_documents,
     rank_keys,
 )
 from langmem_edge.retrieval.text import key_tokens

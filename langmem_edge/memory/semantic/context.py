@@ -14,21 +14,22 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, SearchOp
 
 from langmem_edge.errors import DecryptionError, InvalidInputError
 from langmem_edge.memory.config import MemoryConfig
 from langmem_edge.memory.core.crypto import MemoryCipher
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import Plan
+from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.index.profile_index import ProfileIndex
-from langmem_edge.memory.index.store_io import SizeHints, plan_load
+from langmem_edge.memory.index.store_io import LOAD_LIMIT, SizeHints, plan_load
 from langmem_edge.memory.records import MemoryRecord
 
 __all__ = [
     "ProfileContext",
     "aad",
     "plan_read",
+    "plan_read_keyed",
 ]
 
 
@@ -107,6 +108,21 @@ def plan_read(ctx: ProfileContext, *, counts: bool = True) -> Plan[ProfileContex
     fresh = ctx.fresh()
     yield from plan_load(ctx.store, fresh.index, counts=counts)
     return fresh
+
+
+def plan_read_keyed(ctx: ProfileContext, record: MemoryRecord) -> Plan[ProfileContext]:
+    """What a write needs of the profile: all of it (one search) unless the profile was last
+    seen too large to read whole (``ctx.hints``); then only the records under ``record``'s
+    key (verification reads the vector candidates it needs itself)."""
+    if ctx.hints is None or not ctx.hints.big(ctx.profile):
+        return (yield from plan_read(ctx, counts=False))
+    ctx = ctx.fresh()
+    if record.key:
+        (items,) = yield batch(ctx.store, [SearchOp(
+            ctx.layout.memories, filter={"key": record.key}, limit=LOAD_LIMIT)])
+        ctx.index.reset([it.value for it in items if it.value.get("id") == it.key
+                         and it.value.get("profile") == ctx.profile], (), complete=False)
+    return ctx
 
 
 def aad(record: MemoryRecord) -> str:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import GetOp, SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
@@ -64,6 +63,7 @@ from langmem_edge.memory.records import (
     utcnow,
 )
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
+from langmem_edge.memory.semantic.prompts import answer_messages, hyde_messages
 from langmem_edge.memory.semantic.scoring import composite, recency, tag_overlap
 from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, plan_flush_access
 from langmem_edge.retrieval.fusion import rrf_fuse
@@ -196,27 +196,6 @@ def temporal_channel(index: ProfileIndex, window: DateWindow, depth: int,
             if accept(mid)]
     hits.sort(key=lambda h: (-h[1], h[0]))
     return hits[:depth]
-
-
-def hyde_messages(query: str, reference: datetime) -> list[BaseMessage]:
-    """The prompt asking for a hypothetical answer (HyDE)."""
-    return [
-        SystemMessage(content="Write one or two sentences that a personal memory note "
-                              "answering the question would contain. Invent plausible "
-                              "details; do not say you do not know."),
-        HumanMessage(content=f"Today is {reference.date().isoformat()}.\nQuestion: {query}"),
-    ]
-
-
-def answer_messages(query: str, texts: Sequence[str], reference: datetime) -> list[BaseMessage]:
-    """The prompt asking for an answer from the candidates alone."""
-    listing = "\n".join(f"{i}. {t}" for i, t in enumerate(texts, start=1))
-    return [
-        SystemMessage(content="Answer the question using only the memories listed. If they "
-                              "do not contain the answer, say that you do not know. Be brief."),
-        HumanMessage(content=f"Today is {reference.date().isoformat()}.\nMemories:\n{listing}"
-                             f"\n\nQuestion: {query}"),
-    ]
 
 
 def _vector_ops(ctx: ProfileContext, scope: _Scope, text: str, depth: int) -> list[SearchOp]:

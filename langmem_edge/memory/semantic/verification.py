@@ -33,19 +33,24 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.store.base import GetOp, SearchOp
 from pydantic import BaseModel, Field
 
 from langmem_edge.memory.config import VerificationConfig
 from langmem_edge.memory.core.models import structured_runnable
-from langmem_edge.memory.core.plans import Plan, invoke
+from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
+from langmem_edge.memory.records import MemoryRecord
+from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
+    "plan_candidates",
     "Judgement",
     "Verdict",
     "VerdictItem",
@@ -203,3 +208,49 @@ def plan_verdicts(
         except Exception as e:
             logger.warning("verification model failed (%s); using the model-free rule", e)
     return offline_verdicts(cfg, new_text, new_kind, candidates)
+
+
+def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable[str]
+                     ) -> Plan[list[VerifyCandidate]]:
+    """The stored memories a new one is judged against: active, same scope, not a task or
+    encrypted, cosine >= ``min_cosine``, best first. On a :class:`NearestKeys` store with the
+    profile read (whole, or the candidates it finds, read now), one key-only vector query
+    admitted by the values; otherwise a filtered ``store.search``."""
+    cfg = ctx.config.verification
+    skip = set(exclude)
+
+    def admits(v: dict[str, Any] | None) -> bool:
+        return (v is not None and v.get("profile") == ctx.profile
+                and v.get("status") == "active" and v.get("kind") != "task"
+                and not v.get("encrypted") and v.get("scope") == record.scope)
+
+    found: list[tuple[str, float, dict[str, Any]]] = []
+    try:
+        if ctx.nearest:
+            hits = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
+                              (ctx.layout.memories, record.text),
+                              {"limit": cfg.search_limit * 4 + 5})
+            values = ctx.index.values
+            hits = [h for h in hits if h.namespace == ctx.layout.memories]
+            missing = [h.key for h in hits if h.key not in values]
+            if missing:  # a large profile is not read whole (``plan_read_keyed``)
+                got = yield batch(ctx.store, [GetOp(ctx.layout.memories, k) for k in missing])
+                for it in got:
+                    if it is not None and it.value.get("id") == it.key:
+                        ctx.index.apply(it.value)
+            found = [(h.key, float(h.score), values[h.key]) for h in hits
+                     if admits(values.get(h.key))]
+        else:
+            flt = {"profile": ctx.profile, "status": "active", "scope": record.scope}
+            (items,) = yield batch(ctx.store, [SearchOp(
+                ctx.layout.memories, filter=flt, limit=cfg.search_limit, query=record.text)])
+            found = [(it.key, float(it.score), it.value) for it in items
+                     if it.score is not None and admits(it.value)]
+    except Exception as e:
+        logger.warning("verification search failed (%s); writing without verification", e)
+        return []
+    out = [VerifyCandidate(key, v.get("text", ""), v.get("kind", "fact"), score,
+                           v.get("key") or None)
+           for key, score, v in found if score >= cfg.min_cosine and key not in skip]
+    out.sort(key=lambda c: -c.cosine)
+    return out[: cfg.max_candidates]

@@ -30,7 +30,7 @@ back a record that another process deleted between its read and its write.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,7 +44,7 @@ from langmem_edge.errors import (
     NotFoundError,
 )
 from langmem_edge.memory.core.dates import iso_to_epoch
-from langmem_edge.memory.core.plans import Call, Plan, batch
+from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import (
     check_metadata,
     check_optional_name,
@@ -68,8 +68,8 @@ from langmem_edge.memory.records import (
     utcnow,
 )
 from langmem_edge.memory.semantic.access import plan_flush_access
-from langmem_edge.memory.semantic.context import ProfileContext, aad, plan_read
-from langmem_edge.memory.semantic.verification import VerifyCandidate, plan_verdicts
+from langmem_edge.memory.semantic.context import ProfileContext, aad, plan_read, plan_read_keyed
+from langmem_edge.memory.semantic.verification import plan_candidates, plan_verdicts
 
 __all__ = [
     "WriteSpec",
@@ -224,52 +224,6 @@ def key_superseded(ctx: ProfileContext, record: MemoryRecord) -> list[str]:
     ]
 
 
-def _plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable[str]
-                     ) -> Plan[list[VerifyCandidate]]:
-    """The stored memories a new one is judged against: active, same scope, not a task or
-    encrypted, cosine >= ``min_cosine``, best first. On a :class:`NearestKeys` store with the
-    profile read (whole, or the candidates it finds, read now), one key-only vector query
-    admitted by the values; otherwise a filtered ``store.search``."""
-    cfg = ctx.config.verification
-    skip = set(exclude)
-
-    def admits(v: dict[str, Any] | None) -> bool:
-        return (v is not None and v.get("profile") == ctx.profile
-                and v.get("status") == "active" and v.get("kind") != "task"
-                and not v.get("encrypted") and v.get("scope") == record.scope)
-
-    found: list[tuple[str, float, dict[str, Any]]] = []
-    try:
-        if ctx.nearest:
-            hits = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
-                              (ctx.layout.memories, record.text),
-                              {"limit": cfg.search_limit * 4 + 5})
-            values = ctx.index.values
-            hits = [h for h in hits if h.namespace == ctx.layout.memories]
-            missing = [h.key for h in hits if h.key not in values]
-            if missing:  # a large profile is not read whole (``plan_read_keyed``)
-                got = yield batch(ctx.store, [GetOp(ctx.layout.memories, k) for k in missing])
-                for it in got:
-                    if it is not None and it.value.get("id") == it.key:
-                        ctx.index.apply(it.value)
-            found = [(h.key, float(h.score), values[h.key]) for h in hits
-                     if admits(values.get(h.key))]
-        else:
-            flt = {"profile": ctx.profile, "status": "active", "scope": record.scope}
-            (items,) = yield batch(ctx.store, [SearchOp(
-                ctx.layout.memories, filter=flt, limit=cfg.search_limit, query=record.text)])
-            found = [(it.key, float(it.score), it.value) for it in items
-                     if it.score is not None and admits(it.value)]
-    except Exception as e:
-        logger.warning("verification search failed (%s); writing without verification", e)
-        return []
-    out = [VerifyCandidate(key, v.get("text", ""), v.get("kind", "fact"), score,
-                           v.get("key") or None)
-           for key, score, v in found if score >= cfg.min_cosine and key not in skip]
-    out.sort(key=lambda c: -c.cosine)
-    return out[: cfg.max_candidates]
-
-
 def superseded_value(old: dict[str, Any], new_id: str, now: datetime) -> dict[str, Any]:
     """``old`` (a stored value) marked superseded by ``new_id`` at ``now``."""
     stamp = now.isoformat()
@@ -284,7 +238,7 @@ def plan_verify(ctx: ProfileContext, record: MemoryRecord, exclude: Sequence[str
     if record.kind == "task" or record.encrypted or not ctx.has_vectors:
         return [], []
     cfg = ctx.config.verification
-    candidates = yield from _plan_candidates(ctx, record, exclude)
+    candidates = yield from plan_candidates(ctx, record, exclude)
     verdicts = yield from plan_verdicts(ctx.model, cfg, record.text, record.kind, candidates)
     other_key = {c.memory_id for c in candidates if c.key is not None and c.key != record.key}
     replaces: list[str] = []
@@ -348,21 +302,6 @@ def plan_commit_new(
         logger.warning("embedding %d memories of %r failed (%s); stored as pending",
                        sum(embed), ctx.profile, e)
         return records
-
-
-def plan_read_keyed(ctx: ProfileContext, record: MemoryRecord) -> Plan[ProfileContext]:
-    """What a write needs of the profile: all of it (one search) unless the profile was last
-    seen too large to read whole (``ctx.hints``); then only the records under ``record``'s
-    key (verification reads the vector candidates it needs itself)."""
-    if ctx.hints is None or not ctx.hints.big(ctx.profile):
-        return (yield from plan_read(ctx, counts=False))
-    ctx = ctx.fresh()
-    if record.key:
-        (items,) = yield batch(ctx.store, [SearchOp(
-            ctx.layout.memories, filter={"key": record.key}, limit=LOAD_LIMIT)])
-        ctx.index.reset([it.value for it in items if it.value.get("id") == it.key
-                         and it.value.get("profile") == ctx.profile], (), complete=False)
-    return ctx
 
 
 def plan_write(
