@@ -194,6 +194,22 @@ class BareTextStore:
         return _Bare()
 
 
+def plain_store(inner: Any) -> Any:
+    """``inner`` behind a plain ``BaseStore`` (batch and abatch only): no keyword channel, so
+    ``recall_index=False`` ranks the messages in scope in process at every call
+    (``hybrid-scan``)."""
+    from langgraph.store.base import BaseStore
+
+    class _Plain(BaseStore):
+        def batch(self, ops: Any) -> list[Any]:
+            return inner.batch(ops)
+
+        async def abatch(self, ops: Any) -> list[Any]:
+            return await inner.abatch(ops)
+
+    return _Plain()
+
+
 def ingest_cost(conv: Conversation, *, messages: int, rounds: int) -> dict[str, float]:
     """Seconds per message of ``add_messages`` into a fresh ``ChromaStore`` with the default
     model, uncached (every round's texts are new: a round tag is appended), for the bare-text
@@ -236,11 +252,12 @@ def ingest_cost(conv: Conversation, *, messages: int, rounds: int) -> dict[str, 
     return out | {"ratio": ratio}
 
 
-MODES = ("default", "hybrid-scan", "semantic", "keyword")
-"""Path (b)'s modes: ``default`` (``recall_conversation``'s default, hybrid with the message
-index), ``hybrid-scan`` (hybrid with ``EpisodicConfig(recall_index=False)``: every message in
-scope read and analysed per call, the behaviour before the index), ``semantic``,
-``keyword``."""
+MODES = ("default", "hybrid-scan", "hybrid-store", "semantic", "keyword")
+"""Path (b)'s modes: ``default`` (``recall_conversation``'s default: hybrid, its keyword side
+from the per-process message index), ``hybrid-scan`` (``recall_index=False`` through
+:func:`plain_store`: every message in scope read and analysed per call, with the turns on
+both sides as context), ``hybrid-store`` (``recall_index=False`` on the ChromaStore: the
+store ranks the keyword side, ``memory/episodic/search.py``), ``semantic``, ``keyword``."""
 
 
 def _percentile(times: Sequence[float], q: float) -> float:
@@ -256,9 +273,8 @@ def profile_path(
     (:data:`MODES`), all measured in this run over the same store. ``extract=False`` stores
     the messages with the profile's episodic tier's ``add_messages`` (no memory extraction:
     the same messages, much faster to write). Latency is per call, query embedding included;
-    ``first_ms`` is the median over conversations of each profile's first call in the mode
-    (for ``default``, the one that loads the profile's message index). ``bare_text`` embeds
-    what the tier embedded before (:class:`BareTextStore`)."""
+    ``first_ms`` is the median over conversations of each profile's first call in the mode.
+    ``bare_text`` embeds what the tier embedded before (:class:`BareTextStore`)."""
     from langmem_edge import AgentMemory
     from langmem_edge.memory.episodic.messages import message_id
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
@@ -270,7 +286,8 @@ def profile_path(
             "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         store = BareTextStore.wrap(store) if bare_text else store
         memory = AgentMemory(store)
-        scan = AgentMemory(store, config={"episodic": {"recall_index": False}})
+        scan = AgentMemory(plain_store(store), config={"episodic": {"recall_index": False}})
+        by_store = AgentMemory(store, config={"episodic": {"recall_index": False}})
         backs: dict[str, dict[str, str]] = {}
         start = time.perf_counter()
         for conv in convs:
@@ -291,7 +308,7 @@ def profile_path(
               f"{time.perf_counter() - start:.1f} s")
         for mode in modes:
             rows, times, firsts = [], [], []
-            owner = scan if mode == "hybrid-scan" else memory
+            owner = {"hybrid-scan": scan, "hybrid-store": by_store}.get(mode, memory)
             for conv in convs:
                 profile = owner.profile(conv.sample_id.replace("-", "_"))
                 for i, q in enumerate(conv.questions):
@@ -330,7 +347,7 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
     questions), so every mode runs under the same machine load: p50 / p95 ms per mode and
     each mode's p50 over ``semantic``'s; the ``bare text`` modes run on a second store
     holding the same messages as the tier embedded them before (:class:`BareTextStore`).
-    The first call (which loads the message index) is made before timing; ``modes`` picks
+    One call is made before timing (warm-up); ``modes`` picks
     which of :data:`LATENCY_MODES` run (``semantic`` always does: it is the baseline)."""
     from langmem_edge import AgentMemory
     from langmem_edge.store import ChromaStore  # type: ignore[attr-defined]
@@ -343,7 +360,8 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
         bare_store = ChromaStore.from_path(f"{folder}/bare", index={
             "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         indexed = AgentMemory(store).profile(name)
-        scanned = AgentMemory(store, config={"episodic": {"recall_index": False}}).profile(name)
+        scanned = AgentMemory(plain_store(store),
+                              config={"episodic": {"recall_index": False}}).profile(name)
         bare = AgentMemory(BareTextStore.wrap(bare_store)).profile(name)
         calls = {"default": (indexed, {}), "hybrid-scan": (scanned, {}),
                  "semantic": (indexed, {"mode": "semantic"}),

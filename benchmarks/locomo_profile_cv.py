@@ -8,7 +8,7 @@ Each conversation's turns become the items the episodic tier stores (``session_i
 ``text`` = turn text + ``" [shares <caption>]"``, ``name``, ``ts`` = the session date), as
 ``locomo_paths.conversation_messages`` ingests them. The keyword side is the tier's
 (:func:`~langmem_edge.memory.episodic.recall.message_fields` +
-:func:`~langmem_edge.memory.episodic.recall.message_keyword_ranking`, what the message index
+:func:`~langmem_edge.memory.episodic.recall.message_keyword_ranking`, what the in-process route
 computes too); the vector side is the exact cosine of the question to each message's best
 embedded field (Chroma's HNSW is approximate, so the store's figure can differ by a few
 thousandths), for each ``--embed`` variant (:data:`EMBEDS`), and the number of turns
@@ -76,6 +76,16 @@ the tier ships ``before:2``: one field, the message then the turns before), ``ar
 add)."""
 
 
+KEYWORDS = {
+    "fields": "BM25F in process over each message's text, its neighbours' text (both sides), "
+              "speaker and day (the tier's message_fields)",
+    "embedded": "BM25 over the one embedded text (day, speaker, text, two turns before): "
+                "what the store's keyword channel indexes for a message row",
+    "before": "the fields of 'fields', the context from the turns before alone (what a "
+              "message row can carry when it is written)",
+}
+"""The keyword sides ``--keyword`` may choose."""
+
 SIGNALS = ("temporal", "round2", "round2-vector", "fields")
 """Signals ``--signals`` may add on top of the defaults."""
 
@@ -117,8 +127,8 @@ def embedded_texts(docs: Sequence[Item], embed: str) -> dict[str, list[str]]:
 class ProfileChannels:
     """One conversation's keyword rankings (per context weight) and vector rankings."""
 
-    def __init__(self, conv: Conversation, vectors: VectorCache, embed: str = "bare"
-                 ) -> None:
+    def __init__(self, conv: Conversation, vectors: VectorCache, embed: str = "bare",
+                 keyword: str = "fields", next_weight: float = 0.0) -> None:
         self.conv = conv
         docs: list[Item] = []
         self.back: dict[str, str] = {}
@@ -139,6 +149,20 @@ class ProfileChannels:
                 self.back[key] = turn.dia_id
         self.docs = docs
         self.fields = message_fields(docs, context_turns=EpisodicConfig().recall_context_turns)
+        if keyword == "embedded":  # one field: what the store's keyword channel indexes
+            self.fields = {k: {"text": t[0]}
+                           for k, t in embedded_texts(docs, "before:2").items()}
+        elif keyword == "before":  # the fields, the context from the turns before alone
+            before = message_fields(docs, context_turns=0)
+            texts = {k: f["text"] for k, f in before.items()}
+            order = sorted(docs, key=lambda d: (d.value["session_id"], d.value["seq"]))
+            turns = EpisodicConfig().recall_context_turns
+            for i, d in enumerate(order):
+                near = [texts[o.key] for o in order[max(0, i - turns):i]
+                        if o.value["session_id"] == d.value["session_id"]]
+                if near:
+                    before[d.key]["context"] = " ".join(near)
+            self.fields = before
         per_key = embedded_texts(docs, embed)
         keys = [d.key for d in docs]
         flat = [t for k in keys for t in per_key[k]]
@@ -158,7 +182,27 @@ class ProfileChannels:
         self.keys = keys
         self.matrix, self.owner = mat, owner
         self.days = {d.key: message_day(d.value.get("ts")) for d in docs}
+        self.next_weight = next_weight
+        self._wide = 2 * DEPTH if next_weight else DEPTH
+        self._position = {d.key: (d.value["session_id"], int(d.value["seq"])) for d in docs}
+        self._at = {pos: key for key, pos in self._position.items()}
         self.texts = {d.key: str(d.value["text"]) for d in docs}
+
+    def _smooth(self, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """``--next-weight``: each candidate's score plus ``next_weight`` times the scores of
+        the next two turns of its session among the candidates (a stand-in, at query time,
+        for the context of the turns after, which a row written before them cannot carry);
+        the best :data:`DEPTH`."""
+        if not self.next_weight:
+            return ranked
+        score = dict(ranked)
+        out = []
+        for key, s in ranked:
+            sid, seq = self._position[key]
+            after = sum(score.get(self._at.get((sid, seq + j), ""), 0.0) for j in (1, 2))
+            out.append((key, s + self.next_weight * after))
+        out.sort(key=lambda p: -p[1])
+        return out[:DEPTH]
 
     def keyword_for(self, query: str, cw: float, nw: float | None = None,
                     dw: float | None = None) -> list[tuple[str, float]]:
@@ -178,8 +222,8 @@ class ProfileChannels:
                 for k, parts in self.fields.items():
                     index.upsert(k, {n: analyzer.terms(t) for n, t in parts.items()})
             hits = self._indexes[weights].search(default_analyzer().query_terms(query),
-                                                 limit=DEPTH)
-            self._expanded[key] = [(h.id, h.score) for h in hits]
+                                                 limit=self._wide)
+            self._expanded[key] = self._smooth([(h.id, h.score) for h in hits])
         return self._expanded[key]
 
     def vector_for(self, query: str) -> list[tuple[str, float]]:
@@ -194,11 +238,11 @@ class ProfileChannels:
         """Each question's keyword ranking with context weight ``cw``."""
         if cw not in self._keyword:
             cfg = EpisodicConfig()
-            self._keyword[cw] = [message_keyword_ranking(
+            self._keyword[cw] = [self._smooth(message_keyword_ranking(
                 q.text, self.fields, analyzer=default_analyzer(), k1=cfg.bm25_k1,
-                b=cfg.bm25_b, limit=DEPTH,
+                b=cfg.bm25_b, limit=self._wide,
                 field_weights={"context": cw, "name": cfg.recall_name_weight,
-                               "date": cfg.recall_date_weight})
+                               "date": cfg.recall_date_weight}))
                 for q in self.conv.questions]
         return self._keyword[cw]
 
@@ -230,6 +274,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"comma-separated variants of {EMBEDS} (default: all)")
     parser.add_argument("--signals", default="",
                         help=f"comma-separated signals of {SIGNALS} to add to the defaults")
+    parser.add_argument("--keyword", default="fields", choices=KEYWORDS,
+                        help="the keyword side: " + "; ".join(f"{k}: {v}" for k, v in
+                                                              KEYWORDS.items()))
+    parser.add_argument("--next-weight", type=float, default=0.0,
+                        help="add this times the keyword scores of the next two turns "
+                             "(ranked among twice the depth) to each message's")
     parser.add_argument("--no-grid", action="store_true",
                         help="skip the 90-point fusion grid (the defaults and --signals only)")
     args = parser.parse_args(argv)
@@ -278,7 +328,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for embed in embeds:
         if embed not in EMBEDS:
             raise SystemExit(f"--embed: {embed!r} is not one of {EMBEDS}")
-        channels = by_embed[embed] = {c.sample_id: ProfileChannels(c, vectors, embed)
+        channels = by_embed[embed] = {c.sample_id: ProfileChannels(c, vectors, embed, args.keyword,
+                                                                args.next_weight)
                                       for c in convs}
         vectors.save()
         for cid, ch in channels.items():  # the keyword side does not depend on the embedding

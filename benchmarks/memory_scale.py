@@ -31,13 +31,10 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections import Counter
-from typing import Any
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from _common import table  # noqa: E402
-from chromadb.api.models.Collection import Collection  # noqa: E402
+from _common import CHROMA_CALLS, count_chroma_calls, table  # noqa: E402
 
 from langmem_edge import AgentMemory, ChromaStore  # noqa: E402
 from langmem_edge.testing import FakeEmbeddings  # noqa: E402
@@ -45,22 +42,6 @@ from langmem_edge.testing import FakeEmbeddings  # noqa: E402
 DIMS = 64
 TOPICS = ["hiking", "jazz", "sushi", "chess", "sailing", "pottery", "tennis", "opera",
           "cycling", "baking", "poetry", "karate", "surfing", "gardening", "painting"]
-CALLS: Counter[str] = Counter()
-
-
-def _count_chroma_calls() -> None:
-    """Count every Chroma collection call (get, query, add, upsert, update, delete, count)."""
-    for name in ("get", "query", "add", "upsert", "update", "delete", "count"):
-        original = getattr(Collection, name)
-
-        def counted(self: Any, *args: Any, __original: Any = original, __name: str = name,
-                    **kwargs: Any) -> Any:
-            CALLS[__name] += 1
-            return __original(self, *args, **kwargs)
-
-        setattr(Collection, name, counted)
-
-
 def _fact(rng: random.Random, i: int) -> str:
     topic = rng.choice(TOPICS)
     return f"Fact {i}: the user enjoys {topic} on weekday number {rng.randint(1, 7)}."
@@ -82,7 +63,7 @@ def run_op(memory: AgentMemory, profiles: int, op: str, rng: random.Random, n: i
            ) -> tuple[float, int]:
     """One operation on a random profile: (seconds, Chroma calls)."""
     profile = memory.profile(f"user:{rng.randrange(profiles)}")
-    before = sum(CALLS.values())
+    before = sum(CHROMA_CALLS.values())
     start = time.perf_counter()
     if op == "recall":
         profile.recall(f"what does the user enjoy, {rng.choice(TOPICS)}?")
@@ -92,7 +73,7 @@ def run_op(memory: AgentMemory, profiles: int, op: str, rng: random.Random, n: i
         profile.ingest([{"role": "user", "content": f"I love {rng.choice(TOPICS)}."},
                         {"role": "assistant", "content": "Noted."}],
                        session_id=f"bench-{n}")
-    return time.perf_counter() - start, sum(CALLS.values()) - before
+    return time.perf_counter() - start, sum(CHROMA_CALLS.values()) - before
 
 
 def main() -> None:
@@ -108,7 +89,7 @@ def main() -> None:
                         "benchmarks/memory_scale_ab.py)")
     args = parser.parse_args()
     counts = [int(x) for x in args.profiles.split(",")]
-    _count_chroma_calls()
+    count_chroma_calls()
     load_before = os.getloadavg()[0]
     root = tempfile.mkdtemp(prefix="memory-scale-", dir=args.folder)
     try:

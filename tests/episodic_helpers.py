@@ -39,6 +39,20 @@ def make_backend(
     return store
 
 
+class Plain(BaseStore):
+    """``inner`` behind ``batch``/``abatch`` alone: no store capability (no keyword channel),
+    so ``recall_index=False`` scans the messages in scope on every backend."""
+
+    def __init__(self, inner: BaseStore) -> None:
+        self.inner = inner
+
+    def batch(self, ops: Any) -> list[Any]:
+        return self.inner.batch(ops)
+
+    async def abatch(self, ops: Any) -> list[Any]:
+        return await self.inner.abatch(ops)
+
+
 def store_fixture(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[BaseStore]:
     """Body of a ``store`` fixture parametrized over :data:`BACKENDS`."""
     made: list[BaseStore] = []

@@ -12,6 +12,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_edge.memory.episodic.embedded import (
     EMBED_CONTEXT_CHARS,
+    EMBEDDED_FIELDS,
     MESSAGE_INDEX_FIELDS,
     context_repairs,
     embedded_fields,
@@ -55,8 +56,11 @@ def _message(seq: int, text: str, **extra: Any) -> StoredMessage:
 def test_embedded_fields_carry_day_speaker_and_the_turns_before() -> None:
     msgs = [_message(0, "a", name="Mel"), _message(1, "b"), _message(2, "c"), _message(3, "d")]
     fields = embedded_fields(msgs, [])
-    assert fields["m0"] == {"embed_text": "[8 May 2023] Mel: a"}  # a session's first message
-    assert fields["m1"] == {"embed_text": "[8 May 2023] user: b a"}
+    # a session's first message: no context
+    assert fields["m0"] == {"embed_text": "[8 May 2023] Mel: a", "day": "8 May 2023"}
+    assert fields["m1"] == {"embed_text": "[8 May 2023] user: b a", "day": "8 May 2023",
+                            "context": "a"}  # the keyword field of the turns before
+    assert fields["m3"]["context"] == "b c"
     assert fields["m3"]["embed_text"] == "[8 May 2023] user: d b c"  # two before, oldest first
     tail = session_tail([], msgs)
     assert [t["id"] for t in tail] == ["m2", "m3"]
@@ -72,6 +76,7 @@ def test_context_repairs_drop_a_deleted_turn_from_the_contexts_after_it() -> Non
     assert set(fixed) == {"m2", "m3"}  # the two messages whose context held "secret"
     assert fixed["m2"]["embed_text"].endswith(": c a")
     assert fixed["m3"]["embed_text"].endswith(": d a c")
+    assert fixed["m3"]["context"] == "a c"
     assert context_repairs(msgs[:2], {"m0"})["m1"]["embed_text"].endswith(": secret")
 
 
@@ -184,7 +189,6 @@ async def test_async_ingest_writes_the_same_fields() -> None:
                                        "fields": ["text"]})
     EpisodicTier(sync_store, ROOT).add_messages(TALK, "s1")
     await EpisodicTier(async_store, ROOT).aadd_messages(TALK, "s1")
-    fields = [{k: v.get(k) for k in MESSAGE_INDEX_FIELDS} for v in _values(sync_store)]
-    assert fields == [{k: v.get(k) for k in MESSAGE_INDEX_FIELDS}
-                      for v in _values(async_store)]
+    fields = [{k: v.get(k) for k in EMBEDDED_FIELDS} for v in _values(sync_store)]
+    assert fields == [{k: v.get(k) for k in EMBEDDED_FIELDS} for v in _values(async_store)]
     assert fields[2]["embed_text"].endswith(f"{TALK[0]['content']} {TALK[1]['content']}")

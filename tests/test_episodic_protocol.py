@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
-from episodic_helpers import BACKENDS, store_fixture
+from episodic_helpers import BACKENDS, Plain, store_fixture
 from langgraph.store.base import BaseStore, Op, PutOp, Result, SearchOp
 from test_episodic_hybrid_recall import TALK
 
@@ -81,7 +81,7 @@ def _views(store: BaseStore) -> tuple[View, View, AgentMemory, AgentMemory, Agen
     """Writer and reader views, their AgentMemory objects, and a reference that scans every
     message at every recall (no per-process index)."""
     wv, rv = View(store), View(store)
-    return wv, rv, AgentMemory(wv), AgentMemory(rv), AgentMemory(View(store), config=SCAN)
+    return wv, rv, AgentMemory(wv), AgentMemory(rv), AgentMemory(View(Plain(store)), config=SCAN)
 
 
 def _exact(reader: AgentMemory, reference: AgentMemory) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
-from episodic_helpers import BACKENDS, DIMS, store_fixture
+from episodic_helpers import BACKENDS, DIMS, Plain, store_fixture
 from langgraph.store.base import BaseStore, Op, Result, SearchOp
 from langgraph.store.memory import InMemoryStore
 from test_episodic_hybrid_recall import TALK  # the same conversation
@@ -40,7 +40,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[BaseStore]:
 
 def _tiers(store: BaseStore) -> tuple[EpisodicTier, EpisodicTier]:
     return (EpisodicTier(store, ROOT),
-            EpisodicTier(store, ROOT, config=EpisodicConfig(recall_index=False)))
+            EpisodicTier(Plain(store), ROOT, config=EpisodicConfig(recall_index=False)))
 
 
 def _same(indexed: EpisodicTier, scanned: EpisodicTier, **kwargs: Any) -> None:

@@ -41,7 +41,7 @@ def test_a_long_message_is_embedded_as_it_is_a_short_one_with_its_context() -> N
     msgs = [_message(0, "a question"), _message(1, PASTE), _message(2, "yes, that one")]
     fields = embedded_fields(msgs, [])
     # no day, no speaker, no turns before: the model's window holds the message's own words
-    assert fields["m1"] == {"embed_text": PASTE}
+    assert fields["m1"] == {"embed_text": PASTE, "day": "8 May 2023"}  # no context
     # a short reply still carries its day, speaker and the turns before, but a long turn
     # lends it no context: it would fill the window with the previous answer
     assert fields["m2"]["embed_text"] == "[8 May 2023] user: yes, that one a question"

@@ -307,3 +307,71 @@ def test_a_store_of_the_change_protocol_layout_opens_and_keeps_working(
     assert "upgrading" not in capsys.readouterr().err
     assert [h.key for h in third.keyword_search(("u", "a"), "zanzibar")] == ["k0"]
     third.close()
+
+
+def reference_fields(docs: dict[str, dict[str, str]], query: str, limit: int,
+                     weights: dict[str, float], *, b: float = 0.75,
+                     ns: tuple[str, ...] = ("u", "a")) -> list[tuple[str, float]]:
+    """The package's in-process BM25F over ``docs`` (key -> field -> text), unnamed fields 0."""
+    bm25 = BM25Index(b=b, field_weights=weights, default_field_weight=0.0)
+    analyzer = default_analyzer()
+    keys = {layout.item_id(ns, key): key for key in docs}
+    for iid, key in keys.items():
+        bm25.upsert(iid, {f: analyzer.terms(t) for f, t in docs[key].items()})
+    return [(keys[h.id], h.score)
+            for h in bm25.search(analyzer.query_terms(query), limit=limit)]
+
+
+@pytest.mark.parametrize("embedded", [True, False])
+def test_keyword_only_paths_are_analysed_not_embedded(chroma_store_factory: Any,
+                                                      embedded: bool) -> None:
+    """``index=["text", "keyword:name"]``: ``text`` gets a vector row and is analysed,
+    ``name`` is analysed alone; a store without an embedding model still analyses the
+    keyword-only paths; other stores find no such field."""
+    store = chroma_store_factory(index=index() if embedded else None)
+    ns = ("u", "a")
+    store.batch([PutOp(ns, "k1", {"text": "garden river", "name": "Lisbon"},
+                       index=["text", "keyword:name"]),
+                 PutOp(ns, "k2", {"text": "lisbon flight", "name": "Tea"},
+                       index=["text", "keyword:name"])])
+    row = store._items.get(ids=[layout.item_id(ns, "k1")], include=["metadatas"])
+    meta = row["metadatas"][0]
+    assert int(meta["nv"]) == (1 if embedded else 0)  # only "text" is embedded
+    assert "lisbon" in meta[TERMS_FIELD]
+    only_name = store.keyword_search(ns, "lisbon", field_weights={"name": 1.0})
+    assert [h.key for h in only_name] == ["k1"]
+    only_text = store.keyword_search(ns, "lisbon", field_weights={"text": 1.0})
+    assert [h.key for h in only_text] == ["k2"] if embedded else only_text == []
+    from langmem_edge.memory.core.stores import KEYWORD_ONLY
+    assert KEYWORD_ONLY == layout.KEYWORD_ONLY
+
+
+@pytest.mark.parametrize("scan_rows", [keyword.KEYWORD_SCAN_ROWS, 5])
+def test_field_weights_rank_as_the_in_process_bm25f(
+    chroma_store_factory: Any, monkeypatch: pytest.MonkeyPatch, scan_rows: int
+) -> None:
+    """Per-call field weights (BM25F, unnamed fields 0) rank as the package's BM25F over the
+    same fields, on both routes (length normalisation off on the second, as above)."""
+    monkeypatch.setattr(keyword, "KEYWORD_SCAN_ROWS", scan_rows)
+    b = 0.75 if scan_rows > 40 else 0.0
+    store = chroma_store_factory(index=index(), hybrid={"keyword": {"b": b}})
+    rng = random.Random(5)
+    texts = corpus(6, 40)
+    docs = {f"k{i}": {"text": t, "context": rng.choice(texts), "name": rng.choice(WORDS)}
+            for i, t in enumerate(texts)}
+    store.batch([PutOp(("u", "a"), k, v, index=["text", "keyword:context", "keyword:name"])
+                 for k, v in docs.items()])
+    for weights in ({"text": 1.0, "context": 0.5, "name": 2.0}, {"context": 1.0}):
+        for query in ["apple", "lisbon flight", "dark coffee and tea", "river budget hotel"]:
+            want = reference_fields(docs, query, 10, weights, b=b)
+            got = store.keyword_search(("u", "a"), query, limit=10, field_weights=weights)
+            assert [h.key for h in got] == [k for k, _ in want], (weights, query)
+            assert [h.score for h in got] == pytest.approx([s for _, s in want], rel=1e-9)
+
+
+def test_bad_field_weights_are_refused(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    fill(store, {"k": "apple"})
+    for bad in ({"text": -1.0}, {"text": "1"}, {1: 1.0}, ["text"], {"text": True}):
+        with pytest.raises(InvalidInputError):
+            store.keyword_search(("u", "a"), "apple", field_weights=bad)

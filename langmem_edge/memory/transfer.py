@@ -142,7 +142,7 @@ def _put_index(kind: RecordType, value: dict[str, Any]) -> list[str] | bool | No
     """What the put of an imported item passes as ``index``: a message written with its
     embedded field (:mod:`~langmem_edge.memory.episodic.embedded`) embeds that field, as the
     tier wrote it; otherwise the type's ``embed``."""
-    if kind.name == "message" and all(f in value for f in MESSAGE_INDEX_FIELDS):
+    if kind.name == "message" and "embed_text" in value:
         return list(MESSAGE_INDEX_FIELDS)
     return kind.embed
 

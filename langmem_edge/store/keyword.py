@@ -34,7 +34,7 @@ sweeper deletes it; callers that read the rows (``hybrid_search``, ``keyword_sea
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from langchain_core.runnables.config import run_in_executor
@@ -92,6 +92,7 @@ class KeywordMixin:
         *,
         limit: int = 10,
         filter: dict[str, Any] | None = None,
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[KeyHit]:
         """The ``limit`` items under ``namespace_prefix`` that BM25 ranks best for ``query``:
         ``KeyHit(namespace, key, score)`` (the score is BM25's, higher is better), best first,
@@ -106,12 +107,17 @@ class KeywordMixin:
         counted among the live items that pass it (statistics stay the prefix's), and their
         rows are read, best first, until ``limit`` pass.
 
+        ``field_weights`` (BM25F, this call only): the weight of each indexed field by name
+        (an ``index`` path, or a keyword-only path without its ``keyword:``); a field it
+        does not name weighs 0. None: the store's ``hybrid["keyword"]`` weights.
+
         A query with no usable terms (stopwords, punctuation) returns ``[]``.
 
         Raises:
-            InvalidInputError: Bad prefix, query, limit or filter.
+            InvalidInputError: Bad prefix, query, limit, filter or field weights.
         """
         prefix = _checked_prefix(namespace_prefix)
+        weights = _checked_weights(field_weights)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidInputError(f"limit must be an integer >= 0, got {limit!r}")
         if not isinstance(query, str):
@@ -120,7 +126,8 @@ class KeywordMixin:
         if limit == 0:
             return []
         ranked = self._keyword_rankings(prefix, query, {"keyword"},
-                                        None if filter else limit).get("keyword", [])
+                                        None if filter else limit,
+                                        weights=weights).get("keyword", [])
         if filter:
             ranked = self._admit_ranked(ranked, filter, limit)
         self._name_ids([i for i, _ in ranked])
@@ -139,21 +146,24 @@ class KeywordMixin:
         *,
         limit: int = 10,
         filter: dict[str, Any] | None = None,
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[KeyHit]:
         """``keyword_search`` on a worker thread."""
         return await run_in_executor(
             None, lambda: self.keyword_search(namespace_prefix, query, limit=limit,
-                                              filter=filter)
+                                              filter=filter, field_weights=field_weights)
         )
 
     # -- the channels -------------------------------------------------------------------------
 
     def _keyword_rankings(
-        self, prefix: tuple[str, ...], query: str, channels: Iterable[str], limit: int | None
+        self, prefix: tuple[str, ...], query: str, channels: Iterable[str], limit: int | None,
+        *, weights: Mapping[str, float] | None = None,
     ) -> dict[str, Ranking]:
         """The keyword and/or key channel's ranking of the items under ``prefix``:
         ``{"keyword": [(id, score)], "key": [...]}`` for the channels asked for, each best
-        first, cut at ``limit`` (None: every match)."""
+        first, cut at ``limit`` (None: every match). ``weights``: the BM25F field weights
+        (unnamed fields 0); None: the store's."""
         wanted = set(channels)
         terms = self._analyzer.query_terms(query) if "keyword" in wanted else []
         words = (key_tokens(query, stopwords=self._analyzer.stopwords)
@@ -188,8 +198,10 @@ class KeywordMixin:
         decoded = {iid: decode_keyword_document(doc) for iid, doc in docs.items()}
         if terms:
             cfg = self.hybrid_config["keyword"]
-            weights = cfg["field_weights"]
-            default = cfg["default_field_weight"]
+            if weights is None:
+                weights, default = cfg["field_weights"], cfg["default_field_weight"]
+            else:
+                default = 0.0
             tfs = {iid: weighted_tf(d.fields, weights, default)
                    for iid, d in decoded.items() if any(d.fields.values())}
             if exact:
@@ -230,6 +242,17 @@ class KeywordMixin:
         unknown = [i for i in ids if i not in self._names]
         if unknown:
             self._get_items(ids=unknown)
+
+
+def _checked_weights(weights: Mapping[str, float] | None) -> dict[str, float] | None:
+    if weights is None:
+        return None
+    if not isinstance(weights, Mapping) or not all(
+            isinstance(k, str) and isinstance(w, (int, float)) and not isinstance(w, bool)
+            and w >= 0 for k, w in weights.items()):
+        raise InvalidInputError(
+            f"field_weights must map field names to numbers >= 0, got {weights!r}")
+    return {k: float(w) for k, w in weights.items()}
 
 
 def _checked_prefix(namespace_prefix: tuple[str, ...]) -> tuple[str, ...]:

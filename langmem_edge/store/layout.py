@@ -82,6 +82,12 @@ EXP_NEVER = 1.0e15
 ITEM_VECTOR = [1.0]
 """The constant embedding of item rows."""
 
+KEYWORD_ONLY = "keyword:"
+"""A put's ``index`` path starting with this feeds the keyword channel alone
+(``index=["text", "keyword:name"]``: ``text`` is embedded and analysed, ``name`` only
+analysed, as the keyword field ``name``). Other stores find no such field and index nothing
+for it."""
+
 FILTER_FIELD_PREFIX = "f:"
 """Prefix of the metadata fields that mirror value leaves for filtering inside Chroma."""
 

@@ -221,11 +221,11 @@ class WriteMixin:
             need_docs = any(op.index is False for op, _, _ in plans)
             read = self._get_rows(ids, documents=need_docs)
         old, old_docs = read
-        texts = {
-            iid: self._texts(op)
-            for iid, (op, vj, _) in zip(ids, plans, strict=True)
-            if vj is not None
-        }
+        texts: dict[str, list[tuple[str, str, str]]] = {}
+        keyword_texts: dict[str, dict[str, str]] = {}
+        for iid, (op, vj, _) in zip(ids, plans, strict=True):
+            if vj is not None:
+                texts[iid], keyword_texts[iid] = self._texts(op)
         # index=False on an existing item keeps its vectors and keyword text, as InMemoryStore
         # and SqliteStore keep theirs: the put changes the value, not what it was indexed as.
         keep = {
@@ -263,7 +263,8 @@ class WriteMixin:
                 document = str(old_docs[iid])
                 keyword = {f: prev[f] for f in KEYWORD_FIELDS if f in prev}
             else:
-                document, keyword = keyword_fields(_field_texts(triples), op.key, self._analyzer)
+                document, keyword = keyword_fields(
+                    _field_texts(triples) | keyword_texts[iid], op.key, self._analyzer)
             if iid in keep or iid in unchanged:
                 assert prev is not None
                 n_vectors, gen = int(prev["nv"]), str(prev.get("vg", ""))
@@ -405,19 +406,25 @@ class WriteMixin:
         for iid in (*item_ids, *deletes):
             self._last_written[iid] = self._write_epoch
 
-    def _texts(self, op: PutOp) -> list[tuple[str, str, str]]:
-        """(field, path, text) for each text to index: the configured field, the vector path
-        as InMemoryStore names it (``field.i`` for the i-th of several), the text."""
-        if not self.embeddings or op.index is False or op.value is None:
-            return []
+    def _texts(self, op: PutOp) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+        """What ``op`` indexes: (field, path, text) for each text to embed (the configured
+        field, the vector path as InMemoryStore names it, ``field.i`` for the i-th of
+        several, the text), and the texts of its keyword-only paths by field
+        (``index=["keyword:name"]``: :data:`~langmem_edge.store.layout.KEYWORD_ONLY`)."""
+        if op.index is False or op.value is None:
+            return [], {}
         if op.index is None:
-            fields = self._fields
+            fields = self._fields if self.embeddings else []
+            keyword_only: list[str] = []
         else:
             if not isinstance(op.index, list) or not all(isinstance(p, str) for p in op.index):
                 raise InvalidInputError(
                     f"index must be False, None or a list of JSON paths, got {op.index!r}"
                 )
-            fields = [(p, tokenize_path(p) if p != "$" else p) for p in op.index]
+            keyword_only = [p[len(layout.KEYWORD_ONLY):] for p in op.index
+                            if p.startswith(layout.KEYWORD_ONLY)]
+            fields = [(p, tokenize_path(p) if p != "$" else p) for p in op.index
+                      if not p.startswith(layout.KEYWORD_ONLY)] if self.embeddings else []
         triples: list[tuple[str, str, str]] = []
         for path, tokens in fields:
             found = get_text_at_path(op.value, tokens)
@@ -425,7 +432,12 @@ class WriteMixin:
                 triples.extend((path, f"{path}.{i}", t) for i, t in enumerate(found))
             elif found:
                 triples.append((path, path, found[0]))
-        return triples
+        keyword: dict[str, str] = {}
+        for path in keyword_only:
+            found = get_text_at_path(op.value, tokenize_path(path) if path != "$" else path)
+            if found:
+                keyword[path] = "\n".join(found)
+        return triples, keyword
 
     def _vectors_for(
         self, texts: dict[str, list[tuple[str, str, str]]], old: dict[str, dict[str, Any]]

@@ -162,8 +162,10 @@ class EpisodicConfig(_Section):
     """Hybrid recall: results each channel hands to fusion."""
     recall_index: bool = True
     """Hybrid recall: keep a per-process keyword index of each profile's messages, exact by
-    the session records (``memory/episodic/recall_index.py``); False scans the messages in
-    scope at every call (at most ``keyword_scan_limit``)."""
+    the session records (``memory/episodic/recall_index.py``). False keeps nothing: on a
+    store with a keyword channel (``ChromaStore``) the store ranks each recall's keyword side
+    (``memory/episodic/search.py``); on other stores the messages in scope are scanned at
+    every call (at most ``keyword_scan_limit``)."""
 
     def __init__(self, **data: Any) -> None:
         try:

@@ -38,6 +38,7 @@ __all__ = [
     "StoreStep",
     "batch",
     "invoke",
+    "ready",
     "run_async",
     "run_sync",
 ]
@@ -79,6 +80,13 @@ Step = StoreStep | ModelStep | Call
 
 Plan = Generator[Step, Any, T]
 """A plan returning ``T``: yields steps, receives each step's result."""
+
+
+def ready(value: T) -> Plan[T]:
+    """A plan of no step that returns ``value`` (where a plan is asked for and the answer is
+    at hand)."""
+    return value
+    yield  # pragma: no cover - makes this a generator
 
 
 def batch(store: BaseStore, ops: Sequence[Op]) -> StoreStep:

@@ -17,12 +17,20 @@ Memory never imports the store layer (import-linter says so); a store that offer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
-__all__ = ["KeywordSearch", "NearestKeys", "PutExisting", "atomic_put_limit", "ranks_keys"]
+__all__ = ["KEYWORD_ONLY", "KeywordSearch", "NearestKeys", "PutExisting", "atomic_put_limit",
+           "ranks_keys"]
+
+KEYWORD_ONLY = "keyword:"
+"""How a put's ``index`` names a path for a :class:`KeywordSearch` store's keyword channel
+alone (``"keyword:name"``: analysed, not embedded). The store layer defines it
+(``langmem_edge.store.layout.KEYWORD_ONLY``); memory imports no store module, so it is
+spelled here too, and a test holds the two equal. A store without the channel finds no
+field of that name and indexes nothing for it."""
 
 
 @runtime_checkable
@@ -47,16 +55,21 @@ class KeywordSearch(Protocol):
 
     :meth:`ChromaStore.keyword_search` returns hits shaped as :class:`NearestKeys`' do
     (``namespace``, ``key``, ``score``: here BM25's), best first; statistics are those of
-    the items under the prefix. Without it, a caller ranks the scope in process.
+    the items under the prefix; ``field_weights`` weighs the indexed fields for one call
+    (BM25F; unnamed fields 0). A put's ``index`` path ``"keyword:<path>"``
+    (:data:`KEYWORD_ONLY`) is analysed for this channel and not embedded. Without it, a
+    caller ranks the scope in process.
     """
 
     def keyword_search(self, namespace_prefix: tuple[str, ...], /, query: str, *,
-                       limit: int = 10,
-                       filter: dict[str, Any] | None = None) -> Sequence[Any]: ...
+                       limit: int = 10, filter: dict[str, Any] | None = None,
+                       field_weights: Mapping[str, float] | None = None
+                       ) -> Sequence[Any]: ...
 
     async def akeyword_search(self, namespace_prefix: tuple[str, ...], /, query: str, *,
-                              limit: int = 10,
-                              filter: dict[str, Any] | None = None) -> Sequence[Any]: ...
+                              limit: int = 10, filter: dict[str, Any] | None = None,
+                              field_weights: Mapping[str, float] | None = None
+                              ) -> Sequence[Any]: ...
 
 
 @runtime_checkable

@@ -37,6 +37,7 @@ from typing import Any
 
 from langgraph.store.base import Item, PutOp
 
+from langmem_edge.memory.core.stores import KEYWORD_ONLY
 from langmem_edge.memory.episodic.compaction import in_range
 from langmem_edge.memory.episodic.extraction import StoredMessage
 from langmem_edge.memory.episodic.recall import ALONE_CHARS, message_day
@@ -45,6 +46,8 @@ __all__ = [
     "EMBED_ALONE_CHARS",
     "EMBED_CONTEXT_CHARS",
     "EMBED_CONTEXT_TURNS",
+    "EMBEDDED_FIELDS",
+    "KEYWORD_FIELDS",
     "MESSAGE_INDEX_FIELDS",
     "TAIL_FIELD",
     "context_repairs",
@@ -54,6 +57,10 @@ __all__ = [
     "repair_range",
     "session_tail",
 ]
+
+KEYWORD_FIELDS = ("text", "context", "name", "day")
+"""A message's keyword fields, weighed per recall (BM25F): its text, the context of the turns
+before (the one :func:`embedded_fields` embeds), its speaker and its day."""
 
 EMBED_CONTEXT_TURNS = 2
 """Messages before a message (same session) whose text its ``embed_text`` carries."""
@@ -70,8 +77,15 @@ after it (its text would fill their window). Shorter messages (a reply such as "
 one") get the prefix and the context of the short turns before (``docs/retrieval.md``, "Long
 technical chats")."""
 
-MESSAGE_INDEX_FIELDS = ["embed_text"]
-"""The ``index=`` of a message put: the fields the store embeds (when it embeds anything)."""
+MESSAGE_INDEX_FIELDS = ["embed_text", *(f"{KEYWORD_ONLY}{f}" for f in KEYWORD_FIELDS)]
+"""The ``index=`` of a message put: ``embed_text``, the one field the store embeds (when it
+embeds anything), and the keyword-only fields of :data:`KEYWORD_FIELDS`, which a
+:class:`~langmem_edge.memory.core.stores.KeywordSearch` store analyses for hybrid recall's
+keyword side and other stores ignore."""
+
+EMBEDDED_FIELDS = ("embed_text", "context", "day")
+"""The fields this module adds to a message value (rewritten when a deletion changes a
+message's context)."""
 
 TAIL_FIELD = "tail"
 """The session record's field holding its last messages' ``{"id", "text"}``."""
@@ -94,18 +108,23 @@ def embedded_fields(
     new: Sequence[StoredMessage], tail: Sequence[Mapping[str, Any]], *,
     context_turns: int = EMBED_CONTEXT_TURNS,
 ) -> dict[str, dict[str, str]]:
-    """Each new message's embedded fields by id; ``tail`` is the session record's ``tail``
-    (the messages just before the first new one), ``new`` in ``seq`` order;
-    ``context_turns`` (default :data:`EMBED_CONTEXT_TURNS`) earlier messages in a context."""
+    """Each new message's embedded fields (:data:`EMBEDDED_FIELDS`) by id; ``tail`` is the
+    session record's ``tail`` (the messages just before the first new one), ``new`` in
+    ``seq`` order; ``context_turns`` (default :data:`EMBED_CONTEXT_TURNS`) earlier messages in
+    a context. ``context`` and ``day`` are left out when empty."""
     before = [str(t.get("text", "")) for t in tail]
     out: dict[str, dict[str, str]] = {}
     for m in new:
+        day = message_day(m.ts.isoformat())
+        fields = {"day": day} if day else {}
         if len(m.content) >= EMBED_ALONE_CHARS:
-            out[m.id] = {"embed_text": m.content}
+            out[m.id] = {"embed_text": m.content, **fields}
             before.append(m.content)
             continue
         context = _context(before, context_turns) if context_turns and before else ""
-        out[m.id] = {"embed_text": f"{embedded_text(m)} {context}".rstrip()}
+        if context:
+            fields["context"] = context
+        out[m.id] = {"embed_text": f"{embedded_text(m)} {context}".rstrip(), **fields}
         before.append(m.content)
     return out
 
@@ -159,6 +178,6 @@ def repair_ops(
     for mid, fields in context_repairs(session, deleted).items():
         old = items[mid].value
         if "embed_text" in old:
-            kept = {k: v for k, v in old.items() if k not in MESSAGE_INDEX_FIELDS}
+            kept = {k: v for k, v in old.items() if k not in EMBEDDED_FIELDS}
             ops.append(PutOp(namespace, mid, kept | fields, index=MESSAGE_INDEX_FIELDS))
     return ops

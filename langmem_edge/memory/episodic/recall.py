@@ -24,10 +24,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from langgraph.store.base import Item
 
 from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.core.plans import Plan, ready, run_sync
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.fusion import rrf_fuse, rrf_term
 from langmem_edge.retrieval.text import Analyzer, default_analyzer
@@ -36,6 +38,7 @@ __all__ = [
     "ALONE_CHARS",
     "fuse_messages",
     "hybrid_ranking",
+    "hybrid_ranking_plan",
     "keyword_only_ranking",
     "message_fields",
     "message_day",
@@ -188,27 +191,28 @@ def fuse_messages(
     return fused[:limit]
 
 
-def hybrid_ranking(
+def hybrid_ranking_plan(
     query: str,
     *,
     keyword: Sequence[tuple[str, float]],
     vector: Sequence[tuple[str, float]],
     days: Mapping[str, str],
     text: Callable[[str], str],
-    rank: Callable[[str], Sequence[tuple[str, float]]],
+    rank: Callable[[str], Plan[Sequence[tuple[str, float]]]],
     config: EpisodicConfig,
     limit: int,
     alone: Callable[[str], bool] | None = None,
-) -> list[tuple[str, float]]:
+) -> Plan[list[tuple[str, float]]]:
     """Hybrid recall's ranking, ``(key, fused score)`` best first.
 
     Round one fuses the ``keyword`` and ``vector`` rankings of ``query`` (and the temporal
     channel, when weighted). Round two, when ``config.recall_second_round_weight`` is not 0,
-    asks the keyword side (``rank``: query -> ranking, the same fields and filters) for the
-    query plus the ``text`` of round one's best ``recall_second_round_seeds`` messages (those
-    that do not stand alone; none: no second round), and
-    fuses that ranking in with the first round's channels: a question whose answer spans two
-    turns ("what did X do after Y?") finds the second through the words of the first.
+    asks the keyword side (``rank``: query -> a plan of its ranking, the same fields and
+    filters) for the query plus the ``text`` of round one's best
+    ``recall_second_round_seeds`` messages (those that do not stand alone; none: no second
+    round), and fuses that ranking in with the first round's channels: a question whose
+    answer spans two turns ("what did X do after Y?") finds the second through the words of
+    the first.
 
     ``alone`` says which messages stand alone (the tier: at least :data:`ALONE_CHARS`
     characters, :func:`stands_alone`); their vector rank weighs
@@ -232,4 +236,11 @@ def hybrid_ranking(
              if alone is None or not alone(k)]  # a long message's words would swamp the query
     if not seeds:
         return first
-    return fuse(rank(" ".join([query, *seeds])))
+    return fuse((yield from rank(" ".join([query, *seeds]))))
+
+
+def hybrid_ranking(query: str, *, rank: Callable[[str], Sequence[tuple[str, float]]],
+                   **kwargs: Any) -> list[tuple[str, float]]:
+    """:func:`hybrid_ranking_plan` with a keyword side that ranks in process (``rank``:
+    query -> ranking); the other arguments are its."""
+    return run_sync(hybrid_ranking_plan(query, rank=lambda q: ready(rank(q)), **kwargs))

@@ -99,7 +99,7 @@ from langmem_edge.memory.core.labels import check_namespace
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.models import RetryPolicy
 from langmem_edge.memory.core.plans import Plan, StoreStep, run_async, run_sync
-from langmem_edge.memory.core.stores import ranks_keys
+from langmem_edge.memory.core.stores import KeywordSearch, ranks_keys
 from langmem_edge.memory.episodic.compaction import (
     ContextWindow,
     Overlay,
@@ -140,6 +140,7 @@ from langmem_edge.memory.episodic.recall_index import (
     nearest_messages_plan,
 )
 from langmem_edge.memory.episodic.rules import rule_based_memories
+from langmem_edge.memory.episodic.search import store_hybrid_plan
 from langmem_edge.memory.episodic.sessions import record_after_append
 from langmem_edge.memory.episodic.writes import MessageWrite, plan_message_write
 from langmem_edge.retrieval.text import default_analyzer
@@ -394,9 +395,12 @@ class EpisodicTier:
                      limit: int, session_id: str | None) -> Plan[list[StoredMessage]]:
         """The store's vector ranking fused with BM25 over each message and its neighbours
         (:mod:`.recall`); without vector scores (a store with no index), BM25 alone. The
-        keyword side uses this process's message index (:mod:`.recall_index`) when it may,
-        else scans the messages in scope."""
+        keyword side uses this process's message index (:mod:`.recall_index`) when it may;
+        with ``recall_index=False`` the store's keyword channel (:mod:`.search`) on a
+        ``KeywordSearch`` store, else a scan of the messages in scope."""
         cfg = self.config
+        if not cfg.recall_index and isinstance(self.store, KeywordSearch):
+            return (yield from store_hybrid_plan(self, query, prefix, flt, limit))
         depth = max(cfg.recall_depth, limit)
         search = SearchOp(prefix, filter=flt, limit=depth, query=query)
         index = self._message_index() if cfg.recall_index else None
