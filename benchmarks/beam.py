@@ -30,9 +30,8 @@ averaged), per question type and overall, for
   (``field=value[,field=value]``, values in JSON), e.g. ``recall_mode="semantic"`` (the
   vector channel alone) or ``recall_second_round_weight=0``. The pseudo-field
   ``ALONE_CHARS`` sets the length from which a message stands alone (issue 40:
-  :data:`~langmem_edge.memory.episodic.recall.ALONE_CHARS` while the row recalls,
-  :data:`~langmem_edge.memory.episodic.embedded.EMBED_ALONE_CHARS` while its store is written,
-  its own store, ingested once); ``ALONE_CHARS=1e9`` is the state before issue 40::
+  :data:`~langmem_edge.memory.episodic.recall.ALONE_CHARS` while the row recalls and while
+  its own store is written, ingested once); ``ALONE_CHARS=1e9`` is the state before issue 40::
 
       python benchmarks/beam.py --mirror <mirror> --chats 3 --variants ALONE_CHARS=1e9
 
@@ -64,7 +63,7 @@ from langchain_core.embeddings import Embeddings  # noqa: E402
 from locomo import VectorCache  # noqa: E402
 from locomo_paths import DiskCachedEmbeddings  # noqa: E402
 
-from langmem_edge.memory.episodic import embedded, recall  # noqa: E402
+from langmem_edge.memory.episodic import recall  # noqa: E402
 from langmem_edge.retrieval.bm25 import BM25Index  # noqa: E402
 from langmem_edge.retrieval.text import default_analyzer  # noqa: E402
 
@@ -134,7 +133,7 @@ def questions_of(probing: dict[str, list[dict[str, Any]]]) -> list[tuple[str, st
 def ingested(sessions: list[tuple[str, list[dict[str, Any]]]], embed: Embeddings,
              chat_name: str, alone: float) -> Any:
     """An ``InMemoryStore`` holding the chat, each batch ingested as a session through
-    ``Profile.ingest``, with :data:`~langmem_edge.memory.episodic.embedded.EMBED_ALONE_CHARS`
+    ``Profile.ingest``, with :data:`~langmem_edge.memory.episodic.recall.ALONE_CHARS`
     set to ``alone`` while it writes (``inf``: every message embedded with its day, speaker
     and the turns before, as before issue 40)."""
     from langgraph.store.memory import InMemoryStore
@@ -143,13 +142,13 @@ def ingested(sessions: list[tuple[str, list[dict[str, Any]]]], embed: Embeddings
 
     store = InMemoryStore(index={"dims": 384, "embed": embed, "fields": ["text"]})
     profile = AgentMemory(store).profile(f"beam-{chat_name}")
-    kept, embedded.EMBED_ALONE_CHARS = embedded.EMBED_ALONE_CHARS, alone
+    kept, recall.ALONE_CHARS = recall.ALONE_CHARS, alone
     try:
         for sid, ms in sessions:
             profile.ingest([{k: v for k, v in m.items() if k != "id"} for m in ms],
                            session_id=sid, extract=False)
     finally:
-        embedded.EMBED_ALONE_CHARS = kept
+        recall.ALONE_CHARS = kept
     return store
 
 
@@ -205,7 +204,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         profiles = {}
         for name, cfg in variants.items():
             cfg = dict(cfg)
-            alone = cfg.pop(ALONE, embedded.EMBED_ALONE_CHARS)
+            alone = cfg.pop(ALONE, recall.ALONE_CHARS)
             if alone not in stores:
                 started = time.perf_counter()
                 stores[alone] = ingested(sessions, embed, chat_name, alone)

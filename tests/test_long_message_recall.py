@@ -13,7 +13,6 @@ from langgraph.store.base import BaseStore
 
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.episodic.embedded import (
-    EMBED_ALONE_CHARS,
     embedded_fields,
 )
 from langmem_edge.memory.episodic.extraction import StoredMessage
@@ -37,7 +36,7 @@ def _message(seq: int, text: str) -> StoredMessage:
 
 
 def test_a_long_message_is_embedded_as_it_is_a_short_one_with_its_context() -> None:
-    assert EMBED_ALONE_CHARS == ALONE_CHARS == 500 and len(PASTE) >= EMBED_ALONE_CHARS
+    assert ALONE_CHARS == 500 and len(PASTE) >= ALONE_CHARS
     msgs = [_message(0, "a question"), _message(1, PASTE), _message(2, "yes, that one")]
     fields = embedded_fields(msgs, [])
     # no day, no speaker, no turns before: the model's window holds the message's own words
@@ -47,7 +46,7 @@ def test_a_long_message_is_embedded_as_it_is_a_short_one_with_its_context() -> N
     assert fields["m2"]["embed_text"] == "[8 May 2023] user: yes, that one a question"
     assert embedded_fields([_message(3, "ok")], [{"text": "sure"}, {"text": PASTE[:1000]}]
                            )["m3"]["embed_text"] == "[8 May 2023] user: ok sure"
-    below = "x" * (EMBED_ALONE_CHARS - 1)
+    below = "x" * (ALONE_CHARS - 1)
     assert embedded_fields([_message(0, below)], [])["m0"]["embed_text"].endswith(f": {below}")
 
 

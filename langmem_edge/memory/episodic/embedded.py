@@ -7,7 +7,7 @@ value and puts the message with ``index=`` :data:`MESSAGE_INDEX_FIELDS`: ``embed
 ``"[8 May 2023] Caroline: <text> <the text of the messages before>"``: the message's day (from
 ``ts``), its speaker (``name``, else its role), its text, then the text of the
 :data:`EMBED_CONTEXT_TURNS` messages before it in the same session (none for a session's first
-message). A message of at least :data:`EMBED_ALONE_CHARS` (500) characters stands alone: it
+message). A message of at least :data:`~.recall.ALONE_CHARS` (500) characters stands alone: it
 is embedded as it is, its bare text, and lends no context to the turns after it (issue 40: on
 long technical chats the turn before is often a long answer, which would fill the model's
 window and pull a short reply's vector towards it). One text, so one embedding a message, as
@@ -40,10 +40,9 @@ from langgraph.store.base import Item, PutOp
 from langmem_edge.memory.core.stores import KEYWORD_ONLY
 from langmem_edge.memory.episodic.compaction import in_range
 from langmem_edge.memory.episodic.extraction import StoredMessage
-from langmem_edge.memory.episodic.recall import ALONE_CHARS, message_day
+from langmem_edge.memory.episodic.recall import message_day, stands_alone
 
 __all__ = [
-    "EMBED_ALONE_CHARS",
     "EMBED_CONTEXT_CHARS",
     "EMBED_CONTEXT_TURNS",
     "EMBEDDED_FIELDS",
@@ -69,14 +68,6 @@ EMBED_CONTEXT_CHARS = 1000
 """Characters of each earlier message kept in a context (the default embedding model reads
 about 256 word pieces, roughly 1,000 characters, of a field in any case)."""
 
-EMBED_ALONE_CHARS = ALONE_CHARS
-"""A message at least this long (500 characters, :data:`~.recall.ALONE_CHARS`) is embedded
-as it is, its bare text (it carries its own subject, and the day, the speaker and the turns
-before would only take the model's window from it), and lends no context to the messages
-after it (its text would fill their window). Shorter messages (a reply such as "yes, that
-one") get the prefix and the context of the short turns before (``docs/retrieval.md``, "Long
-technical chats")."""
-
 MESSAGE_INDEX_FIELDS = ["embed_text", *(f"{KEYWORD_ONLY}{f}" for f in KEYWORD_FIELDS)]
 """The ``index=`` of a message put: ``embed_text``, the one field the store embeds (when it
 embeds anything), and the keyword-only fields of :data:`KEYWORD_FIELDS`, which a
@@ -99,9 +90,9 @@ def embedded_text(message: StoredMessage) -> str:
 
 def _context(texts: Sequence[str], turns: int = EMBED_CONTEXT_TURNS) -> str:
     """The context of the ``turns`` messages before: a message that stands alone (at least
-    :data:`EMBED_ALONE_CHARS`; its tail entry is cut to 1,000) lends none."""
+    :data:`~.recall.ALONE_CHARS`; its tail entry is cut to 1,000) lends none."""
     return " ".join(t[:EMBED_CONTEXT_CHARS] for t in texts[-turns:]
-                    if len(t) < EMBED_ALONE_CHARS)
+                    if not stands_alone(t))
 
 
 def embedded_fields(
@@ -117,7 +108,7 @@ def embedded_fields(
     for m in new:
         day = message_day(m.ts.isoformat())
         fields = {"day": day} if day else {}
-        if len(m.content) >= EMBED_ALONE_CHARS:
+        if stands_alone(m.content):
             out[m.id] = {"embed_text": m.content, **fields}
             before.append(m.content)
             continue
