@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langmem_edge.errors import ConfigurationError, InvalidInputError, LimitExceededError
-from langmem_edge.graphs.background import (
+from langmem_edge.errors import (
     BackgroundClosedError,
-    BackgroundConfig,
-    BackgroundExecutor,
-    BackgroundStats,
+    ConfigurationError,
+    InvalidInputError,
+    LimitExceededError,
 )
+from langmem_edge.graphs.background import BackgroundExecutor
+from langmem_edge.graphs.background_config import BackgroundConfig, BackgroundStats
 from langmem_edge.memory import AgentMemory
 from langmem_edge.testing import FakeEmbeddings
 

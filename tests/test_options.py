@@ -20,7 +20,8 @@ from langmem_edge import AgentMemory, ChromaSaver, ChromaStore
 from langmem_edge._chroma import RetryConfig
 from langmem_edge.checkpointers.ttl import CheckpointTTLConfig
 from langmem_edge.errors import ConfigurationError
-from langmem_edge.graphs.background import DEFAULT_BACKGROUND_CONFIG, BackgroundExecutor
+from langmem_edge.graphs.background import BackgroundExecutor
+from langmem_edge.graphs.background_config import DEFAULT_BACKGROUND_CONFIG
 from langmem_edge.memory.config import MemoryConfig
 from langmem_edge.retrieval.config import DEFAULT_HYBRID_CONFIG, HybridConfig, KeywordConfig
 from langmem_edge.testing import FakeEmbeddings

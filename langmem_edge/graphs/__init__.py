@@ -26,8 +26,10 @@ if TYPE_CHECKING:
         create_memory_agent,
     )
     from langmem_edge.graphs.background import (
-        BackgroundConfig,
         BackgroundExecutor,
+    )
+    from langmem_edge.graphs.background_config import (
+        BackgroundConfig,
         BackgroundStats,
         SetAsideJob,
     )
@@ -70,10 +72,10 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "BackgroundClosedError": "langmem_edge.errors",
-    "BackgroundConfig": "langmem_edge.graphs.background",
+    "BackgroundConfig": "langmem_edge.graphs.background_config",
     "BackgroundExecutor": "langmem_edge.graphs.background",
-    "BackgroundStats": "langmem_edge.graphs.background",
-    "SetAsideJob": "langmem_edge.graphs.background",
+    "BackgroundStats": "langmem_edge.graphs.background_config",
+    "SetAsideJob": "langmem_edge.graphs.background_config",
     "ConsolidationState": "langmem_edge.graphs.reflection",
     "create_consolidation_graph": "langmem_edge.graphs.reflection",
     "create_memory_agent": "langmem_edge.graphs.agent",

@@ -72,14 +72,6 @@ from langmem_edge.errors import (
     LimitExceededError,
 )
 from langmem_edge.graphs.background_config import (
-    DEFAULT_BACKGROUND_CONFIG,
-    DEFAULT_DELAY_SECONDS,
-    DEFAULT_EXIT_TIMEOUT,
-    DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_MAX_PENDING,
-    DEFAULT_RETRY_FOR_SECONDS,
-    DEFAULT_RETRY_WAIT_INITIAL,
-    DEFAULT_RETRY_WAIT_MAX,
     PERMANENT_ERRORS,
     SET_ASIDE_KEPT,
     BackgroundConfig,
@@ -89,24 +81,7 @@ from langmem_edge.graphs.background_config import (
     resolve_config,
 )
 
-__all__ = [
-    "DEFAULT_BACKGROUND_CONFIG",
-    "PERMANENT_ERRORS",
-    "SET_ASIDE_KEPT",
-    "DEFAULT_DELAY_SECONDS",
-    "DEFAULT_EXIT_TIMEOUT",
-    "DEFAULT_MAX_ATTEMPTS",
-    "DEFAULT_MAX_PENDING",
-    "DEFAULT_RETRY_FOR_SECONDS",
-    "DEFAULT_RETRY_WAIT_INITIAL",
-    "DEFAULT_RETRY_WAIT_MAX",
-    "BackgroundClosedError",
-    "BackgroundConfig",
-    "BackgroundExecutor",
-    "BackgroundStats",
-    "Job",
-    "SetAsideJob",
-]
+__all__ = ["BackgroundExecutor"]
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ context variables: the graph's store is never lost on the way to the worker.
 Retries, logging (with the key) and the counters are the executor's, reached through
 :class:`BackgroundJobs` (``stats``, ``flush``, ``close``: ``close`` runs what waits). A batch
 refused with an error a retry cannot mend
-(:data:`~langmem_edge.graphs.background.PERMANENT_ERRORS`: bad input, a limit) does not stop
+(:data:`~langmem_edge.graphs.background_config.PERMANENT_ERRORS`: bad input, a limit) does not stop
 the job's other batches; its messages are not queued again, and the job then raises that
 error, so the executor sets it aside after this one try (``set_aside``) instead of retrying
 what would fail the same way. Over-long messages never get there: they are cut to fit
@@ -41,7 +41,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langmem_edge.graphs.background import PERMANENT_ERRORS, BackgroundExecutor, BackgroundStats
+from langmem_edge.graphs.background import BackgroundExecutor
+from langmem_edge.graphs.background_config import PERMANENT_ERRORS, BackgroundStats
 from langmem_edge.graphs.history import EntryCache, total_tokens
 from langmem_edge.graphs.run import MemoryRun
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
