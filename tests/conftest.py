@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,9 +65,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help=f"run the long reliability variants (or set {LONG_ENV}=1)")
 
 
+RELIABILITY = Path(__file__).resolve().parent / "reliability"
+"""The reliability suites: ``slow`` as a whole (SIGKILL cycles, a server killed, soaks)."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the ``real_model`` tests, saying what to install, when the packaged local model
-    cannot load (looked up, not imported)."""
+    """Mark the reliability suites and the ``real_model`` tests ``slow`` (left out of the
+    fast loop, ``-m "not slow and not server"``), and skip the ``real_model`` tests, saying
+    what to install, when the packaged local model cannot load (looked up, not imported)."""
+    for item in items:
+        if RELIABILITY in item.path.parents or item.get_closest_marker("real_model"):
+            item.add_marker(pytest.mark.slow)
     real = [item for item in items if item.get_closest_marker("real_model")]
     if not real:
         return

@@ -22,6 +22,8 @@ from faults import EXIT_CODE, FaultyCaller, InjectedFault, run_child
 
 from langmem_edge.checkpointers import ChromaSaver
 
+pytestmark = pytest.mark.slow  # fault injection and killed writers
+
 T, U, V = "thread-t", "thread-u", "thread-v"
 NAMESPACES = ("", "sub")
 

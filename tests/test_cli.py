@@ -339,6 +339,7 @@ def bulk_export(path: Path, n: int) -> set[str]:
     return set(ids)
 
 
+@pytest.mark.slow  # 1,200 memories through the CLI (15 s)
 def test_paging_through_1200_memories_returns_each_once(cli: Run, tmp_path: Path) -> None:
     expected = bulk_export(tmp_path / "bulk.jsonl", 1200)
     cli("import", str(tmp_path / "bulk.jsonl"))
@@ -571,3 +572,16 @@ def test_pending_lists_what_a_dead_job_owes_and_flush_writes_it(tmp_path: Path) 
     assert any("Singapore" in t for t in texts) and len(texts) == len(set(texts))
     again = js(cli("flush", "--all", "--json"))
     assert again == {"flushed": [], "failed": []}
+
+
+def test_python_dash_m_runs_the_same_command(monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m langmem_edge.cli`` is the ``langmem-edge`` command (in process: the fast
+    loop covers the entry module too)."""
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", ["langmem-edge", "--help"])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module("langmem_edge.cli", run_name="__main__")
+    assert exited.value.code == 0
+    assert "memories" in capsys.readouterr().out

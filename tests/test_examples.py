@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the examples run as real processes
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -26,10 +26,13 @@ import pytest
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="needs Debian's chromium and chromium-driver (`apt-get install -y chromium "
-           "chromium-driver`; .ci/run installs them)")
+pytestmark = [
+    pytest.mark.slow,  # a real headless Chromium
+    pytest.mark.skipif(
+        CHROMIUM is None or CHROMEDRIVER is None,
+        reason="needs Debian's chromium and chromium-driver (`apt-get install -y chromium "
+               "chromium-driver`; .ci/run installs them)"),
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOT = ROOT / "docs" / "images" / "inspector.png"

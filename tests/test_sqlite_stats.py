@@ -149,6 +149,7 @@ def test_the_command_refreshes_a_folder_and_refuses_a_missing_one(tmp_path: Path
     assert not (tmp_path / "nothing").exists()
 
 
+@pytest.mark.slow  # grows a saver past the statistics threshold (28 s)
 def test_a_saver_that_grows_gets_statistics(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

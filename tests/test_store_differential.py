@@ -83,6 +83,8 @@ from langgraph.store.base import InvalidNamespaceError as LanggraphNamespaceErro
 from langmem_edge import ChromaStore
 from langmem_edge.errors import InvalidInputError
 
+pytestmark = pytest.mark.slow  # randomized differential runs against InMemoryStore (over a minute)
+
 settings.register_profile(
     "differential-ci",
     derandomize=True,

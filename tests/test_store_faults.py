@@ -19,6 +19,8 @@ from langmem_edge import errors
 from langmem_edge.store import layout
 from langmem_edge.testing import FakeEmbeddings
 
+pytestmark = pytest.mark.slow  # faults at every write call, a writer killed in a subprocess
+
 DIMS = 64
 NS = ("users", "alice")
 

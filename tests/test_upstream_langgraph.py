@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # langgraph's own store and graph suites (about 4 minutes)
+
 RUNNER = Path(__file__).resolve().parent / "upstream" / "run_langgraph_tests.py"
 
 
