@@ -83,11 +83,16 @@ def test_an_ingest_that_failed_after_storing_its_messages_extracts_on_reingest(
             raise RuntimeError("store down")
         return original(self, ops)
 
+    def failing_new(self: Any, items: Any) -> Any:  # ChromaStore writes new records so
+        raise RuntimeError("store down")
+
     p = memory.profile("p")
     monkeypatch.setattr(cls, "batch", failing)
+    if hasattr(cls, "put_new"):
+        monkeypatch.setattr(cls, "put_new", failing_new)
     with pytest.raises(RuntimeError, match="store down"):
         p.ingest(CONVERSATION, session_id="s")
-    monkeypatch.setattr(cls, "batch", original)
+    monkeypatch.undo()
     assert p.list().memories == []
     again = p.ingest(CONVERSATION, session_id="s")
     assert again.messages_added == 0

@@ -3,6 +3,7 @@ put makes, ``put_existing``, and the upgrade from the layout of the change proto
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from typing import Any
@@ -10,10 +11,10 @@ from typing import Any
 import pytest
 from langgraph.store.base import PutOp
 
-from langmem_edge import ChromaStore
+from langmem_edge import ChromaStore, errors
 from langmem_edge._chroma import SCHEMA_KEY
 from langmem_edge.errors import InvalidInputError
-from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys, PutExisting
+from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys, PutExisting, PutNew
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.keywords import MAX_ROW_TERMS, TERMS_FIELD
 from langmem_edge.retrieval.text import default_analyzer
@@ -179,6 +180,49 @@ def test_a_new_items_put_is_one_read_and_its_two_rows(chroma_store_factory: Any)
     store.put(("p",), "new", {"text": "another fact"})  # new text: the old vectors go
     assert calls.seen == [("items", "get"), ("vectors", "get"), ("vectors", "upsert"),
                           ("items", "upsert"), ("vectors", "delete")]
+
+
+# ------------------------------------------------------------------------------ put_new
+
+
+def test_put_new_writes_its_two_rows_without_a_read(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    assert isinstance(store, PutNew)
+    store.put(("p",), "warm", {"text": "warm up"})
+    calls = Calls(store)
+    store.put_new([(("p",), "a", {"text": "lisbon flight"}, None),
+                   (("p",), "b", {"text": "dark coffee"}, False)])
+    assert calls.seen == [("vectors", "upsert"), ("items", "upsert")]
+    assert store.get(("p",), "a").value == {"text": "lisbon flight"}
+    assert store.search(("p",), query="lisbon flight", limit=1)[0].key == "a"
+    assert store.get(("p",), "b").value == {"text": "dark coffee"}
+    assert store.keyword_search(("p",), "coffee") == []  # index=False: as a put, not indexed
+    assert asyncio.run(store.aput_new([])) is None
+
+
+def test_put_new_over_an_existing_item_replaces_it(chroma_store_factory: Any) -> None:
+    """The promise broken (the item existed): the new value and texts win, its old vector
+    rows are ignored by every search, its created_at restarts."""
+    store = chroma_store_factory(index=index())
+    store.put(("p",), "a", {"text": "garden river"})
+    before = store.get(("p",), "a")
+    store.put_new([(("p",), "a", {"text": "hotel budget"}, None)])
+    after = store.get(("p",), "a")
+    assert after.value == {"text": "hotel budget"} and after.created_at >= before.created_at
+    old = store.search(("p",), query="garden river", limit=5)
+    new = store.search(("p",), query="hotel budget", limit=5)
+    assert [h.key for h in old] == [h.key for h in new] == ["a"]  # once, not twice
+    assert new[0].score == pytest.approx(1.0) and old[0].score < 0.99  # its current text
+    assert store.keyword_search(("p",), "garden") == []
+
+
+def test_put_new_refuses_bad_input_before_writing(chroma_store_factory: Any) -> None:
+    store = chroma_store_factory(index=index())
+    for bad in ([(("p",), "k", {"text": "x"})], [(("p",), "k", "not a dict", None)],
+                [(("p",), 5, {"text": "x"}, None)], [((), "k", {"text": "x"}, None)]):
+        with pytest.raises((InvalidInputError, errors.InvalidNamespaceError)):
+            store.put_new([(("p",), "ok", {"text": "fine"}, None), *bad])
+    assert store.get(("p",), "ok") is None
 
 
 # ------------------------------------------------------------------------- put_existing

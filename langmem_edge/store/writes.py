@@ -191,6 +191,46 @@ class WriteMixin:
         """``put_existing`` on a worker thread."""
         return await run_in_executor(None, self.put_existing, list(items))
 
+    def put_new(
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
+    ) -> None:
+        """Put ``(namespace, key, value, index)`` items the caller knows are not stored
+        (keys it has just made, such as a new memory's random id), without the read a put
+        makes first to find an item's old rows: one write of the vector rows, one of the
+        item rows.
+
+        If an item did exist after all, it is replaced as a put would, except that its
+        ``created_at`` restarts and its old vector rows stay behind unused (every search
+        ignores vector rows of a generation their item does not name). Validation is a
+        put's, before anything is written.
+
+        Raises:
+            InvalidInputError: A value that is not a dict, a bad key or index; nothing is
+                written then.
+            InvalidNamespaceError: A bad namespace.
+        """
+        ops = []
+        for entry in items:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 4:
+                raise InvalidInputError(
+                    f"put_new takes (namespace, key, value, index) quadruples, got {entry!r}")
+            namespace, key, value, index = entry
+            if not isinstance(value, dict):
+                raise InvalidInputError(
+                    f"value for key {key!r} must be a dict, got {type(value).__name__}")
+            op = layout.checked_op(PutOp(namespace, key, value, index=index))
+            assert isinstance(op, PutOp)
+            ops.append(op)
+        if ops:
+            with self._write_lock:
+                self._run_puts(ops, self._clock(), ({}, {}))
+
+    async def aput_new(
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
+    ) -> None:
+        """``put_new`` on a worker thread."""
+        await run_in_executor(None, self.put_new, list(items))
+
     def _run_puts(
         self,
         puts: list[PutOp],

@@ -22,8 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
-__all__ = ["KEYWORD_ONLY", "KeywordSearch", "NearestKeys", "PutExisting", "atomic_put_limit",
-           "ranks_keys"]
+__all__ = ["KEYWORD_ONLY", "KeywordSearch", "NearestKeys", "PutExisting", "PutNew",
+           "atomic_put_limit", "ranks_keys"]
 
 KEYWORD_ONLY = "keyword:"
 """How a put's ``index`` names a path for a :class:`KeywordSearch` store's keyword channel
@@ -89,6 +89,25 @@ class PutExisting(Protocol):
     async def aput_existing(
         self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
     ) -> list[bool]: ...
+
+
+@runtime_checkable
+class PutNew(Protocol):
+    """A store that writes items its caller knows are new without reading them first
+    (``ChromaStore``).
+
+    :meth:`ChromaStore.put_new` takes ``(namespace, key, value, index)`` quadruples; an item
+    that did exist is replaced (its ``created_at`` restarts). For keys the caller has just
+    made (a new memory's random id). On a plain ``BaseStore`` a caller puts.
+    """
+
+    def put_new(
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
+    ) -> None: ...
+
+    async def aput_new(
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
+    ) -> None: ...
 
 
 def ranks_keys(store: BaseStore) -> bool:

@@ -39,7 +39,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from langmem_edge.memory.core.plans import Call, Plan, batch
-from langmem_edge.memory.core.stores import PutExisting
+from langmem_edge.memory.core.stores import PutExisting, PutNew
 from langmem_edge.memory.index.profile_index import ProfileIndex
 
 __all__ = ["DELETED", "LOAD_LIMIT", "WHOLE_READ_MAX", "SizeHints", "fill", "load_ops",
@@ -137,6 +137,7 @@ def plan_write_records(
     deletes: Iterable[str] = (),
     *,
     reindex: bool = False,
+    fresh: bool = False,
 ) -> Plan[list[str]]:
     """Write ``new`` records and ``rewrites`` of stored ones (``(value, index_arg)`` pairs)
     and delete ids; returns the ids of rewrites that found their record gone (deleted since
@@ -146,7 +147,9 @@ def plan_write_records(
     rewrite is applied only where the record still exists, keeping its vectors (its text is
     unchanged); ``reindex=True`` (``reembed``: the text gets its first vector) writes it as a
     plain put, as every rewrite is on other stores. ``index`` takes in what was written, for
-    the rest of the operation.
+    the rest of the operation. ``fresh``: the ``new`` records' ids were just made (random):
+    on a :class:`~langmem_edge.memory.core.stores.PutNew` store they are written without the
+    read a put makes first.
     """
     new, rewrites = list(new), list(rewrites)
     deletes = list(dict.fromkeys(deletes))
@@ -158,10 +161,15 @@ def plan_write_records(
     if not rewrites_existing(store):  # each deletion leaves its tombstone first
         ops += [PutOp(graves, mid, {"profile": index.profile, "id": mid, "at": time.time()},
                       index=False) for mid in deletes]
-    ops += [PutOp(layout.memories, v["id"], v, index=ix) for v, ix in plain]
-    ops += [PutOp(layout.memories, mid, None) for mid in deletes]
-    if ops:
-        yield batch(store, ops)
+    if fresh and guarded and not ops and not deletes and isinstance(store, PutNew):
+        if new:
+            yield Call(store.put_new, store.aput_new,
+                       ([(layout.memories, v["id"], v, ix) for v, ix in new],))
+    else:
+        ops += [PutOp(layout.memories, v["id"], v, index=ix) for v, ix in plain]
+        ops += [PutOp(layout.memories, mid, None) for mid in deletes]
+        if ops:
+            yield batch(store, ops)
     gone: list[str] = []
     if guarded and rewrites:
         # a record stored without a vector (pending, failed, a task) is rewritten without

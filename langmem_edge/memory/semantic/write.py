@@ -279,7 +279,9 @@ def plan_commit_new(
     (``index/store_io.py``: a rewrite of a record deleted meanwhile is not written). If the
     write fails while embedding, it is made again without embedding: the new records are
     stored ``embedding_status="pending"`` (keyword and key channels find them;
-    ``AgentMemory.reembed()`` backfills). Returns the records as stored (plaintext)."""
+    ``AgentMemory.reembed()`` backfills). The records' ids were made by
+    :func:`~langmem_edge.memory.records.new_memory_id` (random): they are written as new
+    (``fresh``). Returns the records as stored (plaintext)."""
     embed = [_embeddable(ctx, r) for r in records]
     records = [r.model_copy(update={"embedding_status": "complete" if e else "skipped"})
                for r, e in zip(records, embed, strict=True)]
@@ -287,10 +289,10 @@ def plan_commit_new(
     puts = [(store_value(ctx, r), ["text"] if e else False)
             for r, e in zip(records, embed, strict=True)]
     if not any(embed):
-        yield from plan_write_records(ctx.store, ctx.index, puts, rest)
+        yield from plan_write_records(ctx.store, ctx.index, puts, rest, fresh=True)
         return records
     try:
-        yield from plan_write_records(ctx.store, ctx.index, puts, rest)
+        yield from plan_write_records(ctx.store, ctx.index, puts, rest, fresh=True)
         return records
     except (BackendError, InvalidInputError):
         raise
@@ -298,7 +300,8 @@ def plan_commit_new(
         records = [r.model_copy(update={"embedding_status": "pending", "embedding_attempts": 1})
                    if e_ else r for r, e_ in zip(records, embed, strict=True)]
         yield from plan_write_records(ctx.store, ctx.index,
-                                      [(store_value(ctx, r), False) for r in records], rest)
+                                      [(store_value(ctx, r), False) for r in records], rest,
+                                      fresh=True)
         logger.warning("embedding %d memories of %r failed (%s); stored as pending",
                        sum(embed), ctx.profile, e)
         return records
