@@ -150,24 +150,7 @@ class WriteMixin:
                 key; nothing is written then.
             InvalidNamespaceError: A bad namespace.
         """
-        ops = []
-        for entry in items:
-            if not isinstance(entry, (tuple, list)) or len(entry) not in (3, 4):
-                raise InvalidInputError(
-                    "put_existing takes (namespace, key, value) triples or (namespace, key, "
-                    f"value, index) quadruples, got {entry!r}")
-            namespace, key, value = entry[:3]
-            index = entry[3] if len(entry) == 4 else None
-            if not isinstance(value, dict):
-                raise InvalidInputError(
-                    f"value for key {key!r} must be a dict (put_existing never deletes), "
-                    f"got {type(value).__name__}")
-            op = layout.checked_op(PutOp(namespace, key, value, index=index))
-            assert isinstance(op, PutOp)
-            if not isinstance(op.key, str):
-                raise InvalidInputError(f"key must be a string, got {op.key!r}")
-            layout.encode_value(op.namespace, op.key, value, self.max_value_bytes)
-            ops.append(op)
+        ops = self._value_puts(items, "put_existing", (3, 4))
         if not ops:
             return []
         ids = [layout.item_id(op.namespace, op.key) for op in ops]
@@ -209,18 +192,7 @@ class WriteMixin:
                 written then.
             InvalidNamespaceError: A bad namespace.
         """
-        ops = []
-        for entry in items:
-            if not isinstance(entry, (tuple, list)) or len(entry) != 4:
-                raise InvalidInputError(
-                    f"put_new takes (namespace, key, value, index) quadruples, got {entry!r}")
-            namespace, key, value, index = entry
-            if not isinstance(value, dict):
-                raise InvalidInputError(
-                    f"value for key {key!r} must be a dict, got {type(value).__name__}")
-            op = layout.checked_op(PutOp(namespace, key, value, index=index))
-            assert isinstance(op, PutOp)
-            ops.append(op)
+        ops = self._value_puts(items, "put_new", (4,))
         if ops:
             with self._write_lock:
                 self._run_puts(ops, self._clock(), ({}, {}))
@@ -230,6 +202,32 @@ class WriteMixin:
     ) -> None:
         """``put_new`` on a worker thread."""
         await run_in_executor(None, self.put_new, list(items))
+
+    def _value_puts(self, items: Sequence[Any], method: str, sizes: tuple[int, ...]
+                    ) -> list[PutOp]:
+        """``items`` of ``put_existing`` / ``put_new`` (``(namespace, key, value[, index])``
+        tuples of the ``sizes`` allowed) as validated puts of dict values, all checked before
+        anything is read or written."""
+        ops = []
+        for entry in items:
+            if not isinstance(entry, (tuple, list)) or len(entry) not in sizes:
+                shapes = " or ".join({3: "(namespace, key, value) triples",
+                                      4: "(namespace, key, value, index) quadruples"}[n]
+                                     for n in sizes)
+                raise InvalidInputError(f"{method} takes {shapes}, got {entry!r}")
+            namespace, key, value = entry[:3]
+            index = entry[3] if len(entry) == 4 else None
+            if not isinstance(value, dict):
+                raise InvalidInputError(
+                    f"value for key {key!r} must be a dict ({method} never deletes), "
+                    f"got {type(value).__name__}")
+            op = layout.checked_op(PutOp(namespace, key, value, index=index))
+            assert isinstance(op, PutOp)
+            if not isinstance(op.key, str):
+                raise InvalidInputError(f"key must be a string, got {op.key!r}")
+            layout.encode_value(op.namespace, op.key, value, self.max_value_bytes)
+            ops.append(op)
+        return ops
 
     def _run_puts(
         self,
