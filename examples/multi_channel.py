@@ -20,8 +20,14 @@ import shutil
 import tempfile
 from typing import Any
 
-from langmem_edge import AgentMemory, ChromaSaver, ChromaStore, default_embeddings
-from langmem_edge.graphs import choose_chat_model, create_chatbot
+from langmem_edge import (
+    AgentMemory,
+    ChromaSaver,
+    ChromaStore,
+    create_memory_agent,
+    default_embeddings,
+)
+from langmem_edge.graphs import RecallChatModel
 from langmem_edge.testing import FakeEmbeddings
 
 AGENT = "agent:concierge"
@@ -49,9 +55,13 @@ def embeddings() -> Any:
 def build_graph(model: Any = None, *, memory: AgentMemory, checkpointer: Any = None) -> Any:
     """The concierge: a memory agent over ``memory`` (``model``: a chat model, a
     ``provider:name`` or ``None`` for the model-free mode)."""
-    if model is None or isinstance(model, str):
-        model = choose_chat_model(model).model
-    return create_chatbot(model, memory=memory, checkpointer=checkpointer)
+    if isinstance(model, str):
+        from langchain.chat_models import init_chat_model
+
+        model = init_chat_model(model)
+    return create_memory_agent(model or RecallChatModel(), memory=memory,
+                               checkpointer=checkpointer,
+                               system_prompt="You are a concierge who remembers each guest.")
 
 
 def link_channels(memory: AgentMemory, links: dict[str, str] = LINKS) -> None:

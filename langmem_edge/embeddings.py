@@ -49,12 +49,10 @@ from langmem_edge.errors import ConfigurationError, EmbeddingError
 
 __all__ = [
     "DEFAULT_DIMS",
-    "SHOW_LOADING_ENV",
     "CachedEmbeddings",
     "OnnxMiniLMEmbeddings",
     "default_embeddings",
     "int8_embeddings",
-    "text_hash",
     "torch_embeddings",
 ]
 

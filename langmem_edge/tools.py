@@ -22,7 +22,7 @@ gets a ToolMessage that says so; bad arguments get a ToolMessage naming what was
 ``ongoing_task``: declare them with ``state_schema=MemoryState``; without it langgraph drops
 the keys) and adds the ToolMessage, as langchain's ``TodoListMiddleware`` does.
 
-Each tool is also built on its own (``create_remember_tool(memory)``, ...). Every tool has a
+Pick some with ``create_memory_tools(memory, include=["recall", ...])``. Every tool has a
 sync and an async half (``tool.func`` / ``tool.coroutine``), both driving one plan of the
 tool (``memory/core/plans.py``) over the ``Profile`` / ``ProfileWorking`` methods and their
 ``a*`` twins: in ``agent.ainvoke`` no tool blocks the event loop or takes a worker thread.
@@ -45,21 +45,7 @@ from langmem_edge.errors import ConfigurationError, LangmemEdgeError
 from langmem_edge.memory import AgentMemory, Profile
 from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
 
-__all__ = [
-    "MemoryContext",
-    "MemoryState",
-    "TOOL_NAMES",
-    "create_clear_ongoing_task_tool",
-    "create_get_ongoing_task_tool",
-    "create_memory_tools",
-    "create_recall_conversation_tool",
-    "create_recall_tool",
-    "create_remember_tool",
-    "create_search_memory_tool",
-    "create_set_context_tool",
-    "create_set_ongoing_task_tool",
-    "run_value",
-]
+__all__ = ["MemoryContext", "MemoryState", "TOOL_NAMES", "create_memory_tools"]
 
 REMEMBER_CONFIDENCE = 0.9
 """Confidence of what the model asks to remember (an explicit statement)."""
@@ -193,7 +179,7 @@ def _lines(records: Sequence[Any]) -> str:
 # -- semantic memory ----------------------------------------------------------------------------
 
 
-def create_remember_tool(memory: AgentMemory) -> BaseTool:
+def _remember_tool(memory: AgentMemory) -> BaseTool:
     """The ``remember`` tool."""
 
     def remember(key: str, value: str, runtime: ToolRuntime,
@@ -221,7 +207,7 @@ def create_remember_tool(memory: AgentMemory) -> BaseTool:
     return _memory_tool(remember)
 
 
-def create_recall_tool(memory: AgentMemory) -> BaseTool:
+def _recall_tool(memory: AgentMemory) -> BaseTool:
     """The ``recall`` tool."""
 
     def recall(runtime: ToolRuntime, key: str | None = None) -> Plan[Reply]:
@@ -244,7 +230,7 @@ def create_recall_tool(memory: AgentMemory) -> BaseTool:
     return _memory_tool(recall)
 
 
-def create_search_memory_tool(memory: AgentMemory) -> BaseTool:
+def _search_memory_tool(memory: AgentMemory) -> BaseTool:
     """The ``search_memory`` tool."""
 
     def search_memory(query: str, runtime: ToolRuntime, limit: int = SEARCH_LIMIT
@@ -268,7 +254,7 @@ def create_search_memory_tool(memory: AgentMemory) -> BaseTool:
     return _memory_tool(search_memory)
 
 
-def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
+def _recall_conversation_tool(memory: AgentMemory) -> BaseTool:
     """The ``recall_conversation`` tool."""
 
     def recall_conversation(
@@ -306,7 +292,7 @@ def create_recall_conversation_tool(memory: AgentMemory) -> BaseTool:
 # -- working memory -----------------------------------------------------------------------------
 
 
-def create_set_context_tool(memory: AgentMemory) -> BaseTool:
+def _set_context_tool(memory: AgentMemory) -> BaseTool:
     """The ``set_context`` tool."""
 
     def set_context(notes: str, runtime: ToolRuntime,
@@ -333,7 +319,7 @@ def _task_state(task: Any) -> dict[str, Any]:
             "status": task.status}
 
 
-def create_set_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
+def _set_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
     """The ``set_ongoing_task`` tool."""
 
     def set_ongoing_task(
@@ -363,7 +349,7 @@ def create_set_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
     return _memory_tool(set_ongoing_task)
 
 
-def create_get_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
+def _get_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
     """The ``get_ongoing_task`` tool."""
 
     def get_ongoing_task(runtime: ToolRuntime) -> Plan[Reply]:
@@ -379,7 +365,7 @@ def create_get_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
     return _memory_tool(get_ongoing_task)
 
 
-def create_clear_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
+def _clear_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
     """The ``clear_ongoing_task`` tool."""
 
     def clear_ongoing_task(runtime: ToolRuntime) -> Plan[Reply]:
@@ -394,14 +380,14 @@ def create_clear_ongoing_task_tool(memory: AgentMemory) -> BaseTool:
 
 
 _BUILDERS: dict[str, Callable[[AgentMemory], BaseTool]] = {
-    "remember": create_remember_tool,
-    "recall": create_recall_tool,
-    "search_memory": create_search_memory_tool,
-    "recall_conversation": create_recall_conversation_tool,
-    "set_context": create_set_context_tool,
-    "set_ongoing_task": create_set_ongoing_task_tool,
-    "get_ongoing_task": create_get_ongoing_task_tool,
-    "clear_ongoing_task": create_clear_ongoing_task_tool,
+    "remember": _remember_tool,
+    "recall": _recall_tool,
+    "search_memory": _search_memory_tool,
+    "recall_conversation": _recall_conversation_tool,
+    "set_context": _set_context_tool,
+    "set_ongoing_task": _set_ongoing_task_tool,
+    "get_ongoing_task": _get_ongoing_task_tool,
+    "clear_ongoing_task": _clear_ongoing_task_tool,
 }
 
 TOOL_NAMES: tuple[str, ...] = tuple(_BUILDERS)

@@ -16,13 +16,13 @@ from langmem_edge import chat_models
 from langmem_edge.chat_models import local_chat_model, local_model_missing
 from langmem_edge.cli import app
 from langmem_edge.cli.base import FAKE_EMBEDDINGS_ENV
+from langmem_edge.cli.chatbot import choose_chat_model
 from langmem_edge.errors import ConfigurationError
-from langmem_edge.graphs import choose_chat_model
 
 
 def test_nothing_imports_torch_until_a_model_is_loaded() -> None:
     code = ("import sys; import langmem_edge.chat_models as c, langmem_edge.cli; "
-            "from langmem_edge.graphs import choose_chat_model; "
+            "from langmem_edge.cli.chatbot import choose_chat_model; "
             "c.local_model_missing(); choose_chat_model(None); "
             "print([m for m in ('torch', 'transformers', 'langchain_huggingface') "
             "if m in sys.modules])")

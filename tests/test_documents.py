@@ -119,19 +119,19 @@ def test_text_markdown_and_pdf(memory: AgentMemory, tmp_path: Path) -> None:
     pdf = tmp_path / "travel.pdf"
     pdf.write_bytes(pdf_bytes(["Travel policy", "Book trains for trips under four hours.",
                                "Flights need approval from a manager."]))
-    doc_md = alice.add_document(md, wait=True)
-    doc_pdf = alice.add_document(str(pdf), wait=True)
-    doc_txt = alice.add_document(RECIPES, name="recipes", wait=True)
+    doc_md = alice.documents.add(md, wait=True)
+    doc_pdf = alice.documents.add(str(pdf), wait=True)
+    doc_txt = alice.documents.add(RECIPES, name="recipes", wait=True)
     assert (doc_md.format, doc_md.name, doc_md.status) == ("markdown", "handbook.md", "ready")
     assert (doc_pdf.format, doc_pdf.name, doc_pdf.status) == ("pdf", "travel.pdf", "ready")
     assert (doc_txt.format, doc_txt.name, doc_txt.status) == ("text", "recipes", "ready")
     assert doc_md.source == str(md.absolute()) and doc_md.chunks >= 2
-    hit = alice.search_documents("approval for flights from a manager", limit=1)[0]
+    hit = alice.documents.search("approval for flights from a manager", limit=1)[0]
     assert hit.document_id == doc_pdf.id and "Flights need approval" in hit.text
-    hit = alice.search_documents("unused vacation days carry over", limit=1)[0]
+    hit = alice.documents.search("unused vacation days carry over", limit=1)[0]
     assert (hit.document_id, hit.name) == (doc_md.id, "handbook.md")
     assert "twenty-five vacation days" in hit.text and hit.score is not None
-    hit = alice.search_documents("lasagna ricotta", limit=1)[0]
+    hit = alice.documents.search("lasagna ricotta", limit=1)[0]
     assert hit.document_id == doc_txt.id and hit.chunk == 0
 
 
@@ -140,26 +140,26 @@ def test_bad_sources_are_refused(memory: AgentMemory, tmp_path: Path) -> None:
     binary = tmp_path / "blob.bin"
     binary.write_bytes(b"\xff\xfe\x00\x81" * 10)
     with pytest.raises(InvalidInputError, match="neither a PDF nor UTF-8"):
-        alice.add_document(binary)
+        alice.documents.add(binary)
     with pytest.raises(InvalidInputError, match="not a readable PDF"):
-        alice.add_document(b"%PDF-1.4 this is not really a pdf")
+        alice.documents.add(b"%PDF-1.4 this is not really a pdf")
     with pytest.raises(InvalidInputError, match="holds no text"):
-        alice.add_document("   \n  ")
+        alice.documents.add("   \n  ")
     with pytest.raises(InvalidInputError, match="not a file"):
-        alice.add_document(tmp_path / "missing.txt")
-    assert len(alice.list_documents()) == 0
+        alice.documents.add(tmp_path / "missing.txt")
+    assert len(alice.documents.list()) == 0
 
 
 def test_same_content_is_stored_once(memory: AgentMemory, tmp_path: Path) -> None:
     alice = memory.profile("alice")
-    first = alice.add_document(HANDBOOK, name="handbook", wait=True)
+    first = alice.documents.add(HANDBOOK, name="handbook", wait=True)
     path = tmp_path / "copy.md"
     path.write_text(HANDBOOK + "\n\n", encoding="utf-8")  # trailing blank lines: same text
-    again = alice.add_document(path, wait=True)
+    again = alice.documents.add(path, wait=True)
     assert again.id == first.id and again.name == "handbook" and again.status == "ready"
-    assert [d.id for d in alice.list_documents()] == [first.id]
-    other = alice.add_document(HANDBOOK + " More.", wait=True)
-    assert other.id != first.id and len(alice.list_documents()) == 2
+    assert [d.id for d in alice.documents.list()] == [first.id]
+    other = alice.documents.add(HANDBOOK + " More.", wait=True)
+    assert other.id != first.id and len(alice.documents.list()) == 2
 
 
 # -- status transitions ------------------------------------------------------------------------
@@ -175,51 +175,51 @@ def test_background_processing_goes_from_processing_to_ready() -> None:
 
     memory = AgentMemory(vector_store(Slow(DIMS)))
     alice = memory.profile("alice")
-    doc = alice.add_document(HANDBOOK, name="handbook")
+    doc = alice.documents.add(HANDBOOK, name="handbook")
     assert doc.status == "processing" and doc.chunks == 0
-    assert alice.get_document(doc.id).status == "processing"
-    assert alice.search_documents("vacation days") == []  # not ready: never searched
+    assert alice.documents.get(doc.id).status == "processing"
+    assert alice.documents.search("vacation days") == []  # not ready: never searched
     gate.set()
-    done = alice.get_document(doc.id, wait=True)
+    done = alice.documents.get(doc.id, wait=True)
     assert done.status == "ready" and done.chunks > 0 and done.error is None
     assert done.updated_at >= doc.updated_at
-    assert alice.search_documents("vacation days")[0].document_id == doc.id
+    assert alice.documents.search("vacation days")[0].document_id == doc.id
 
 
 def test_a_failed_embedding_leaves_status_failed_and_no_passages() -> None:
     store = vector_store(ExplodingEmbeddings(DIMS))
     memory = AgentMemory(store)
     alice = memory.profile("alice")
-    good = alice.add_document(HANDBOOK, name="handbook", wait=True)
+    good = alice.documents.add(HANDBOOK, name="handbook", wait=True)
     # the bomb sits in a late passage: earlier batches were written before it failed
     bad_text = "\n\n".join([f"Section {i}: the warehouse stores pallets of vacation gear."
                             * 4 for i in range(200)] + ["EXPLODE here"])
-    bad = alice.add_document(bad_text, name="bad")
-    bad = alice.get_document(bad.id, wait=True)
+    bad = alice.documents.add(bad_text, name="bad")
+    bad = alice.documents.get(bad.id, wait=True)
     assert bad.status == "failed" and bad.chunks == 0
     assert bad.error == "RuntimeError: the embedding model is out of memory"
     layout = memory.profile("alice").documents._scope
     assert items_under(store, layout.chunks(bad.id)) == []
-    hits = alice.search_documents("warehouse pallets of vacation gear", limit=20)
+    hits = alice.documents.search("warehouse pallets of vacation gear", limit=20)
     assert hits and {h.document_id for h in hits} == {good.id}
     # adding it again processes it again (and fails again, recorded)
-    again = alice.add_document(bad_text, wait=True)
+    again = alice.documents.add(bad_text, wait=True)
     assert again.id == bad.id and again.status == "failed"
 
 
 async def test_async_twins(memory: AgentMemory) -> None:
     alice = memory.profile("alice")
-    doc = await alice.aadd_document(HANDBOOK, name="handbook")
-    done = await alice.aget_document(doc.id, wait=True)
+    doc = await alice.documents.aadd(HANDBOOK, name="handbook")
+    done = await alice.documents.aget(doc.id, wait=True)
     assert done is not None and done.status == "ready"
-    waited = await alice.aadd_document(RECIPES, name="recipes", wait=True)
+    waited = await alice.documents.aadd(RECIPES, name="recipes", wait=True)
     assert waited.status == "ready"
-    hits = await alice.asearch_documents("lasagna", limit=1)
+    hits = await alice.documents.asearch("lasagna", limit=1)
     assert hits[0].document_id == waited.id
-    page = await alice.alist_documents()
+    page = await alice.documents.alist()
     assert [d.name for d in page] == ["handbook", "recipes"]
-    assert await alice.adelete_document(doc.id) is True
-    assert await alice.aget_document(doc.id) is None
+    assert await alice.documents.adelete(doc.id) is True
+    assert await alice.documents.aget(doc.id) is None
 
 
 # -- listing, deleting, isolation --------------------------------------------------------------
@@ -227,12 +227,12 @@ async def test_async_twins(memory: AgentMemory) -> None:
 
 def test_list_pages_through_every_document_once(memory: AgentMemory) -> None:
     alice = memory.profile("alice")
-    ids = {alice.add_document(f"Note number {i} about topic {i}.", wait=True).id
+    ids = {alice.documents.add(f"Note number {i} about topic {i}.", wait=True).id
            for i in range(23)}
     seen: list[str] = []
     cursor = None
     while True:
-        page = alice.list_documents(limit=5, cursor=cursor)
+        page = alice.documents.list(limit=5, cursor=cursor)
         seen += [d.id for d in page]
         cursor = page.next_cursor
         if cursor is None:
@@ -242,49 +242,49 @@ def test_list_pages_through_every_document_once(memory: AgentMemory) -> None:
 
 def test_delete_leaves_nothing(memory: AgentMemory) -> None:
     alice = memory.profile("alice")
-    doc = alice.add_document(HANDBOOK, name="handbook", wait=True)
+    doc = alice.documents.add(HANDBOOK, name="handbook", wait=True)
     root = memory.profile("alice").documents._scope.layout.documents()
     assert len(items_under(memory.store, root)) > 2
-    assert alice.delete_document(doc.id) is True
+    assert alice.documents.delete(doc.id) is True
     assert items_under(memory.store, root) == []
-    assert alice.get_document(doc.id) is None and alice.search_documents("vacation") == []
-    assert alice.delete_document(doc.id) is False
+    assert alice.documents.get(doc.id) is None and alice.documents.search("vacation") == []
+    assert alice.documents.delete(doc.id) is False
 
 
 def test_deleting_a_profile_or_a_session_removes_documents(memory: AgentMemory) -> None:
     alice = memory.profile("alice")
     alice.remember("Alice likes tea")
-    kept = alice.add_document(HANDBOOK, name="handbook", wait=True)
-    in_session = alice.add_document(RECIPES, name="recipes", session_id="s1", wait=True)
+    kept = alice.documents.add(HANDBOOK, name="handbook", wait=True)
+    in_session = alice.documents.add(RECIPES, name="recipes", session_id="s1", wait=True)
     result = alice.delete_session("s1")
     assert result.messages_deleted == 0
-    assert alice.get_document(in_session.id) is None
-    assert [d.id for d in alice.list_documents()] == [kept.id]
+    assert alice.documents.get(in_session.id) is None
+    assert [d.id for d in alice.documents.list()] == [kept.id]
     root = alice.documents._scope.layout.root
     memory.delete_profile("alice")
     assert items_under(memory.store, root) == []
-    assert memory.profile("alice").list_documents().documents == []
+    assert memory.profile("alice").documents.list().documents == []
 
 
 def test_profiles_are_isolated(memory: AgentMemory) -> None:
     alice, bob = memory.profile("alice"), memory.profile("bob")
-    a = alice.add_document(HANDBOOK, name="handbook", wait=True)
-    assert bob.search_documents("vacation days") == []
-    assert bob.get_document(a.id) is None and len(bob.list_documents()) == 0
-    assert bob.delete_document(a.id) is False
-    b = bob.add_document(HANDBOOK, name="bob's copy", wait=True)  # same content, own copy
+    a = alice.documents.add(HANDBOOK, name="handbook", wait=True)
+    assert bob.documents.search("vacation days") == []
+    assert bob.documents.get(a.id) is None and len(bob.documents.list()) == 0
+    assert bob.documents.delete(a.id) is False
+    b = bob.documents.add(HANDBOOK, name="bob's copy", wait=True)  # same content, own copy
     assert b.id == a.id and b.profile == "bob" and b.name == "bob's copy"
-    bob.delete_document(b.id)
-    assert alice.get_document(a.id).status == "ready"
-    assert alice.search_documents("vacation days")[0].document_id == a.id
+    bob.documents.delete(b.id)
+    assert alice.documents.get(a.id).status == "ready"
+    assert alice.documents.search("vacation days")[0].document_id == a.id
 
 
 def test_keyword_search_without_vectors() -> None:
     memory = AgentMemory(InMemoryStore())
     alice = memory.profile("alice")
-    doc = alice.add_document(HANDBOOK, name="handbook", wait=True)
-    alice.add_document(RECIPES, name="recipes", wait=True)
-    hits = alice.search_documents("reimbursed travel expenses receipt", limit=2)
+    doc = alice.documents.add(HANDBOOK, name="handbook", wait=True)
+    alice.documents.add(RECIPES, name="recipes", wait=True)
+    hits = alice.documents.search("reimbursed travel expenses receipt", limit=2)
     assert hits[0].document_id == doc.id and "reimbursed" in hits[0].text
 
 
@@ -298,30 +298,30 @@ def test_export_import_round_trip_gives_the_same_search(memory: AgentMemory,
     pdf = tmp_path / "travel.pdf"
     pdf.write_bytes(pdf_bytes(["Travel policy", "Book trains for trips under four hours."]))
     for source in (HANDBOOK, RECIPES, pdf):
-        alice.add_document(source, wait=True)
+        alice.documents.add(source, wait=True)
     path = tmp_path / "alice.jsonl"
     result = export_jsonl(memory, path)
     assert result.counts["document"] == 3 and result.counts["document_text"] == 3
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     texts = [ln for ln in lines if ln["type"] == "document_text"]
     assert "".join(t["value"]["text"] for t in texts if t["value"]["document_id"]
-                   == alice.add_document(HANDBOOK).id) == HANDBOOK
+                   == alice.documents.add(HANDBOOK).id) == HANDBOOK
 
     queries = ["vacation days", "lasagna", "trains for short trips", "encryption laptops"]
 
     def results(m: AgentMemory) -> list[Any]:
         p = m.profile("alice")
         return [[(h.document_id, h.chunk, h.text, round(h.score or 0, 6))
-                 for h in p.search_documents(q, limit=4)] for q in queries]
+                 for h in p.documents.search(q, limit=4)] for q in queries]
 
     target = AgentMemory(vector_store())
     imported = import_jsonl(target, path)
     assert imported.written["document"] == 3
     assert results(target) == results(memory)
     before = [d.model_dump(exclude={"updated_at"}) for d in memory.profile("alice")
-              .list_documents()]
+              .documents.list()]
     after = [d.model_dump(exclude={"updated_at"}) for d in target.profile("alice")
-             .list_documents()]
+             .documents.list()]
     assert after == before
     again = import_jsonl(target, path)  # idempotent
     assert not any(again.written.values()) and again.existing["document"] == 3
@@ -337,7 +337,7 @@ def test_memory_block_includes_document_passages_by_option(memory: AgentMemory) 
 
     alice = memory.profile("alice")
     alice.remember("Alice asked how many vacation days she gets", kind="event")
-    alice.add_document(HANDBOOK, name="handbook", wait=True)
+    alice.documents.add(HANDBOOK, name="handbook", wait=True)
 
     class Runtime:
         context = {"profile": "alice"}
@@ -413,7 +413,7 @@ def test_create_memory_agent_shows_document_passages_with_the_option(
     from langmem_edge.graphs.recall import DOCUMENTS_SECTION_TITLE
     from langmem_edge.testing import ScriptedChatModel
 
-    memory.profile("alice").add_document(HANDBOOK, name="handbook", wait=True)
+    memory.profile("alice").documents.add(HANDBOOK, name="handbook", wait=True)
     assert MemoryRecallNode(memory, documents=3).hooks.recall.documents == 3
     shown = {}
     for n in (0, 2):

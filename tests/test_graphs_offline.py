@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from langmem_edge.graphs import ChosenModel, RecallChatModel, choose_chat_model
+from langmem_edge.cli.chatbot import MODEL_ENV, ChosenModel, choose_chat_model
+from langmem_edge.graphs import RecallChatModel
 from langmem_edge.graphs.history import flagged
-from langmem_edge.graphs.offline import MODEL_ENV, recalled_lines
+from langmem_edge.graphs.offline import recalled_lines
 from langmem_edge.graphs.recall import render_block
 
 

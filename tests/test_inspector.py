@@ -23,13 +23,14 @@ from typer.testing import CliRunner
 from langmem_edge.cli import app as cli_app
 from langmem_edge.cli.base import EXIT_INVALID, FAKE_EMBEDDINGS_ENV
 from langmem_edge.errors import ConfigurationError
-from langmem_edge.inspector import check_bind, create_app
+from langmem_edge.inspector import create_app
 from langmem_edge.inspector.security import (
     CSRF_FIELD,
     SESSION_COOKIE,
     TOKEN_COOKIE,
     TOKEN_ENV,
     TOKEN_HEADER,
+    check_bind,
 )
 from langmem_edge.inspector.server import address
 from langmem_edge.memory import AgentMemory, Profile
@@ -455,10 +456,8 @@ def test_the_ui_command_serves_the_store_behind_its_token(tmp_path: Path) -> Non
 def test_public_names_are_the_curated_list_and_documented() -> None:
     import langmem_edge.inspector as inspector
 
-    assert sorted(inspector.__all__) == sorted([
-        "DEFAULT_HOST", "DEFAULT_PORT", "LOOPBACK_ALLOWED_HOSTS", "TOKEN_ENV", "check_bind",
-        "create_app", "serve"])
-    for name in ("check_bind", "create_app", "serve"):
+    assert sorted(inspector.__all__) == ["create_app", "serve"]
+    for name in ("create_app", "serve"):
         assert getattr(inspector, name).__doc__, name
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         inspector.nope  # noqa: B018
@@ -495,10 +494,10 @@ def test_documents_page_lists_statuses_searches_and_deletes() -> None:
     store = InMemoryStore(index={"dims": DIMS, "embed": _Poisoned(DIMS), "fields": ["text"]})
     memory = AgentMemory(store)
     alice = memory.profile("user:alice")
-    handbook = alice.add_document("Refunds are paid within 14 days of a return.\n\n"
+    handbook = alice.documents.add("Refunds are paid within 14 days of a return.\n\n"
                                   "Shipping to Portugal takes three days.",
                                   name="handbook.md", wait=True)
-    broken = alice.add_document("POISON in every line", name=SCRIPT, wait=True)
+    broken = alice.documents.add("POISON in every line", name=SCRIPT, wait=True)
     assert (handbook.status, broken.status) == ("ready", "failed")
     with TestClient(create_app(memory), base_url=BASE) as client:
         page = client.get("/documents", params={"p": "user:alice"})
@@ -517,19 +516,19 @@ def test_documents_page_lists_statuses_searches_and_deletes() -> None:
         refused = client.post("/documents/delete", data={"p": "user:alice", "id": handbook.id},
                               follow_redirects=False)
         assert refused.status_code == 403  # no CSRF token
-        assert alice.get_document(handbook.id) is not None
+        assert alice.documents.get(handbook.id) is not None
         done = client.post("/documents/delete", follow_redirects=False,
                            data={"p": "user:alice", "id": handbook.id, CSRF_FIELD: csrf})
         assert done.status_code == 303
         assert "Deleted document" in client.get(done.headers["location"]).text
-    assert alice.get_document(handbook.id) is None
-    assert alice.search_documents("refund days") == []
-    assert [d.id for d in alice.list_documents()] == [broken.id]
+    assert alice.documents.get(handbook.id) is None
+    assert alice.documents.search("refund days") == []
+    assert [d.id for d in alice.documents.list()] == [broken.id]
 
 
 def test_documents_page_pages_by_cursor(memory: AgentMemory) -> None:
     alice = memory.profile("user:alice")
-    added = [alice.add_document(f"Document number {i} about topic {i}", name=f"doc-{i}",
+    added = [alice.documents.add(f"Document number {i} about topic {i}", name=f"doc-{i}",
                                 wait=True) for i in range(5)]
     seen: list[str] = []
     with TestClient(create_app(memory), base_url=BASE) as client:

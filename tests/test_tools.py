@@ -97,8 +97,7 @@ def test_the_factory_gives_every_tool_with_a_description() -> None:
     with pytest.raises(ConfigurationError, match="forget"):
         create_memory_tools(AgentMemory(InMemoryStore()), include=["forget"])
     assert sorted(memory_tools.__all__) == sorted([
-        "MemoryContext", "MemoryState", "TOOL_NAMES", "create_memory_tools", "run_value",
-        *(f"create_{n}_tool" for n in TOOL_NAMES)])
+        "MemoryContext", "MemoryState", "TOOL_NAMES", "create_memory_tools"])
 
 
 def test_each_tool_through_create_agent(backend: tuple[AgentMemory, Any]) -> None:

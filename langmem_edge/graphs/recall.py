@@ -12,7 +12,7 @@ that **resumed turn's results** (:data:`RESUMED_SECTION_TITLE`: each call finish
 its recorded result cut to :data:`DEFAULT_RESUMED_RESULT_TOKENS`, and the resources it left
 open, from the answers turn resume put in the history), then memories in recall order, each
 line whole or not at all, then, with ``documents`` (off by default), passages of the
-profile's ready documents (``Profile.search_documents``), each cut to
+profile's ready documents (``profile.documents.search``), each cut to
 :data:`DEFAULT_PASSAGE_TOKENS` and likewise whole or not at all. Nothing found: no block.
 
 **A long message is still a query.** The query is made from the message by
@@ -84,7 +84,7 @@ DEFAULT_RECALL_BUDGET_TOKENS = 800
 DEFAULT_RECALL_LIMIT = 10
 """Memories asked of the fused recall (the budget may keep fewer)."""
 DEFAULT_DOCUMENT_PASSAGES = 0
-"""Document passages asked of ``search_documents`` per model call; 0: none (off)."""
+"""Document passages asked of ``documents.search`` per model call; 0: none (off)."""
 DEFAULT_PASSAGE_TOKENS = 150
 """Estimated tokens a document passage is cut to in the block."""
 DEFAULT_RESUMED_RESULT_TOKENS = 60
@@ -140,7 +140,7 @@ class RecallOptions:
         budget_tokens: Estimated tokens of the whole block. Default
             :data:`DEFAULT_RECALL_BUDGET_TOKENS` (800).
         limit: Memories asked of recall. Default :data:`DEFAULT_RECALL_LIMIT` (10).
-        documents: Document passages asked of ``search_documents``; 0 (default) leaves
+        documents: Document passages asked of ``documents.search``; 0 (default) leaves
             documents out.
         use_model: Whether recall may call the memory's model (HyDE, the raw-message
             channel, a written answer the block does not show): each call is a model round
@@ -278,7 +278,7 @@ def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions,
                                                      about=_escape(about)))
     passages: list[str] = []
     if query and options.documents:
-        hits = yield Call(profile.search_documents, profile.asearch_documents, (query,),
+        hits = yield Call(profile.documents.search, profile.documents.asearch, (query,),
                           {"limit": options.documents})
         for h in hits:
             text, _ = truncate_to_tokens(" ".join(h.text.split()), DEFAULT_PASSAGE_TOKENS)

@@ -20,25 +20,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = [
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
-    "LOOPBACK_ALLOWED_HOSTS",
-    "TOKEN_ENV",
-    "check_bind",
-    "create_app",
-    "serve",
-]
+__all__ = ["create_app", "serve"]
 
-_HOMES = {
-    "DEFAULT_HOST": "server",
-    "DEFAULT_PORT": "server",
-    "TOKEN_ENV": "security",
-    "serve": "server",
-    "LOOPBACK_ALLOWED_HOSTS": "app",
-    "create_app": "app",
-    "check_bind": "security",
-}
+_HOMES = {"create_app": "app", "serve": "server"}
 """The module each public name lives in: imported on first use, so ``langmem-edge --help``
 (whose ``ui`` command reads the defaults) never loads the app, the pages or the memory."""
 

@@ -25,8 +25,8 @@ async def documents(request: Request) -> HTMLResponse:
     limit = integer(q, "limit", DEFAULT_PAGE, low=1, high=MAX_PAGE)
     cursor = text(q, "cursor") or None
     query = text(q, "q")
-    page = await prof.alist_documents(limit=limit, cursor=cursor)
-    passages = (await prof.asearch_documents(query, limit=DEFAULT_PASSAGE_RESULTS)
+    page = await prof.documents.alist(limit=limit, cursor=cursor)
+    passages = (await prof.documents.asearch(query, limit=DEFAULT_PASSAGE_RESULTS)
                 if query else [])
     return render(request, "documents.html", profile=prof.name, section="documents",
                   documents=page.documents, next_cursor=page.next_cursor, cursor=cursor,
@@ -38,6 +38,6 @@ async def delete_document(request: Request) -> RedirectResponse:
     """Delete a document: its text, status record and passages."""
     form, prof = await _checked_form(request)
     doc = require(_params(form), "id", "the document id")
-    gone = await prof.adelete_document(doc)
+    gone = await prof.documents.adelete(doc)
     notice = f"Deleted document {doc}." if gone else f"No document {doc} (already deleted?)."
     return _redirect("/documents", p=prof.name, notice=notice)

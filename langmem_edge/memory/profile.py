@@ -31,7 +31,6 @@ from langmem_edge.memory.core.contacts import ContactMethods
 from langmem_edge.memory.core.plans import Call, Plan, batch, run_async, run_sync
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker, ProfileDocuments
-from langmem_edge.memory.documents.api import DocumentMethods
 from langmem_edge.memory.episodic.methods import EpisodicMethods
 from langmem_edge.memory.index.store_io import LOAD_LIMIT
 from langmem_edge.memory.records import (
@@ -71,7 +70,7 @@ __all__ = ["Profile"]
 logger = logging.getLogger(__name__)
 
 
-class Profile(EpisodicMethods, DocumentMethods, ContactMethods):
+class Profile(EpisodicMethods, ContactMethods):
     """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
 
     def __init__(self, ctx: ProfileContext, episodic: EpisodicConfig, *,
@@ -101,8 +100,8 @@ class Profile(EpisodicMethods, DocumentMethods, ContactMethods):
 
     @property
     def documents(self) -> ProfileDocuments:
-        """The profile's documents (``docs/documents.md``); the ``*_document`` methods below
-        delegate to it."""
+        """The profile's documents (``docs/documents.md``): ``add``, ``get``, ``list``,
+        ``search``, ``delete`` and their ``a*`` twins."""
         c = self._ctx
         return ProfileDocuments(c.store, c.layout, has_vectors=c.has_vectors,
                                 page=c.config.index.page_size, worker=self._worker)

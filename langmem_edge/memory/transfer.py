@@ -38,7 +38,7 @@ line of a known type changes meaning; a reader refuses a version newer than its 
 version, every line of a known type well formed, the end line's counts matching: a cut-off
 file is refused). Then it writes, per profile: access counts, messages, overlays, working
 rows, session records, goals, reflections, documents' texts, documents (each cut into
-passages and embedded again, as ``add_document`` does: passages are not exported), and last
+passages and embedded again, as ``documents.add`` does: passages are not exported), and last
 the memories (one write of the change
 protocol per batch, so every process's index sees them). An item already present (same
 namespace and key) is

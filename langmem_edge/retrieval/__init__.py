@@ -17,47 +17,13 @@ Pure parts, no Chroma calls:
 - :mod:`.shape`: prose or paste: :func:`is_code_line` (a line of code, markup or log, never a
   fact) and :func:`recall_query` (a recall query made from a long message).
 
-Design notes and measurements: ``docs/retrieval.md``.
+The package exports the settings a ``ChromaStore`` takes (``hybrid=``); the parts above are
+internal (import them from their modules). Design notes and measurements:
+``docs/retrieval.md``.
 """
 
 from __future__ import annotations
 
-from langmem_edge.retrieval.bm25 import BM25Index, ScoredDoc, weighted_tf
-from langmem_edge.retrieval.config import (
-    CONVERSATION_HYBRID,
-    DEFAULT_HYBRID_CONFIG,
-    DEFAULT_KEYWORD_CONFIG,
-    HybridConfig,
-    KeywordConfig,
-    resolve_hybrid_config,
-)
-from langmem_edge.retrieval.fusion import ChannelHit, FusedHit, rrf_fuse
-from langmem_edge.retrieval.hybrid import active_channels, channel_depth, fuse
-from langmem_edge.retrieval.keys import KeyIndex, key_segments
-from langmem_edge.retrieval.keywords import rank_documents
-from langmem_edge.retrieval.shape import is_code_line, recall_query
-from langmem_edge.retrieval.text import Analyzer
+from langmem_edge.retrieval.config import CONVERSATION_HYBRID, HybridConfig, KeywordConfig
 
-__all__ = [
-    "CONVERSATION_HYBRID",
-    "DEFAULT_HYBRID_CONFIG",
-    "DEFAULT_KEYWORD_CONFIG",
-    "Analyzer",
-    "BM25Index",
-    "ChannelHit",
-    "FusedHit",
-    "HybridConfig",
-    "KeyIndex",
-    "KeywordConfig",
-    "ScoredDoc",
-    "active_channels",
-    "channel_depth",
-    "fuse",
-    "is_code_line",
-    "key_segments",
-    "recall_query",
-    "resolve_hybrid_config",
-    "rank_documents",
-    "rrf_fuse",
-    "weighted_tf",
-]
+__all__ = ["CONVERSATION_HYBRID", "HybridConfig", "KeywordConfig"]

@@ -54,12 +54,14 @@ from langmem_edge.errors import (
     ConfigurationError,
     InvalidInputError,
 )
-from langmem_edge.retrieval import Analyzer, HybridConfig, resolve_hybrid_config
+from langmem_edge.retrieval import HybridConfig
+from langmem_edge.retrieval.config import resolve_hybrid_config
 from langmem_edge.retrieval.keywords import (
     LENGTH_FIELD,
     decode_text_document,
     keyword_fields,
 )
+from langmem_edge.retrieval.text import Analyzer
 from langmem_edge.store import layout
 from langmem_edge.store.api import NamespaceErrorsMixin
 from langmem_edge.store.hybrid import HybridMixin

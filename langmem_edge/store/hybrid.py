@@ -16,14 +16,10 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import SearchItem, SearchOp
 
 from langmem_edge.errors import ConfigurationError, InvalidInputError
-from langmem_edge.retrieval import (
-    FusedHit,
-    HybridConfig,
-    active_channels,
-    channel_depth,
-    fuse,
-    resolve_hybrid_config,
-)
+from langmem_edge.retrieval import HybridConfig
+from langmem_edge.retrieval.config import resolve_hybrid_config
+from langmem_edge.retrieval.fusion import FusedHit
+from langmem_edge.retrieval.hybrid import active_channels, channel_depth, fuse
 from langmem_edge.store import layout
 from langmem_edge.store.ranking import (
     ADMIT_SLACK,

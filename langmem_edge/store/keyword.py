@@ -42,7 +42,7 @@ from langgraph.store.base import SearchOp
 
 from langmem_edge import _chroma
 from langmem_edge.errors import InvalidInputError
-from langmem_edge.retrieval import Analyzer, HybridConfig
+from langmem_edge.retrieval import HybridConfig
 from langmem_edge.retrieval.bm25 import weighted_tf
 from langmem_edge.retrieval.keywords import (
     LENGTH_FIELD,
@@ -51,7 +51,7 @@ from langmem_edge.retrieval.keywords import (
     rank_documents,
     rank_keys,
 )
-from langmem_edge.retrieval.text import key_tokens
+from langmem_edge.retrieval.text import Analyzer, key_tokens
 from langmem_edge.store import layout
 from langmem_edge.store.names import ItemNames
 from langmem_edge.store.ranking import ADMIT_SLACK, KeyHit, passes

@@ -30,13 +30,13 @@ from langmem_edge import _chroma
 from langmem_edge._sqlite_stats import PlannerStatistics
 from langmem_edge.embeddings import text_hash
 from langmem_edge.errors import EmbeddingError, InvalidInputError, InvalidNamespaceError
-from langmem_edge.retrieval import Analyzer
 from langmem_edge.retrieval.keywords import (
     KEY_SEGMENTS_FIELD,
     LENGTH_FIELD,
     TERMS_FIELD,
     keyword_fields,
 )
+from langmem_edge.retrieval.text import Analyzer
 from langmem_edge.store import layout
 from langmem_edge.store.names import Generations, ItemNames
 

@@ -1,16 +1,15 @@
-"""``profile.documents``: a profile's documents (the "brain files"), and the methods
-``Profile.add_document`` and the others delegate to.
+"""``profile.documents``: a profile's documents (the "brain files").
 
 ::
 
-    doc = alice.add_document("notes/handbook.pdf")         # Document(status="processing")
-    alice.get_document(doc.id, wait=True).status           # "ready" (or "failed" + error)
-    alice.search_documents("vacation policy", limit=3)     # [DocumentPassage, ...]
-    alice.list_documents()                                 # DocumentPage
-    alice.delete_document(doc.id)                          # True
+    doc = alice.documents.add("notes/handbook.pdf")        # Document(status="processing")
+    alice.documents.get(doc.id, wait=True).status          # "ready" (or "failed" + error)
+    alice.documents.search("vacation policy", limit=3)     # [DocumentPassage, ...]
+    alice.documents.list()                                 # DocumentPage
+    alice.documents.delete(doc.id)                         # True
 
 Every method has an async twin; both run one plan of
-:mod:`~langmem_edge.memory.documents.plans`. ``add_document`` stores the text and returns at
+:mod:`~langmem_edge.memory.documents.plans`. ``documents.add`` stores the text and returns at
 once; the chunking and embedding run on the memory's
 :class:`~langmem_edge.memory.documents.worker.DocumentWorker` (``wait=True``: in the call).
 """
@@ -46,7 +45,7 @@ from langmem_edge.memory.documents.records import (
 )
 from langmem_edge.memory.documents.worker import DocumentWorker
 
-__all__ = ["MAX_DOCUMENT_METADATA_BYTES", "DocumentMethods", "ProfileDocuments"]
+__all__ = ["MAX_DOCUMENT_METADATA_BYTES", "ProfileDocuments"]
 
 MAX_DOCUMENT_METADATA_BYTES = 16_384
 """Largest ``metadata`` of a document, as JSON."""
@@ -186,70 +185,3 @@ class ProfileDocuments:
     async def adelete_session(self, session_id: str) -> int:
         """Async :meth:`delete_session`."""
         return await run_async(plan_delete_session(self._scope, session_id))
-
-
-class DocumentMethods:
-    """``Profile``'s document methods, each delegating to ``self.documents`` (a
-    :class:`ProfileDocuments`): ``add_document``, ``get_document``, ``list_documents``,
-    ``search_documents``, ``delete_document`` and their async twins."""
-
-    @property
-    def documents(self) -> ProfileDocuments:
-        """The profile's documents."""
-        raise NotImplementedError
-
-    def add_document(self, source: Any, *, name: str | None = None,
-                     format: DocumentFormat | None = None, session_id: str | None = None,
-                     metadata: dict[str, Any] | None = None, wait: bool = False) -> Document:
-        """Store a document (path, text or bytes: text, Markdown, PDF), chunk and embed it in
-        the background; the same content again returns the stored one
-        (:meth:`ProfileDocuments.add`)."""
-        return self.documents.add(source, name=name, format=format, session_id=session_id,
-                                  metadata=metadata, wait=wait)
-
-    async def aadd_document(self, source: Any, *, name: str | None = None,
-                            format: DocumentFormat | None = None,
-                            session_id: str | None = None,
-                            metadata: dict[str, Any] | None = None,
-                            wait: bool = False) -> Document:
-        """Async :meth:`add_document`."""
-        return await self.documents.aadd(source, name=name, format=format,
-                                         session_id=session_id, metadata=metadata, wait=wait)
-
-    def get_document(self, document_id: str, *, wait: bool = False,
-                     timeout: float | None = None) -> Document | None:
-        """A document's record and status (processing, ready, failed), or ``None``."""
-        return self.documents.get(document_id, wait=wait, timeout=timeout)
-
-    async def aget_document(self, document_id: str, *, wait: bool = False,
-                            timeout: float | None = None) -> Document | None:
-        """Async :meth:`get_document`."""
-        return await self.documents.aget(document_id, wait=wait, timeout=timeout)
-
-    def list_documents(self, *, limit: int | None = None, cursor: str | None = None
-                       ) -> DocumentPage:
-        """A page of documents, oldest first (default 50, at most 500)."""
-        return self.documents.list(limit=limit, cursor=cursor)
-
-    async def alist_documents(self, *, limit: int | None = None, cursor: str | None = None
-                              ) -> DocumentPage:
-        """Async :meth:`list_documents`."""
-        return await self.documents.alist(limit=limit, cursor=cursor)
-
-    def search_documents(self, query: str, *, limit: int | None = None
-                         ) -> list[DocumentPassage]:
-        """Passages of ready documents for ``query``, best first (default 5)."""
-        return self.documents.search(query, limit=limit)
-
-    async def asearch_documents(self, query: str, *, limit: int | None = None
-                                ) -> list[DocumentPassage]:
-        """Async :meth:`search_documents`."""
-        return await self.documents.asearch(query, limit=limit)
-
-    def delete_document(self, document_id: str) -> bool:
-        """Delete a document (text, record, passages); ``False`` if there was none."""
-        return self.documents.delete(document_id)
-
-    async def adelete_document(self, document_id: str) -> bool:
-        """Async :meth:`delete_document`."""
-        return await self.documents.adelete(document_id)

@@ -64,13 +64,13 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_PASSAGES = 5
-"""Passages ``search_documents`` returns without a ``limit``."""
+"""Passages ``documents.search`` returns without a ``limit``."""
 MAX_PASSAGES = 100
-"""Most passages one ``search_documents`` returns."""
+"""Most passages one ``documents.search`` returns."""
 DEFAULT_DOCUMENT_PAGE = 50
-"""Documents on a page of ``list_documents`` without a ``limit``."""
+"""Documents on a page of ``documents.list`` without a ``limit``."""
 MAX_DOCUMENT_PAGE = 500
-"""Most documents on one page of ``list_documents``."""
+"""Most documents on one page of ``documents.list``."""
 CHUNK_BATCH = 64
 """Passages written (and embedded) per store batch."""
 SEARCH_OVERFETCH = 4
@@ -255,7 +255,7 @@ def plan_list(scope: DocumentScope, *, limit: int | None, cursor: str | None
             after = (datetime.fromisoformat(stamp), last)
         except ValueError as e:
             raise InvalidInputError(f"cursor {cursor!r} is not a next_cursor of "
-                                    "list_documents") from e
+                                    "documents.list") from e
     docs = yield from _plan_all(scope)
     if after is not None:
         docs = [d for d in docs if (d.created_at, d.id) > after]

@@ -42,7 +42,7 @@ BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "; ", " ")
 
 @dataclass(frozen=True)
 class Source:
-    """A document's text, read: what ``add_document`` stores."""
+    """A document's text, read: what ``documents.add`` stores."""
 
     text: str
     format: DocumentFormat

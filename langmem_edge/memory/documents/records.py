@@ -103,7 +103,7 @@ class Document(BaseModel):
     session_id: str | None = None
     """The session it belongs to (deleted with it), if any."""
     metadata: dict[str, Any] = Field(default_factory=dict)
-    """JSON-serialisable extras given at ``add_document``."""
+    """JSON-serialisable extras given at ``documents.add``."""
     created_at: datetime
     """When it was first added."""
     updated_at: datetime
@@ -111,7 +111,7 @@ class Document(BaseModel):
 
 
 class DocumentPassage(BaseModel):
-    """One passage of a ready document found by ``search_documents``."""
+    """One passage of a ready document found by ``documents.search``."""
 
     document_id: str
     """The document's id."""

@@ -1,8 +1,8 @@
-"""The background of ``add_document``: one thread that chunks and embeds documents.
+"""The background of ``documents.add``: one thread that chunks and embeds documents.
 
-``add_document`` stores the text and a ``processing`` record in the caller's call, then hands
+``documents.add`` stores the text and a ``processing`` record in the caller's call, then hands
 the rest (chunking, embedding, the ``ready`` or ``failed`` record) to this worker, so a long
-PDF never holds up a reply. There is one mechanism for both faces: ``aadd_document`` hands
+PDF never holds up a reply. There is one mechanism for both faces: ``documents.aadd`` hands
 its work to the same thread (the plan is driven by ``run_sync`` there); ``wait=True`` runs
 the same plan in the call instead.
 
