@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         TurnInProgressError,
         UnsupportedDurabilityError,
     )
-    from langmem_edge.graphs import MemoryMiddleware, create_memory_agent
+    from langmem_edge.graphs import MemoryMiddleware, MemoryOptions, create_memory_agent
     from langmem_edge.memory import (
         AgentMemory,
         Candidate,
@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "CheckpointTTLConfig": "langmem_edge.checkpointers",
     "default_embeddings": "langmem_edge.embeddings",
     "MemoryMiddleware": "langmem_edge.graphs",
+    "MemoryOptions": "langmem_edge.graphs",
     "create_memory_agent": "langmem_edge.graphs",
     "BackendError": "langmem_edge.errors",
     "BackendUnavailableError": "langmem_edge.errors",
@@ -105,6 +106,7 @@ __all__ = [
     "BackgroundClosedError",
     "default_embeddings",
     "MemoryMiddleware",
+    "MemoryOptions",
     "create_memory_agent",
     "MemoryContext",
     "MemoryState",

@@ -18,7 +18,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from typer.testing import CliRunner
 
-from langmem_edge import AgentMemory, InvalidInputError
+from langmem_edge import AgentMemory, ConfigurationError, InvalidInputError, MemoryOptions
 from langmem_edge.cli import app
 from langmem_edge.cli.base import EXIT_INVALID, EXIT_NOT_FOUND, FAKE_EMBEDDINGS_ENV
 from langmem_edge.memory.documents.reading import chunk_text
@@ -347,17 +347,17 @@ def test_memory_block_includes_document_passages_by_option(memory: AgentMemory) 
     messages = [HumanMessage("how many vacation days do I get?")]
     off = MemoryHooks(memory).memory_block(messages, Runtime())
     assert off is not None and "Alice asked" in off and DOCUMENTS_SECTION_TITLE not in off
-    on = MemoryHooks(memory, documents=2).memory_block(messages, Runtime())
+    on = MemoryHooks(memory, MemoryOptions(documents=2)).memory_block(messages, Runtime())
     assert on is not None and DOCUMENTS_SECTION_TITLE in on
     assert "twenty-five vacation days" in on and "[handbook" in on and "Alice asked" in on
     assert on.rstrip().endswith("</memory>") and on.count("<memory>") == 1
-    small = MemoryHooks(memory, documents=2, recall_budget_tokens=150).memory_block(
+    small = MemoryHooks(memory, MemoryOptions(documents=2, recall_budget_tokens=150)).memory_block(
         messages, Runtime())
     from langmem_edge.memory.core.tokens import estimate_tokens
 
     assert small is None or estimate_tokens(small) <= 150
-    with pytest.raises(ValueError, match="documents"):
-        MemoryHooks(memory, documents=-1)
+    with pytest.raises(ConfigurationError, match="documents"):
+        MemoryOptions(documents=-1)
 
 
 # -- the CLI -------------------------------------------------------------------------------------
@@ -414,12 +414,12 @@ def test_create_memory_agent_shows_document_passages_with_the_option(
     from langmem_edge.testing import ScriptedChatModel
 
     memory.profile("alice").documents.add(HANDBOOK, name="handbook", wait=True)
-    assert MemoryRecallNode(memory, documents=3).hooks.recall.documents == 3
+    assert MemoryRecallNode(memory, MemoryOptions(documents=3)).hooks.options.documents == 3
     shown = {}
     for n in (0, 2):
         model = ScriptedChatModel(responses=["ok"])
         agent = create_memory_agent(model, memory=memory, checkpointer=InMemorySaver(),
-                                    documents=n, memory_tools=False)
+                                    memory_tools=False, options=MemoryOptions(documents=n))
         agent.invoke({"messages": [("user", "how many vacation days carry over?")]},
                      {"configurable": {"thread_id": f"t{n}"}}, context={"profile": "alice"})
         agent.memory_middleware.close()

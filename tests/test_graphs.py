@@ -27,6 +27,7 @@ from langmem_edge.graphs import (
     MemoryHooks,
     MemoryMiddleware,
     MemoryModelNode,
+    MemoryOptions,
     MemoryRecallNode,
     create_memory_agent,
 )
@@ -214,7 +215,7 @@ def test_a_run_without_a_profile_warns_once_a_process_naming_what_it_found(
 def test_strict_refuses_a_run_without_a_profile() -> None:
     model = ScriptedChatModel(responses=["ok"])
     agent = create_memory_agent(model, store=InMemoryStore(index=INDEX),
-                                checkpointer=InMemorySaver(), strict=True)
+                                checkpointer=InMemorySaver(), options=MemoryOptions(strict=True))
     with pytest.raises(ConfigurationError, match="context keys \\['user'\\]"):
         agent.invoke({"messages": [("user", FACT)]}, cfg("s1"), context={"user": "alice"})
     agent.memory_middleware.close()
@@ -369,7 +370,7 @@ def test_the_memory_block_calls_the_memorys_model_only_when_asked(recall_model: 
     memory = AgentMemory(store, model=memory_model)
     memory.profile("alice").remember(FACT, key="preference.colour")
     model = ScriptedChatModel(responses=["ok"])
-    mw = MemoryMiddleware(memory, recall_model=recall_model,
+    mw = MemoryMiddleware(memory, MemoryOptions(recall_model=recall_model),
                           background=BackgroundExecutor({"delay_seconds": 3600.0}))
     agent = create_agent(model, [], middleware=[mw], checkpointer=InMemorySaver())
     agent.invoke({"messages": [("user", QUESTION)]}, cfg("t1"), context=CTX)
@@ -383,7 +384,40 @@ def test_the_memory_block_calls_the_memorys_model_only_when_asked(recall_model: 
 
 def test_recall_model_must_be_a_bool() -> None:
     with pytest.raises(ConfigurationError, match="recall_model"):
-        MemoryMiddleware(AgentMemory(InMemoryStore()), recall_model="yes")  # type: ignore[arg-type]
+        MemoryOptions(recall_model="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("recall_budget_tokens", 0), ("recall_limit", True), ("recall_limit", 2.5),
+    ("compaction_budget_tokens", 0), ("documents", -1), ("strict", 1), ("trim_state", "no"),
+])
+def test_memory_options_refuse_a_bad_value_when_made(field: str, value: Any) -> None:
+    with pytest.raises(ConfigurationError, match=field):
+        MemoryOptions(**{field: value})
+
+
+def test_memory_options_are_one_object_for_every_face() -> None:
+    memory = AgentMemory(InMemoryStore(index=INDEX))
+    options = MemoryOptions(recall_limit=3, documents=2, compaction_budget_tokens=None)
+    mw = MemoryMiddleware(memory, options, resume=False)
+    node = MemoryRecallNode(memory, options)
+    agent = create_memory_agent(ScriptedChatModel(responses=["ok"]), memory=memory,
+                                options=options, resume=False)
+    try:
+        assert mw.hooks.options is node.hooks.options is options
+        assert agent.memory_middleware.hooks.options is options
+        assert MemoryMiddleware(memory, resume=False).hooks.options == MemoryOptions()
+        with pytest.raises(ConfigurationError, match="trim_state"):
+            MemoryOptions(trim_state=True, compaction_budget_tokens=None)
+        with pytest.raises(ConfigurationError, match="MemoryOptions"):
+            MemoryMiddleware(memory, {"recall_limit": 3})  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match="hooks"):
+            MemoryExtractionNode(memory, hooks=node.hooks)
+        with pytest.raises(TypeError):
+            MemoryMiddleware(memory, recall_limit=3)  # type: ignore[call-arg]
+    finally:
+        for closing in (mw, node.hooks, agent.memory_middleware):
+            closing.close()
 
 
 def gated_memory(store: Any, gate: threading.Event, started: threading.Event,
@@ -506,8 +540,9 @@ def test_only_the_hooks_in_use_become_graph_nodes() -> None:
                                 "MemoryMiddleware.before_model")
     assert nodes(resume=False) == {extraction}
     assert nodes() == {extraction, resume}  # turn resume is on by default
-    assert nodes(resume=False, trim_state=True) == {extraction, trim}
-    assert nodes(trim_state=True) == {extraction, resume, trim}
+    trimming = MemoryOptions(trim_state=True)
+    assert nodes(resume=False, options=trimming) == {extraction, trim}
+    assert nodes(options=trimming) == {extraction, resume, trim}
 
 
 def test_a_handoff_is_taken_once_keyed_by_the_turns_message_and_bounded() -> None:

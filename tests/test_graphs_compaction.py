@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langmem_edge import AgentMemory
-from langmem_edge.graphs import MemoryMiddleware
+from langmem_edge.graphs import MemoryMiddleware, MemoryOptions
 from langmem_edge.graphs.compaction import spans
 from langmem_edge.graphs.recall import BLOCK_OPEN
 from langmem_edge.memory.config import EpisodicConfig
@@ -103,7 +103,7 @@ def check(memory: AgentMemory, model: ScriptedChatModel, messages: list[BaseMess
 def test_a_long_thread_is_compacted_within_budget_keeping_tool_pairs() -> None:
     memory = AgentMemory(InMemoryStore(index=INDEX))
     model = ScriptedChatModel(responses=script(TURNS))
-    mw = MemoryMiddleware(memory, compaction_budget_tokens=BUDGET)
+    mw = MemoryMiddleware(memory, MemoryOptions(compaction_budget_tokens=BUDGET))
     agent = create_agent(model, [lookup], middleware=[mw], checkpointer=InMemorySaver())
     run_turns(agent, TURNS, mw)
     state = agent.get_state(CFG).values["messages"]
@@ -114,7 +114,7 @@ def test_a_long_thread_is_compacted_within_budget_keeping_tool_pairs() -> None:
 async def test_async_compaction_keeps_the_budget_too() -> None:
     memory = AgentMemory(InMemoryStore(index=INDEX))
     model = ScriptedChatModel(responses=script(TURNS))
-    mw = MemoryMiddleware(memory, compaction_budget_tokens=BUDGET)
+    mw = MemoryMiddleware(memory, MemoryOptions(compaction_budget_tokens=BUDGET))
     agent = create_agent(model, [lookup], middleware=[mw], checkpointer=InMemorySaver())
     await arun_turns(agent, TURNS, mw)
     check(memory, model, (await agent.aget_state(CFG)).values["messages"])
@@ -135,7 +135,7 @@ def test_one_range_flushes_at_most_10_facts() -> None:
 def test_trim_state_cuts_the_checkpointed_messages_and_keeps_them_in_memory() -> None:
     memory = AgentMemory(InMemoryStore(index=INDEX))
     model = ScriptedChatModel(responses=script(TURNS))
-    mw = MemoryMiddleware(memory, compaction_budget_tokens=BUDGET, trim_state=True)
+    mw = MemoryMiddleware(memory, MemoryOptions(compaction_budget_tokens=BUDGET, trim_state=True))
     agent = create_agent(model, [lookup], middleware=[mw], checkpointer=InMemorySaver())
     run_turns(agent, TURNS, mw)
     mw.close()
@@ -174,7 +174,7 @@ async def test_the_model_node_compacts_and_trims_by_option(trim: bool) -> None:
 
     memory = AgentMemory(InMemoryStore(index=INDEX))
     model = ScriptedChatModel(responses=["A reply that says a few words about it."])
-    hooks = MemoryHooks(memory, compaction_budget_tokens=BUDGET, trim_state=trim)
+    hooks = MemoryHooks(memory, MemoryOptions(compaction_budget_tokens=BUDGET, trim_state=trim))
     graph = StateGraph(MessagesState)
     graph.add_node("model", MemoryModelNode(model, hooks=hooks))
     graph.add_node("extract", MemoryExtractionNode(hooks=hooks))

@@ -780,7 +780,7 @@ async def test_the_memory_block_lists_the_resumed_turn_async(tmp_path: Path) -> 
     assert counts(tmp_path) == {name: 1 for name in TOOLS}
     block = memory_block_of(model.calls[0])
     assert_block_lists_the_resumed_turn(block)
-    from langmem_edge.graphs.recall import DEFAULT_RECALL_BUDGET_TOKENS
+    from langmem_edge.graphs.options import DEFAULT_RECALL_BUDGET_TOKENS
     from langmem_edge.memory.core.tokens import estimate_tokens
     assert estimate_tokens(block) <= DEFAULT_RECALL_BUDGET_TOKENS
     assert await working(store).with_clock(clock).aunfinished_turn(THREAD) is None

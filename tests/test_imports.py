@@ -33,6 +33,7 @@ EXPECTED_ALL = [
     "BackgroundClosedError",
     "default_embeddings",
     "MemoryMiddleware",
+    "MemoryOptions",
     "create_memory_agent",
 
 

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from langmem_edge.graphs.offline import (
         RecallChatModel,
     )
+    from langmem_edge.graphs.options import (
+        MemoryOptions,
+    )
     from langmem_edge.graphs.recall import (
         inject_block,
     )
@@ -75,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "MemoryHooks": "langmem_edge.graphs.hooks",
     "MemoryMiddleware": "langmem_edge.graphs.middleware",
     "MemoryModelNode": "langmem_edge.graphs.nodes",
+    "MemoryOptions": "langmem_edge.graphs.options",
     "MemoryRecallNode": "langmem_edge.graphs.nodes",
     "MemoryResumeState": "langmem_edge.graphs.middleware",
     "ReflectionState": "langmem_edge.graphs.reflection",
@@ -98,6 +102,7 @@ __all__ = [
     "MemoryHooks",
     "MemoryMiddleware",
     "MemoryModelNode",
+    "MemoryOptions",
     "MemoryRecallNode",
     "MemoryResumeState",
     "ReflectionState",

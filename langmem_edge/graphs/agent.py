@@ -32,13 +32,8 @@ from langchain_core.messages import SystemMessage
 from langgraph.store.base import BaseStore
 
 from langmem_edge.graphs.background import BackgroundExecutor
-from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS
 from langmem_edge.graphs.middleware import MemoryMiddleware
-from langmem_edge.graphs.recall import (
-    DEFAULT_DOCUMENT_PASSAGES,
-    DEFAULT_RECALL_BUDGET_TOKENS,
-    DEFAULT_RECALL_LIMIT,
-)
+from langmem_edge.graphs.options import MemoryOptions
 from langmem_edge.graphs.resume import TurnResume
 from langmem_edge.memory import AgentMemory
 from langmem_edge.tools import MemoryContext, create_memory_tools
@@ -51,6 +46,7 @@ def create_memory_agent(
     tools: Sequence[Any] = (),
     *,
     memory: AgentMemory | None = None,
+    options: MemoryOptions | None = None,
     checkpointer: Any = None,
     store: BaseStore | None = None,
     system_prompt: str | SystemMessage | None = None,
@@ -59,14 +55,7 @@ def create_memory_agent(
     memory_tools: bool | Sequence[str] = True,
     memory_model: BaseChatModel | None = None,
     resume: bool | TurnResume = True,
-    recall_budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS,
-    recall_limit: int = DEFAULT_RECALL_LIMIT,
-    compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
-    trim_state: bool = False,
     background: BackgroundExecutor | None = None,
-    documents: int = DEFAULT_DOCUMENT_PASSAGES,
-    recall_model: bool = False,
-    strict: bool = False,
 ) -> Any:
     """A ``create_agent`` agent with memory (see the module docstring).
 
@@ -74,6 +63,9 @@ def create_memory_agent(
         model: The agent's chat model (or a ``create_agent`` model string).
         tools: The agent's own tools.
         memory: The memory; ``None``: one over ``store``, or the run's store.
+        options: What memory does around each model call
+            (:class:`~langmem_edge.graphs.MemoryOptions`: recall budget and limit, document
+            passages, compaction, ``trim_state``, ``strict``); ``None``: the defaults.
         checkpointer: The checkpointer (``None`` for a served graph: the server has its own).
         store: The graph's store (also the memory's when ``memory`` is not given).
         system_prompt: The system prompt.
@@ -85,10 +77,8 @@ def create_memory_agent(
             (:data:`langmem_edge.tools.TOOL_NAMES`); ``False``: none.
         memory_model: Chat model of a memory made over ``store`` or the run's store
             (extraction, summaries); ``None``: model-free.
-        resume, recall_budget_tokens, recall_limit, compaction_budget_tokens, trim_state,
-            background, documents, recall_model, strict: The
-            :class:`~langmem_edge.graphs.MemoryMiddleware` options, with its defaults (turn
-            resume on, no document passages, a run without a profile warned of, not refused).
+        resume, background: As :class:`~langmem_edge.graphs.MemoryMiddleware`'s (turn resume
+            on; the middleware's own executor).
 
     Returns:
         The compiled agent; its ``memory_middleware`` attribute is the middleware (``close()``
@@ -96,14 +86,11 @@ def create_memory_agent(
     """
     if memory is None and store is not None:
         memory = AgentMemory(store, model=memory_model)
-    mw = MemoryMiddleware(memory, resume=resume, model=memory_model,
-                          recall_budget_tokens=recall_budget_tokens, recall_limit=recall_limit,
-                          compaction_budget_tokens=compaction_budget_tokens,
-                          trim_state=trim_state, background=background, documents=documents,
-                          recall_model=recall_model, strict=strict)
+    mw = MemoryMiddleware(memory, options, resume=resume, model=memory_model,
+                          background=background)
     extra: list[Any] = []
-    if memory is not None and memory_tools:
-        include = None if memory_tools is True else list(memory_tools)  # type: ignore[arg-type]
+    if memory is not None and memory_tools is not False:
+        include = None if memory_tools is True else list(memory_tools)
         extra = create_memory_tools(memory, include=include)
     agent = create_agent(model, [*tools, *extra], system_prompt=system_prompt,
                          middleware=[mw, *middleware], context_schema=context_schema,

@@ -30,16 +30,13 @@ from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import NOT_PROVIDED, NotProvided
 
-from langmem_edge.errors import ConfigurationError, LangmemEdgeError
+from langmem_edge.errors import LangmemEdgeError
 from langmem_edge.graphs.background import BackgroundExecutor
-from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS, plan_compacted
+from langmem_edge.graphs.compaction import plan_compacted
 from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
 from langmem_edge.graphs.history import EntryCache
+from langmem_edge.graphs.options import MemoryOptions, checked_options
 from langmem_edge.graphs.recall import (
-    DEFAULT_DOCUMENT_PASSAGES,
-    DEFAULT_RECALL_BUDGET_TOKENS,
-    DEFAULT_RECALL_LIMIT,
-    RecallOptions,
     inject_block,
     latest_user_message,
     latest_user_text,
@@ -76,58 +73,23 @@ class MemoryHooks(BackgroundJobs):
 
     Args:
         memory: The memory; ``None``: an ``AgentMemory`` over the graph's store.
+        options: What memory does around each model call
+            (:class:`~langmem_edge.graphs.MemoryOptions`); ``None``: the defaults.
         model: Chat model of a memory made over the graph's store (extraction, summaries);
             ``None``: model-free. Ignored when ``memory`` is given.
-        recall_budget_tokens: Estimated tokens of the memory block. Default 800.
-        recall_limit: Memories asked of recall. Default 10.
-        documents: Passages of the profile's ready documents shown in the memory block
-            (``documents.search``); 0 (default): none.
-        recall_model: Let the block's recall call the memory's model (HyDE, the raw-message
-            channel), a model round trip before each model call. Default ``False``.
-        compaction_budget_tokens: Estimated tokens of a thread's messages above which the
-            model sees head + overlays + tail; ``None`` turns compaction off. Default 8,000.
-        trim_state: Also cut the checkpointed messages to that view (destructive, like
-            langchain's ``SummarizationMiddleware``). Default ``False``.
         background: The executor of post-turn jobs; ``None``: one of its own, closed by
             :meth:`close`.
-        strict: A run without a profile raises ``ConfigurationError`` instead of running
-            without memory (warned once a process). Default ``False``.
     """
 
-    def __init__(
-        self,
-        memory: AgentMemory | None = None,
-        *,
-        model: BaseChatModel | None = None,
-        recall_budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS,
-        recall_limit: int = DEFAULT_RECALL_LIMIT,
-        compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
-        trim_state: bool = False,
-        background: BackgroundExecutor | None = None,
-        documents: int = DEFAULT_DOCUMENT_PASSAGES,
-        recall_model: bool = False,
-        strict: bool = False,
-    ) -> None:
-        if not isinstance(recall_model, bool):
-            raise ConfigurationError(f"recall_model must be True or False, got {recall_model!r}")
-        if isinstance(documents, bool) or not isinstance(documents, int) or documents < 0:
-            raise ConfigurationError(f"documents must be an integer >= 0 (0: off), got "
-                                     f"{documents!r}")
-        for name, value in (("recall_budget_tokens", recall_budget_tokens),
-                            ("recall_limit", recall_limit),
-                            ("compaction_budget_tokens", compaction_budget_tokens or 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"{name} must be an integer >= 1, got {value!r}")
-        if trim_state and compaction_budget_tokens is None:
-            raise ConfigurationError("trim_state needs a compaction_budget_tokens")
-        self.resolver = RunResolver(memory, model=model, strict=strict)
-        self.recall = RecallOptions(budget_tokens=recall_budget_tokens, limit=recall_limit,
-                                    documents=documents, use_model=recall_model)
-        self.compaction_budget = compaction_budget_tokens
-        self.trim_state = trim_state
+    def __init__(self, memory: AgentMemory | None = None, options: MemoryOptions | None = None,
+                 *, model: BaseChatModel | None = None,
+                 background: BackgroundExecutor | None = None) -> None:
+        self.options = options = checked_options(options)
+        self.resolver = RunResolver(memory, model=model, strict=options.strict)
         self.entry_cache = EntryCache()
         self.handoff = ThreadStateHandoff()
-        self.extractor = TurnExtractor(background, compaction_budget=compaction_budget_tokens,
+        self.extractor = TurnExtractor(background,
+                                       compaction_budget=options.compaction_budget_tokens,
                                        cache=self.entry_cache)
 
     # -- the model's input -------------------------------------------------------------------
@@ -142,8 +104,9 @@ class MemoryHooks(BackgroundJobs):
         if thread is None:
             thread = yield from plan_thread_state(run)
         view = list(messages)
-        if self.compaction_budget is not None:
-            found = yield from plan_compacted(run, messages, self.compaction_budget,
+        budget = self.options.compaction_budget_tokens
+        if budget is not None:
+            found = yield from plan_compacted(run, messages, budget,
                                               self.entry_cache)
             if found is not None:
                 prefix, start = found
@@ -155,7 +118,7 @@ class MemoryHooks(BackgroundJobs):
                     thread: ThreadState | None | NotProvided = NOT_PROVIDED
                     ) -> Plan[str | None]:
         calls, resources = resumed_calls(messages)
-        return (yield from plan_memory_block(run, latest_user_text(messages), self.recall,
+        return (yield from plan_memory_block(run, latest_user_text(messages), self.options,
                                              thread=thread, resumed=calls,
                                              open_resources=resources))
 
@@ -220,8 +183,9 @@ class MemoryHooks(BackgroundJobs):
 
     def _trim_plan(self, run: MemoryRun, messages: Sequence[BaseMessage]
                    ) -> Plan[dict[str, Any] | None]:
-        assert self.compaction_budget is not None
-        found = yield from plan_compacted(run, messages, self.compaction_budget,
+        budget = self.options.compaction_budget_tokens
+        assert budget is not None
+        found = yield from plan_compacted(run, messages, budget,
                                           self.entry_cache)
         if found is None or (found[1] == 0 and not found[0]):
             return None
@@ -235,14 +199,14 @@ class MemoryHooks(BackgroundJobs):
                     ) -> dict[str, Any] | None:
         """With ``trim_state``: the update that cuts an over-budget thread's messages to
         head + overlays + tail; else ``None``."""
-        if not self.trim_state:
+        if not self.options.trim_state:
             return None
         return self._run(runtime, lambda run: self._trim_plan(run, messages))
 
     async def atrim_update(self, messages: Sequence[BaseMessage], runtime: Any
                            ) -> dict[str, Any] | None:
         """Async :meth:`trim_update`."""
-        if not self.trim_state:
+        if not self.options.trim_state:
             return None
         return await self._arun(runtime, lambda run: self._trim_plan(run, messages))
 

@@ -6,6 +6,7 @@
     from langmem_edge.graphs import MemoryMiddleware
 
     memory_mw = MemoryMiddleware(memory)            # or MemoryMiddleware(): runtime.store
+    # MemoryMiddleware(memory, MemoryOptions(recall_limit=5, documents=3)): see MemoryOptions
     agent = create_agent(model, tools, middleware=[memory_mw], checkpointer=saver,
                          context_schema=MemoryContext)
     agent.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}},
@@ -20,9 +21,9 @@ the nodes):
   results) through ``request.override(messages=...)``; the checkpointed state never holds
   the block; the thread's working state is read once for it (one store call), and turn
   resume ends the turn from that read;
-- ``before_model`` / ``abefore_model``: only with ``trim_state``, cuts the state itself;
-  like turn resume's ``before_agent`` below, it is defined only on the instances that use
-  it (each hook of that kind is a graph node, one more checkpoint write a step);
+- ``before_model`` / ``abefore_model``: only with ``options.trim_state``, cuts the state
+  itself; like turn resume's ``before_agent`` below, it is defined only on the instances
+  that use it (each hook of that kind is a graph node, one more checkpoint write a step);
 - ``after_agent`` / ``aafter_agent``: hands the turn's messages to the background ingest
   (extraction, then compaction's summaries and pre-compaction flush), off the reply's path;
 - turn resume (on by default, ``resume=False`` turns it off; ``docs/resume.md``):
@@ -50,14 +51,9 @@ from langgraph.types import Command
 
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.graphs.background import BackgroundExecutor
-from langmem_edge.graphs.compaction import DEFAULT_COMPACTION_BUDGET_TOKENS
 from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
 from langmem_edge.graphs.hooks import MemoryHooks, ModelInput
-from langmem_edge.graphs.recall import (
-    DEFAULT_DOCUMENT_PASSAGES,
-    DEFAULT_RECALL_BUDGET_TOKENS,
-    DEFAULT_RECALL_LIMIT,
-)
+from langmem_edge.graphs.options import MemoryOptions, checked_options
 from langmem_edge.graphs.resume import SeenTurn, TurnResume, TurnResumeState
 from langmem_edge.memory import AgentMemory
 from langmem_edge.tools import MemoryState
@@ -74,60 +70,34 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
     Args:
         memory: The memory; ``None``: an ``AgentMemory`` over the graph's store
             (``create_agent(store=...)`` or a deployment's store).
+        options: What memory does around each model call (recall budget and limit, document
+            passages, compaction, ``trim_state``, ``strict``:
+            :class:`~langmem_edge.graphs.MemoryOptions`); ``None``: the defaults.
         resume: Turn resume (``docs/resume.md``): ``True`` (default) a
             :class:`~langmem_edge.graphs.resume.TurnResume` over the same memory; a
             ``TurnResume`` of your own (a clock, ``wait=True``); ``False``: off (no turn
             record, and runs with ``durability="exit"`` are accepted).
         model: Chat model of a memory made over the graph's store (extraction, summaries);
             ignored when ``memory`` is given.
-        recall_budget_tokens: Token budget of the memory block (800).
-        recall_limit: Memories recalled at most per model call (10).
-        compaction_budget_tokens: Token budget of the model's view of a long thread (8,000);
-            ``None``: no compaction.
-        trim_state: Also cut the checkpointed messages of an over-budget thread (as
-            langchain's ``SummarizationMiddleware`` does); default ``False``: the state
-            keeps every message, only the model's input is compacted.
         background: The executor of the post-turn jobs; default one of the middleware's own
             (stopped by :meth:`close`).
-        documents: Passages of the profile's ready documents in the memory block
-            (``docs/documents.md``); 0 (default): none.
-        recall_model: Let the block's recall call the memory's model (HyDE, the raw-message
-            channel): a model round trip before each model call. Default ``False``.
-        strict: A run without a profile raises ``ConfigurationError`` instead of running
-            without memory (warned once a process). Default ``False``.
     """
 
     state_schema = MemoryState
 
-    def __new__(cls, memory: AgentMemory | None = None, *, resume: bool | TurnResume = True,
-                trim_state: bool = False, **_: Any) -> MemoryMiddleware:
+    def __new__(cls, memory: AgentMemory | None = None, options: MemoryOptions | None = None,
+                *, resume: bool | TurnResume = True, model: BaseChatModel | None = None,
+                background: BackgroundExecutor | None = None) -> MemoryMiddleware:
         # the hooks that add graph nodes only when they are used (see _variant)
         if cls is MemoryMiddleware:
-            cls = _variant(resume is not False, bool(trim_state))
+            cls = _variant(resume is not False, checked_options(options).trim_state)
         return super().__new__(cls)
 
-    def __init__(
-        self,
-        memory: AgentMemory | None = None,
-        *,
-        resume: bool | TurnResume = True,
-        model: BaseChatModel | None = None,
-        recall_budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS,
-        recall_limit: int = DEFAULT_RECALL_LIMIT,
-        compaction_budget_tokens: int | None = DEFAULT_COMPACTION_BUDGET_TOKENS,
-        trim_state: bool = False,
-        background: BackgroundExecutor | None = None,
-        documents: int = DEFAULT_DOCUMENT_PASSAGES,
-        recall_model: bool = False,
-        strict: bool = False,
-    ) -> None:
+    def __init__(self, memory: AgentMemory | None = None, options: MemoryOptions | None = None,
+                 *, resume: bool | TurnResume = True, model: BaseChatModel | None = None,
+                 background: BackgroundExecutor | None = None) -> None:
         super().__init__()
-        self.hooks = MemoryHooks(memory, model=model, recall_budget_tokens=recall_budget_tokens,
-                                 recall_limit=recall_limit,
-                                 compaction_budget_tokens=compaction_budget_tokens,
-                                 trim_state=trim_state, background=background,
-                                 documents=documents, recall_model=recall_model,
-                                 strict=strict)
+        self.hooks = MemoryHooks(memory, options, model=model, background=background)
         if resume is True:
             resume = TurnResume(memory)
         elif resume is not False and not isinstance(resume, TurnResume):

@@ -41,8 +41,10 @@ from langchain_core.messages import SystemMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import get_runtime
 
+from langmem_edge.errors import ConfigurationError
 from langmem_edge.graphs.extraction import BackgroundJobs, TurnExtractor
 from langmem_edge.graphs.hooks import MemoryHooks
+from langmem_edge.graphs.options import MemoryOptions
 from langmem_edge.memory import AgentMemory
 
 __all__ = ["MemoryExtractionNode", "MemoryModelNode", "MemoryRecallNode"]
@@ -55,11 +57,14 @@ DEFAULT_CONTEXT_KEY = "memory_context"
 
 class _MemoryNode(RunnableLambda[dict[str, Any], dict[str, Any]]):
     """A node over :class:`MemoryHooks`: ``hooks`` given, or made from ``memory`` and
-    ``options`` (the keyword arguments of :class:`MemoryHooks`)."""
+    ``options``."""
 
-    def __init__(self, memory: AgentMemory | None, hooks: MemoryHooks | None,
-                 messages_key: str, name: str, options: dict[str, Any]) -> None:
-        self.hooks = hooks if hooks is not None else MemoryHooks(memory, **options)
+    def __init__(self, memory: AgentMemory | None, options: MemoryOptions | None,
+                 hooks: MemoryHooks | None, messages_key: str, name: str) -> None:
+        if hooks is not None and (memory is not None or options is not None):
+            raise ConfigurationError(
+                "give a node either hooks (shared with another node) or memory and options")
+        self.hooks = hooks if hooks is not None else MemoryHooks(memory, options)
         self.messages_key = messages_key
         super().__init__(self._sync, afunc=self._async, name=name)
 
@@ -78,18 +83,19 @@ class MemoryRecallNode(_MemoryNode):
 
     Args:
         memory: The memory; ``None``: one over the graph's store.
-        hooks: Share another node's :class:`MemoryHooks` instead of making one.
+        options: :class:`~langmem_edge.graphs.MemoryOptions` (recall budget and limit,
+            document passages, ...); ``None``: the defaults.
+        hooks: Share another node's :class:`MemoryHooks` instead of making one (then give
+            neither ``memory`` nor ``options``).
         messages_key: Where the conversation is. Default ``"messages"``.
         output_key: Where the block goes. Default ``"memory_context"``.
-        **options: :class:`MemoryHooks` options (``model``, ``recall_budget_tokens``,
-            ``documents``: passages of ready documents in the block, 0 by default, ...).
     """
 
-    def __init__(self, memory: AgentMemory | None = None, *, hooks: MemoryHooks | None = None,
-                 messages_key: str = DEFAULT_MESSAGES_KEY,
-                 output_key: str = DEFAULT_CONTEXT_KEY, **options: Any) -> None:
+    def __init__(self, memory: AgentMemory | None = None, options: MemoryOptions | None = None,
+                 *, hooks: MemoryHooks | None = None, messages_key: str = DEFAULT_MESSAGES_KEY,
+                 output_key: str = DEFAULT_CONTEXT_KEY) -> None:
         self.output_key = output_key
-        super().__init__(memory, hooks, messages_key, "memory_recall", options)
+        super().__init__(memory, options, hooks, messages_key, "memory_recall")
 
     def _sync(self, state: dict[str, Any]) -> dict[str, Any]:
         block = self.hooks.memory_block(self._messages(state), get_runtime())
@@ -107,20 +113,23 @@ class MemoryModelNode(_MemoryNode):
     Args:
         model: The chat model to call (bind its tools first, if any).
         memory: The memory; ``None``: one over the graph's store.
-        hooks: Share another node's :class:`MemoryHooks` instead of making one.
+        options: :class:`~langmem_edge.graphs.MemoryOptions`; ``None``: the defaults. With
+            ``trim_state`` the node's update also cuts ``messages_key`` to head + overlays +
+            tail before the reply (the key needs langgraph's ``add_messages`` reducer, as
+            ``MessagesState`` has).
+        hooks: Share another node's :class:`MemoryHooks` instead of making one (then give
+            neither ``memory`` nor ``options``).
         messages_key: Where the conversation is. Default ``"messages"``.
         system_prompt: Put first in the model's input (never stored).
-        **options: :class:`MemoryHooks` options; with ``trim_state`` the node's update also
-            cuts ``messages_key`` to head + overlays + tail before the reply (the key needs
-            langgraph's ``add_messages`` reducer, as ``MessagesState`` has).
     """
 
-    def __init__(self, model: Any, memory: AgentMemory | None = None, *,
-                 hooks: MemoryHooks | None = None, messages_key: str = DEFAULT_MESSAGES_KEY,
-                 system_prompt: str | None = None, **options: Any) -> None:
+    def __init__(self, model: Any, memory: AgentMemory | None = None,
+                 options: MemoryOptions | None = None, *, hooks: MemoryHooks | None = None,
+                 messages_key: str = DEFAULT_MESSAGES_KEY,
+                 system_prompt: str | None = None) -> None:
         self.model = model
         self.system_prompt = system_prompt
-        super().__init__(memory, hooks, messages_key, "memory_model", options)
+        super().__init__(memory, options, hooks, messages_key, "memory_model")
 
     def _prompt(self, view: list[Any]) -> list[Any]:
         if self.system_prompt is None:
@@ -157,15 +166,18 @@ class MemoryExtractionNode(BackgroundJobs, _MemoryNode):
 
     Args:
         memory: The memory; ``None``: one over the graph's store.
-        hooks: Share another node's :class:`MemoryHooks` (and so its background executor).
+        options: :class:`~langmem_edge.graphs.MemoryOptions` (``compaction_budget_tokens``
+            sets when the ingest also writes summaries); ``None``: the defaults.
+        hooks: Share another node's :class:`MemoryHooks` (and so its background executor:
+            ``MemoryHooks(memory, options, background=executor)``); then give neither
+            ``memory`` nor ``options``.
         messages_key: Where the conversation is. Default ``"messages"``.
-        **options: :class:`MemoryHooks` options (``background``,
-            ``compaction_budget_tokens``, ...).
     """
 
-    def __init__(self, memory: AgentMemory | None = None, *, hooks: MemoryHooks | None = None,
-                 messages_key: str = DEFAULT_MESSAGES_KEY, **options: Any) -> None:
-        super().__init__(memory, hooks, messages_key, "memory_extraction", options)
+    def __init__(self, memory: AgentMemory | None = None, options: MemoryOptions | None = None,
+                 *, hooks: MemoryHooks | None = None,
+                 messages_key: str = DEFAULT_MESSAGES_KEY) -> None:
+        super().__init__(memory, options, hooks, messages_key, "memory_extraction")
 
     def _sync(self, state: dict[str, Any]) -> dict[str, Any]:
         self.hooks.after_turn(self._messages(state), get_runtime())

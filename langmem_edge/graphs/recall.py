@@ -37,12 +37,12 @@ own state key (replaced each turn, never appended).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.store.base import NOT_PROVIDED, NotProvided
 
 from langmem_edge.graphs.history import flagged, is_injected
+from langmem_edge.graphs.options import MemoryOptions
 from langmem_edge.graphs.resume_history import ResumedCall
 from langmem_edge.graphs.run import MemoryRun
 from langmem_edge.memory.core.plans import Call, Plan
@@ -53,10 +53,7 @@ from langmem_edge.retrieval.shape import recall_query
 __all__ = [
     "BLOCK_CLOSE",
     "BLOCK_OPEN",
-    "DEFAULT_DOCUMENT_PASSAGES",
     "DEFAULT_PASSAGE_TOKENS",
-    "DEFAULT_RECALL_BUDGET_TOKENS",
-    "DEFAULT_RECALL_LIMIT",
     "DEFAULT_RESUMED_RESULT_TOKENS",
     "DOCUMENTS_SECTION_TITLE",
     "DOCUMENT_LINE_TEMPLATE",
@@ -69,7 +66,6 @@ __all__ = [
     "RESUMED_OPEN_TEMPLATE",
     "RESUMED_SECTION_TITLE",
     "TASK_SECTION_TEMPLATE",
-    "RecallOptions",
     "inject_block",
     "latest_user_message",
     "latest_user_text",
@@ -79,12 +75,6 @@ __all__ = [
     "resumed_lines",
 ]
 
-DEFAULT_RECALL_BUDGET_TOKENS = 800
-"""Estimated tokens the memory block may take, delimiters and notice included."""
-DEFAULT_RECALL_LIMIT = 10
-"""Memories asked of the fused recall (the budget may keep fewer)."""
-DEFAULT_DOCUMENT_PASSAGES = 0
-"""Document passages asked of ``documents.search`` per model call; 0: none (off)."""
 DEFAULT_PASSAGE_TOKENS = 150
 """Estimated tokens a document passage is cut to in the block."""
 DEFAULT_RESUMED_RESULT_TOKENS = 60
@@ -130,27 +120,6 @@ DOCUMENTS_SECTION_TITLE = "From documents:"
 """Title of the document passages."""
 DOCUMENT_LINE_TEMPLATE = "- [{name}, passage {chunk}] {text}"
 """One document passage (its whitespace folded to single spaces)."""
-
-
-@dataclass(frozen=True)
-class RecallOptions:
-    """How much recall injection shows.
-
-    Attributes:
-        budget_tokens: Estimated tokens of the whole block. Default
-            :data:`DEFAULT_RECALL_BUDGET_TOKENS` (800).
-        limit: Memories asked of recall. Default :data:`DEFAULT_RECALL_LIMIT` (10).
-        documents: Document passages asked of ``documents.search``; 0 (default) leaves
-            documents out.
-        use_model: Whether recall may call the memory's model (HyDE, the raw-message
-            channel, a written answer the block does not show): each call is a model round
-            trip before the agent's own. Default ``False``: recall without it.
-    """
-
-    budget_tokens: int = DEFAULT_RECALL_BUDGET_TOKENS
-    limit: int = DEFAULT_RECALL_LIMIT
-    documents: int = DEFAULT_DOCUMENT_PASSAGES
-    use_model: bool = False
 
 
 def _escape(text: str) -> str:
@@ -248,7 +217,7 @@ def plan_thread_state(run: MemoryRun) -> Plan[ThreadState | None]:
     return state
 
 
-def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions, *,
+def plan_memory_block(run: MemoryRun, query: str | None, options: MemoryOptions, *,
                       thread: ThreadState | None | NotProvided = NOT_PROVIDED,
                       resumed: Sequence[ResumedCall] = (),
                       open_resources: Sequence[str] = ()) -> Plan[str | None]:
@@ -267,8 +236,8 @@ def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions,
     lines: list[str] = []
     if query:
         found = yield Call(profile.recall, profile.arecall, (query,),
-                           {"limit": options.limit, "contact": run.contact,
-                            "session_id": run.thread, "use_model": options.use_model})
+                           {"limit": options.recall_limit, "contact": run.contact,
+                            "session_id": run.thread, "use_model": options.recall_model})
         for c in found.candidates:
             record = c.memory
             key = f"{record.key}: " if record is not None and record.key else ""
@@ -284,7 +253,7 @@ def plan_memory_block(run: MemoryRun, query: str | None, options: RecallOptions,
             text, _ = truncate_to_tokens(" ".join(h.text.split()), DEFAULT_PASSAGE_TOKENS)
             passages.append(DOCUMENT_LINE_TEMPLATE.format(name=_escape(h.name), chunk=h.chunk,
                                                           text=_escape(text)))
-    return render_block(notes, task, lines, options.budget_tokens, passages=passages,
+    return render_block(notes, task, lines, options.recall_budget_tokens, passages=passages,
                         resumed=resumed_lines(resumed), open_resources=open_resources)
 
 
