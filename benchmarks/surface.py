@@ -6,7 +6,8 @@ Prints, for the modules ``tests/test_reference.py`` treats as public: the names 
 exports (``__all__``) and the distinct names over all of them; the public methods and
 properties of ``Profile`` and of its tier attributes (``.working``, ``.reflective``,
 ``.documents``); the public callables with the most parameters; and the ``type: ignore``
-comments in the package. No timing: the numbers are exact and the same on any machine.
+comments in the package, and the async twins written out against those made by ``planned``
+(one signature for both faces). No timing: the numbers are exact and the same on any machine.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +82,11 @@ def main() -> None:
     print("\n## longest public signatures")
     for count, where in sorted(set(callables), reverse=True)[:8]:
         print(f"- {where}: {count} parameters")
+
+    package = [p.read_text() for p in (ROOT / "langmem_edge").rglob("*.py")]
+    written = sum(len(re.findall(r"^\s+async def a[a-z_]+\(", t, re.M)) for t in package)
+    twins = sum(len(re.findall(r"^    a[a-z_]+ = [a-z_]+\.twin$", t, re.M)) for t in package)
+    print(f"\n## async twins: {written} written out (`async def a...`), {twins} from `planned`")
 
     ignores = subprocess.run(
         ["grep", "-rn", "type: ignore", str(ROOT / "langmem_edge")],

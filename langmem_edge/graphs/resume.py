@@ -89,7 +89,7 @@ from langmem_edge.graphs.resume_history import (
 )
 from langmem_edge.graphs.run import ThreadStateHandoff
 from langmem_edge.memory import AgentMemory
-from langmem_edge.memory.core.plans import Call, Plan, run_async, run_sync
+from langmem_edge.memory.core.plans import Call, Plan, planned, run_async, run_sync
 from langmem_edge.memory.working import ProfileWorking, ThreadState, TurnRecord
 
 __all__ = [
@@ -319,20 +319,17 @@ class TurnResume:
         return {self.messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rebuilt],
                 ROUND_KEY: None}
 
+    @planned
     def before_agent(self, state: Mapping[str, Any], runtime: Any, *,
-                     handoff: ThreadStateHandoff | None = None) -> dict[str, Any] | None:
+                     handoff: ThreadStateHandoff | None = None) -> Plan[dict[str, Any] | None]:
         """Before the turn: refuse ``durability="exit"``; if the thread's last turn is
         unfinished, raise :class:`TurnInProgressError` (touched within 45 s) or return the
         state update that answers its dangling tool calls from the record. ``handoff``: read
         the thread's whole working state and hand it to the turn's first model call there
         (``MemoryMiddleware`` does, so a reply reads the working tier once)."""
-        return run_sync(self._plan_before(state, runtime, handoff))
+        return self._plan_before(state, runtime, handoff)
 
-    async def abefore_agent(self, state: Mapping[str, Any], runtime: Any, *,
-                            handoff: ThreadStateHandoff | None = None
-                            ) -> dict[str, Any] | None:
-        """Async :meth:`before_agent`."""
-        return await run_async(self._plan_before(state, runtime, handoff))
+    abefore_agent = before_agent.twin
 
     def _plan_check(self, graph: Any, config: Mapping[str, Any], context: Any,
                     snapshot: Any) -> Plan[None]:
@@ -441,17 +438,15 @@ class TurnResume:
         last = messages[-1] if messages else None
         return (yield from self._plan_turn_end(last, state, runtime))
 
-    def after_model(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
+    @planned
+    def after_model(self, state: Mapping[str, Any], runtime: Any) -> Plan[dict[str, Any] | None]:
         """After each model call, as a hook node of its own: a tool round stamps
         :data:`ROUND_KEY`; the final assistant message (no tool calls) deletes the turn
         record. :meth:`wrap_model_call` does the same inside the model node (one checkpoint
         fewer per model call); use one of the two."""
-        return run_sync(self._plan_after(state, runtime))
+        return self._plan_after(state, runtime)
 
-    async def aafter_model(self, state: Mapping[str, Any], runtime: Any
-                           ) -> dict[str, Any] | None:
-        """Async :meth:`after_model`."""
-        return await run_async(self._plan_after(state, runtime))
+    aafter_model = after_model.twin
 
     def _plan_model(self, request: ModelRequest, handler: Callable[..., Any],
                     seen: SeenTurn | None) -> Plan[ModelCallResult]:

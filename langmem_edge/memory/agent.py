@@ -42,7 +42,7 @@ from langmem_edge.memory.core.labels import (
     under,
 )
 from langmem_edge.memory.core.layout import GENERATION_KEY, ProfileLayout
-from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
+from langmem_edge.memory.core.plans import Plan, batch, planned, run_async, run_sync
 from langmem_edge.memory.core.stores import KeywordSearch, ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
@@ -158,13 +158,12 @@ class AgentMemory:
         return [n for n, root, items in zip(names, roots, found, strict=True)
                 if any(under(it.namespace, root) for it in items)]
 
-    def list_profiles(self) -> list[str]:
+    @planned
+    def list_profiles(self) -> Plan[list[str]]:
         """Names of the profiles that hold anything, exactly as written, sorted."""
-        return run_sync(self._profiles_plan())
+        return self._profiles_plan()
 
-    async def alist_profiles(self) -> list[str]:
-        """Async :meth:`list_profiles`."""
-        return await run_async(self._profiles_plan())
+    alist_profiles = list_profiles.twin
 
     def _delete_profile_plan(self, name: str) -> Plan[int]:
         name = check_profile_name(name, self.config.limits.max_profile_chars)
@@ -186,14 +185,13 @@ class AgentMemory:
         self.access_writers.drop((name,))  # its counts were deleted with it
         return deleted
 
-    def delete_profile(self, name: str) -> int:
+    @planned
+    def delete_profile(self, name: str) -> Plan[int]:
         """Delete everything of a profile (memories, messages, overlays, logs); returns the
         number of store items removed."""
-        return run_sync(self._delete_profile_plan(name))
+        return self._delete_profile_plan(name)
 
-    async def adelete_profile(self, name: str) -> int:
-        """Async :meth:`delete_profile`."""
-        return await run_async(self._delete_profile_plan(name))
+    adelete_profile = delete_profile.twin
 
     # -- maintenance -------------------------------------------------------------------------
 
@@ -237,15 +235,14 @@ class AgentMemory:
                                                   rewrites=[(failed, False)])
         return done
 
-    def reembed(self, *, profile: str | None = None, limit: int | None = None) -> int:
+    @planned
+    def reembed(self, *, profile: str | None = None, limit: int | None = None) -> Plan[int]:
         """Embed memories stored ``pending`` (their embedding failed at write time); returns
         how many now have a vector. A memory failing ``reembed_max_attempts`` (3) times is
         marked ``failed``."""
-        return run_sync(self._reembed_plan(profile, limit))
+        return self._reembed_plan(profile, limit)
 
-    async def areembed(self, *, profile: str | None = None, limit: int | None = None) -> int:
-        """Async :meth:`reembed`."""
-        return await run_async(self._reembed_plan(profile, limit))
+    areembed = reembed.twin
 
     def _stats_plan(self) -> Plan[MemoryStats]:
         names = yield from self._profiles_plan()
@@ -306,13 +303,12 @@ class AgentMemory:
         await asyncio.to_thread(self.documents.wait)
         return await run_async(self._flush_plan())
 
-    def stats(self) -> MemoryStats:
+    @planned
+    def stats(self) -> Plan[MemoryStats]:
         """Memory counts by kind, status, embedding status and profile."""
-        return run_sync(self._stats_plan())
+        return self._stats_plan()
 
-    async def astats(self) -> MemoryStats:
-        """Async :meth:`stats`."""
-        return await run_async(self._stats_plan())
+    astats = stats.twin
 
     # -- consolidation and reflection --------------------------------------------------------
 
@@ -327,8 +323,9 @@ class AgentMemory:
                 ctx, model or self.model, now=at)))
         return report
 
+    @planned
     def consolidate(self, profile: str | None = None, *, model: BaseChatModel | None = None,
-                    now: datetime | str | float | None = None) -> ConsolidationReport:
+                    now: datetime | str | float | None = None) -> Plan[ConsolidationReport]:
         """One consolidation pass (``memory/consolidation.py``) over ``profile``, or every
         profile: decay unused memories, merge near-duplicates, supersede the members.
 
@@ -340,13 +337,9 @@ class AgentMemory:
 
         Returns a :class:`ConsolidationReport`; a second pass at once changes nothing.
         """
-        return run_sync(self._consolidate_plan(profile, model, now))
+        return self._consolidate_plan(profile, model, now)
 
-    async def aconsolidate(self, profile: str | None = None, *,
-                           model: BaseChatModel | None = None,
-                           now: datetime | str | float | None = None) -> ConsolidationReport:
-        """Async :meth:`consolidate`."""
-        return await run_async(self._consolidate_plan(profile, model, now))
+    aconsolidate = consolidate.twin
 
     def _reflect_plan(self, profile: str | None, model: BaseChatModel | None,
                       now: datetime | str | float | None) -> Plan[list[ReflectionResult]]:
@@ -358,13 +351,11 @@ class AgentMemory:
                                                 model or self.model, now=at)))
         return out
 
+    @planned
     def reflect(self, profile: str | None = None, *, model: BaseChatModel | None = None,
-                now: datetime | str | float | None = None) -> list[ReflectionResult]:
+                now: datetime | str | float | None = None) -> Plan[list[ReflectionResult]]:
         """Reflect on ``profile`` (or every profile) since its last reflection
         (:meth:`Profile.reflect`); one :class:`ReflectionResult` per profile."""
-        return run_sync(self._reflect_plan(profile, model, now))
+        return self._reflect_plan(profile, model, now)
 
-    async def areflect(self, profile: str | None = None, *, model: BaseChatModel | None = None,
-                       now: datetime | str | float | None = None) -> list[ReflectionResult]:
-        """Async :meth:`reflect`."""
-        return await run_async(self._reflect_plan(profile, model, now))
+    areflect = reflect.twin

@@ -28,7 +28,7 @@ from langgraph.store.base import SearchOp
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.contacts import ContactMethods
-from langmem_edge.memory.core.plans import Call, Plan, batch, run_async, run_sync
+from langmem_edge.memory.core.plans import Call, Plan, batch, planned
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker, ProfileDocuments
 from langmem_edge.memory.episodic.methods import EpisodicMethods
@@ -108,9 +108,7 @@ class Profile(EpisodicMethods, ContactMethods):
 
     # -- remember ----------------------------------------------------------------------------
 
-    def _remember_plan(self, spec: WriteSpec, verify: bool | None) -> Plan[MemoryRecord]:
-        return plan_write(self._ctx, spec, verify=verify)
-
+    @planned
     def remember(
         self,
         text: str,
@@ -129,7 +127,7 @@ class Profile(EpisodicMethods, ContactMethods):
         valid_until: datetime | str | float | None = None,
         encrypted: bool = False,
         verify: bool | None = None,
-    ) -> MemoryRecord:
+    ) -> Plan[MemoryRecord]:
         """Write a memory and return it.
 
         Args:
@@ -151,34 +149,11 @@ class Profile(EpisodicMethods, ContactMethods):
                          confidence=confidence, source=source, writer=writer, contact=contact,
                          session_id=session_id, tags=tags, metadata=metadata,
                          valid_from=valid_from, valid_until=valid_until, encrypted=encrypted)
-        return run_sync(self._remember_plan(spec, verify))
+        return plan_write(self._ctx, spec, verify=verify)
 
-    async def aremember(
-        self,
-        text: str,
-        *,
-        key: str | None = None,
-        kind: str | None = None,
-        fact_type: str | None = None,
-        confidence: float | None = None,
-        source: str = "explicit",
-        writer: str | None = None,
-        contact: str | None = None,
-        session_id: str | None = None,
-        tags: Sequence[str] = (),
-        metadata: dict[str, Any] | None = None,
-        valid_from: datetime | str | float | None = None,
-        valid_until: datetime | str | float | None = None,
-        encrypted: bool = False,
-        verify: bool | None = None,
-    ) -> MemoryRecord:
-        """Async :meth:`remember`."""
-        spec = WriteSpec(text=text, key=key, kind=kind, fact_type=fact_type,
-                         confidence=confidence, source=source, writer=writer, contact=contact,
-                         session_id=session_id, tags=tags, metadata=metadata,
-                         valid_from=valid_from, valid_until=valid_until, encrypted=encrypted)
-        return await run_async(self._remember_plan(spec, verify))
+    aremember = remember.twin
 
+    @planned
     def remember_many(
         self,
         items: Iterable[BulkItem],
@@ -188,7 +163,7 @@ class Profile(EpisodicMethods, ContactMethods):
         contact: str | None = None,
         session_id: str | None = None,
         verify: bool = False,
-    ) -> builtins.list[MemoryRecord]:
+    ) -> Plan[builtins.list[MemoryRecord]]:
         """Write many memories at once (imports, backfills) and return them in order.
 
         Each item is a text or a dict of :meth:`remember`'s fields (``text`` required); its
@@ -200,27 +175,15 @@ class Profile(EpisodicMethods, ContactMethods):
         written. ``verify`` (off by default) judges each item against the memories stored
         before its chunk (``semantic/bulk.py``).
         """
-        return run_sync(plan_remember_many(self._ctx, items, source=source, writer=writer,
+        return plan_remember_many(self._ctx, items, source=source, writer=writer,
                                            contact=contact, session_id=session_id,
-                                           verify=verify))
+                                           verify=verify)
 
-    async def aremember_many(
-        self,
-        items: Iterable[BulkItem],
-        *,
-        source: str = "explicit",
-        writer: str | None = None,
-        contact: str | None = None,
-        session_id: str | None = None,
-        verify: bool = False,
-    ) -> builtins.list[MemoryRecord]:
-        """Async :meth:`remember_many`."""
-        return await run_async(plan_remember_many(self._ctx, items, source=source,
-                                                  writer=writer, contact=contact,
-                                                  session_id=session_id, verify=verify))
+    aremember_many = remember_many.twin
 
     # -- recall ------------------------------------------------------------------------------
 
+    @planned
     def recall(
         self,
         query: str,
@@ -236,7 +199,7 @@ class Profile(EpisodicMethods, ContactMethods):
         session_id: str | None = None,
         fill: bool | None = None,
         use_model: bool | None = None,
-    ) -> RecallResult:
+    ) -> Plan[RecallResult]:
         """Recall memories for ``query``: ``RecallResult(count, answer, candidates)``.
 
         Args:
@@ -262,34 +225,13 @@ class Profile(EpisodicMethods, ContactMethods):
                             reference_date=to_utc(reference_date, "reference_date"),
                             session_id=session_id, fill=fill, as_of=None,
                             use_model=use_model)
-        return run_sync(plan_recall(self._ctx, req))
+        return plan_recall(self._ctx, req)
 
-    async def arecall(
-        self,
-        query: str,
-        *,
-        limit: int | None = None,
-        contact: str | None = None,
-        kind: str | Sequence[str] | None = None,
-        writer: str | None = None,
-        tags: Sequence[str] = (),
-        scorer: str = "rrf",
-        reference_date: datetime | str | float | None = None,
-        thinking_level: str | None = None,
-        session_id: str | None = None,
-        fill: bool | None = None,
-        use_model: bool | None = None,
-    ) -> RecallResult:
-        """Async :meth:`recall`."""
-        req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
-                            tags=tags, scorer=scorer, thinking_level=thinking_level,
-                            reference_date=to_utc(reference_date, "reference_date"),
-                            session_id=session_id, fill=fill, as_of=None,
-                            use_model=use_model)
-        return await run_async(plan_recall(self._ctx, req))
+    arecall = recall.twin
 
     # -- reading -----------------------------------------------------------------------------
 
+    @planned
     def list(
         self,
         kind: str | None = None,
@@ -301,7 +243,7 @@ class Profile(EpisodicMethods, ContactMethods):
         writer: str | None = None,
         session_id: str | None = None,
         newest_first: bool = False,
-    ) -> MemoryPage:
+    ) -> Plan[MemoryPage]:
         """A page of memories (oldest first), at most ``limit`` (default 50, at most 500).
 
         ``status``: active (default), superseded, forgotten or all. ``contact``: only that
@@ -309,58 +251,39 @@ class Profile(EpisodicMethods, ContactMethods):
         ``cursor`` for the next page. The page iterates over its records
         (``for m in profile.list()``).
         """
-        return run_sync(plan_list(self._ctx, kind=kind, limit=limit, cursor=cursor,
+        return plan_list(self._ctx, kind=kind, limit=limit, cursor=cursor,
                                   status=status, contact=contact, writer=writer,
-                                  session_id=session_id, newest_first=newest_first))
+                                  session_id=session_id, newest_first=newest_first)
 
-    async def alist(
-        self,
-        kind: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-        *,
-        status: str = "active",
-        contact: Any = NOT_PROVIDED,
-        writer: str | None = None,
-        session_id: str | None = None,
-        newest_first: bool = False,
-    ) -> MemoryPage:
-        """Async :meth:`list`."""
-        return await run_async(plan_list(self._ctx, kind=kind, limit=limit, cursor=cursor,
-                                         status=status, contact=contact, writer=writer,
-                                         session_id=session_id, newest_first=newest_first))
+    alist = list.twin
 
-    def get(self, memory_id: str) -> MemoryRecord | None:
+    @planned
+    def get(self, memory_id: str) -> Plan[MemoryRecord | None]:
         """The memory with this id in this profile (any status), or ``None``."""
-        return run_sync(plan_get(self._ctx, memory_id))
+        return plan_get(self._ctx, memory_id)
 
-    async def aget(self, memory_id: str) -> MemoryRecord | None:
-        """Async :meth:`get`."""
-        return await run_async(plan_get(self._ctx, memory_id))
+    aget = get.twin
 
-    def history(self, key: str, *, contact: Any = NOT_PROVIDED) -> builtins.list[MemoryRecord]:
+    @planned
+    def history(self, key: str, *, contact: Any = NOT_PROVIDED
+                ) -> Plan[builtins.list[MemoryRecord]]:
         """The supersession chain of ``key`` (or of a memory id), oldest first."""
-        return run_sync(plan_history(self._ctx, key, contact))
+        return plan_history(self._ctx, key, contact)
 
-    async def ahistory(self, key: str, *, contact: Any = NOT_PROVIDED
-                       ) -> builtins.list[MemoryRecord]:
-        """Async :meth:`history`."""
-        return await run_async(plan_history(self._ctx, key, contact))
+    ahistory = history.twin
 
+    @planned
     def lookup(self, key: str | None = None, *, contact: str | None = None,
-               limit: int | None = None) -> builtins.list[MemoryRecord]:
+               limit: int | None = None) -> Plan[builtins.list[MemoryRecord]]:
         """Memories found without ranking, each counted as an access (like a recall's).
 
         With ``key``: ``[the memory under exactly that key]`` (``contact``'s if it has one,
         else the agent-wide one), or ``[]``. Without: every memory a recall could return,
         ``contact``'s first, then agent-wide ones, newest first, at most ``limit`` (50).
         """
-        return run_sync(plan_lookup(self._ctx, key, contact, limit))
+        return plan_lookup(self._ctx, key, contact, limit)
 
-    async def alookup(self, key: str | None = None, *, contact: str | None = None,
-                      limit: int | None = None) -> builtins.list[MemoryRecord]:
-        """Async :meth:`lookup`."""
-        return await run_async(plan_lookup(self._ctx, key, contact, limit))
+    alookup = lookup.twin
 
     def at(self, timestamp: datetime | str | float) -> ProfileView:
         """A read-only view of the profile as of ``timestamp``."""
@@ -368,49 +291,44 @@ class Profile(EpisodicMethods, ContactMethods):
         assert ts is not None
         return ProfileView(self._ctx, ts)
 
-    def summary(self) -> str:
+    @planned
+    def summary(self) -> Plan[str]:
         """Markdown of what is remembered (active memories, by scope and kind)."""
-        return run_sync(plan_summary(self._ctx))
+        return plan_summary(self._ctx)
 
-    async def asummary(self) -> str:
-        """Async :meth:`summary`."""
-        return await run_async(plan_summary(self._ctx))
+    asummary = summary.twin
 
     # -- editing -----------------------------------------------------------------------------
 
-    def update(self, memory_id: str, **changes: Any) -> MemoryRecord:
+    @planned
+    def update(self, memory_id: str, **changes: Any) -> Plan[MemoryRecord]:
         """Write a new version of an active memory (``text``, ``key``, ``kind``,
         ``fact_type``, ``confidence``, ``tags``, ``metadata``, ``valid_from``,
         ``valid_until``); it supersedes the old one and shows in ``history``."""
-        return run_sync(plan_update(self._ctx, memory_id, changes))
+        return plan_update(self._ctx, memory_id, changes)
 
-    async def aupdate(self, memory_id: str, **changes: Any) -> MemoryRecord:
-        """Async :meth:`update`."""
-        return await run_async(plan_update(self._ctx, memory_id, changes))
+    aupdate = update.twin
 
-    def forget(self, memory_id: str, *, reason: str | None = None) -> MemoryRecord:
+    @planned
+    def forget(self, memory_id: str, *, reason: str | None = None) -> Plan[MemoryRecord]:
         """Mark a memory forgotten (kept, never recalled); returns it."""
-        return run_sync(plan_forget(self._ctx, memory_id, reason))
+        return plan_forget(self._ctx, memory_id, reason)
 
-    async def aforget(self, memory_id: str, *, reason: str | None = None) -> MemoryRecord:
-        """Async :meth:`forget`."""
-        return await run_async(plan_forget(self._ctx, memory_id, reason))
+    aforget = forget.twin
 
-    def delete(self, memory_id: str) -> bool:
+    @planned
+    def delete(self, memory_id: str) -> Plan[bool]:
         """Remove a memory for good (and the raw messages only it cited); ``False`` if none."""
-        return bool(run_sync(self._delete_plan([memory_id])))
+        return bool((yield from self._delete_plan([memory_id])))
 
-    async def adelete(self, memory_id: str) -> bool:
-        """Async :meth:`delete`."""
-        return bool(await run_async(self._delete_plan([memory_id])))
+    adelete = delete.twin
 
-    def end_session(self, session_id: str) -> int:
+    @planned
+    def end_session(self, session_id: str) -> Plan[int]:
         """Mark a session's task memories as ended (they rank lower); returns how many."""
-        return run_sync(plan_end_session(self._ctx, session_id))
+        return plan_end_session(self._ctx, session_id)
 
-    async def aend_session(self, session_id: str) -> int:
-        """Async :meth:`end_session`."""
-        return await run_async(plan_end_session(self._ctx, session_id))
+    aend_session = end_session.twin
 
     def _delete_plan(self, memory_ids: Sequence[str], cascade: bool = True) -> Plan[int]:
         ctx = self._ctx
@@ -485,9 +403,10 @@ class Profile(EpisodicMethods, ContactMethods):
                             memories_written=written, extraction_fallbacks=outcome.fallbacks,
                             candidates_dropped=outcome.dropped)
 
+    @planned
     def ingest(self, messages: Sequence[Any], *, session_id: str, contact: str | None = None,
                writer: str | None = None, strict: bool = False, extract: bool = True
-               ) -> IngestResult:
+               ) -> Plan[IngestResult]:
         """Store a conversation's messages (idempotent) and remember what they teach.
 
         New messages go to the episodic tier; memories extracted from them (by the model, or
@@ -506,15 +425,10 @@ class Profile(EpisodicMethods, ContactMethods):
         graphs' post-turn job records a turn this way before the reply returns, then extracts
         in the background.
         """
-        return run_sync(self._ingest_plan(messages, session_id, contact, writer, strict,
-                                          extract))
+        return self._ingest_plan(messages, session_id, contact, writer, strict,
+                                          extract)
 
-    async def aingest(self, messages: Sequence[Any], *, session_id: str,
-                      contact: str | None = None, writer: str | None = None,
-                      strict: bool = False, extract: bool = True) -> IngestResult:
-        """Async :meth:`ingest`."""
-        return await run_async(self._ingest_plan(messages, session_id, contact, writer,
-                                                 strict, extract))
+    aingest = ingest.twin
 
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool,
                      contact: str | None) -> Plan[ContextWindow]:
@@ -525,16 +439,14 @@ class Profile(EpisodicMethods, ContactMethods):
         yield from self._write_extracted(window.flushed, contact, None)
         return window
 
+    @planned
     def window(self, session_id: str, budget_tokens: int, *, compact: bool = True,
-               contact: str | None = None) -> ContextWindow:
+               contact: str | None = None) -> Plan[ContextWindow]:
         """The session's context window for a token budget (``EpisodicTier.window``);
         memories flushed before compaction are written (source ``pre-compaction``)."""
-        return run_sync(self._window_plan(session_id, budget_tokens, compact, contact))
+        return self._window_plan(session_id, budget_tokens, compact, contact)
 
-    async def awindow(self, session_id: str, budget_tokens: int, *, compact: bool = True,
-                      contact: str | None = None) -> ContextWindow:
-        """Async :meth:`window`."""
-        return await run_async(self._window_plan(session_id, budget_tokens, compact, contact))
+    awindow = window.twin
 
     def compact(self, session_id: str, budget_tokens: int, *, contact: str | None = None
                 ) -> ContextWindow:
@@ -560,25 +472,21 @@ class Profile(EpisodicMethods, ContactMethods):
         yield Call(docs.delete_session, docs.adelete_session, (session_id,))
         return SessionDeletion(messages_deleted=int(messages), memories_deleted=memories)
 
-    def delete_session(self, session_id: str) -> SessionDeletion:
+    @planned
+    def delete_session(self, session_id: str) -> Plan[SessionDeletion]:
         """Delete a session: raw messages, overlays, working memory, memories written in it,
         documents added with it."""
-        return run_sync(self._delete_session_plan(session_id))
+        return self._delete_session_plan(session_id)
 
-    async def adelete_session(self, session_id: str) -> SessionDeletion:
-        """Async :meth:`delete_session`."""
-        return await run_async(self._delete_session_plan(session_id))
+    adelete_session = delete_session.twin
 
+    @planned
     def reflect(self, *, model: BaseChatModel | None = None,
-                now: datetime | str | float | None = None) -> ReflectionResult:
+                now: datetime | str | float | None = None) -> Plan[ReflectionResult]:
         """Review the activity since the last reflection (``memory/reflection.py``): writes
         a reflection, goal updates and learnings (confidence 0.85); with ``model`` (default
         the memory's) by structured output, without one by the documented rules."""
-        return run_sync(plan_reflect(self._ctx, self._episodic_config, model or self._ctx.model,
-                                     now=to_utc(now, "now")))
+        return plan_reflect(self._ctx, self._episodic_config, model or self._ctx.model,
+                                     now=to_utc(now, "now"))
 
-    async def areflect(self, *, model: BaseChatModel | None = None,
-                       now: datetime | str | float | None = None) -> ReflectionResult:
-        """Async :meth:`reflect`."""
-        return await run_async(plan_reflect(self._ctx, self._episodic_config,
-                                            model or self._ctx.model, now=to_utc(now, "now")))
+    areflect = reflect.twin

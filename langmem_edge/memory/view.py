@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from langmem_edge.memory.core.dates import iso_to_epoch
-from langmem_edge.memory.core.plans import Plan, run_async, run_sync
+from langmem_edge.memory.core.plans import Plan, planned
 from langmem_edge.memory.core.validate import to_utc
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
@@ -85,6 +85,7 @@ class ProfileView:
     def __repr__(self) -> str:
         return f"ProfileView({self._ctx.profile!r}, {self.timestamp.isoformat()!r})"
 
+    @planned
     def recall(
         self,
         query: str,
@@ -99,35 +100,15 @@ class ProfileView:
         thinking_level: str | None = None,
         session_id: str | None = None,
         fill: bool | None = None,
-    ) -> RecallResult:
+    ) -> Plan[RecallResult]:
         """:meth:`Profile.recall` as of the view's moment."""
         req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
                             tags=tags, scorer=scorer, thinking_level=thinking_level,
                             reference_date=to_utc(reference_date, "reference_date"),
                             session_id=session_id, fill=fill, as_of=self.timestamp)
-        return run_sync(plan_recall(self._ctx, req))
+        return plan_recall(self._ctx, req)
 
-    async def arecall(
-        self,
-        query: str,
-        *,
-        limit: int | None = None,
-        contact: str | None = None,
-        kind: str | Sequence[str] | None = None,
-        writer: str | None = None,
-        tags: Sequence[str] = (),
-        scorer: str = "rrf",
-        reference_date: datetime | str | float | None = None,
-        thinking_level: str | None = None,
-        session_id: str | None = None,
-        fill: bool | None = None,
-    ) -> RecallResult:
-        """Async :meth:`recall`."""
-        req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
-                            tags=tags, scorer=scorer, thinking_level=thinking_level,
-                            reference_date=to_utc(reference_date, "reference_date"),
-                            session_id=session_id, fill=fill, as_of=self.timestamp)
-        return await run_async(plan_recall(self._ctx, req))
+    arecall = recall.twin
 
     def _list_plan(self, kind: str | None, limit: int | None, cursor: str | None, status: str,
                    contact: Any, writer: str | None, session_id: str | None,
@@ -136,6 +117,7 @@ class ProfileView:
                          contact=contact, writer=writer, session_id=session_id,
                          newest_first=newest_first, as_of=self.timestamp.timestamp())
 
+    @planned
     def list(
         self,
         kind: str | None = None,
@@ -147,27 +129,13 @@ class ProfileView:
         writer: str | None = None,
         session_id: str | None = None,
         newest_first: bool = False,
-    ) -> MemoryPage:
+    ) -> Plan[MemoryPage]:
         """The memories valid at the view's moment, paged like :meth:`Profile.list`
         (``status`` is ignored: validity at the moment decides)."""
-        return run_sync(self._list_plan(kind, limit, cursor, status, contact, writer,
-                                        session_id, newest_first))
+        return self._list_plan(kind, limit, cursor, status, contact, writer,
+                                        session_id, newest_first)
 
-    async def alist(
-        self,
-        kind: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-        *,
-        status: str = "active",
-        contact: Any = NOT_PROVIDED,
-        writer: str | None = None,
-        session_id: str | None = None,
-        newest_first: bool = False,
-    ) -> MemoryPage:
-        """Async :meth:`list`."""
-        return await run_async(self._list_plan(kind, limit, cursor, status, contact, writer,
-                                               session_id, newest_first))
+    alist = list.twin
 
     def is_valid(self, record: MemoryRecord) -> bool:
         """Whether ``record`` was valid at the view's moment."""

@@ -21,7 +21,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import Plan, batch, run_async, run_sync
+from langmem_edge.memory.core.plans import Plan, batch, planned
 
 __all__ = ["MAX_CHANNEL_ID_CHARS", "ContactMethods", "plan_contact_for", "plan_link_contact"]
 
@@ -63,22 +63,19 @@ class ContactMethods:
 
     _ctx: Any
 
-    def link_contact(self, channel_id: str, contact: str) -> None:
+    @planned
+    def link_contact(self, channel_id: str, contact: str) -> Plan[None]:
         """Record that ``channel_id`` (a gateway's id, ``"telegram:123"``) is ``contact``:
         :meth:`contact_for` then turns that id into ``contact``. Linking an id again moves it
         (:mod:`~langmem_edge.memory.core.contacts`)."""
-        run_sync(plan_link_contact(self._ctx.store, self._ctx.layout, channel_id, contact))
+        return plan_link_contact(self._ctx.store, self._ctx.layout, channel_id, contact)
 
-    async def alink_contact(self, channel_id: str, contact: str) -> None:
-        """Async :meth:`link_contact`."""
-        await run_async(plan_link_contact(self._ctx.store, self._ctx.layout, channel_id,
-                                          contact))
+    alink_contact = link_contact.twin
 
-    def contact_for(self, channel_id: str) -> str:
+    @planned
+    def contact_for(self, channel_id: str) -> Plan[str]:
         """The contact ``channel_id`` is linked to (:meth:`link_contact`), or ``channel_id``
         itself when it was never linked: pass it as the run's ``contact``."""
-        return run_sync(plan_contact_for(self._ctx.store, self._ctx.layout, channel_id))
+        return plan_contact_for(self._ctx.store, self._ctx.layout, channel_id)
 
-    async def acontact_for(self, channel_id: str) -> str:
-        """Async :meth:`contact_for`."""
-        return await run_async(plan_contact_for(self._ctx.store, self._ctx.layout, channel_id))
+    acontact_for = contact_for.twin

@@ -14,15 +14,28 @@ of steps serves every tier:
 
 :func:`run_sync` and :func:`run_async` are the only code in the package that differs between
 sync and async, so ``Profile.recall`` and ``Profile.arecall`` share one body, as
-``InMemoryStore``'s ``_prepare_ops`` does for its ``batch``/``abatch``.
+``InMemoryStore``'s ``_prepare_ops`` does for its ``batch``/``abatch``. :class:`planned`
+writes such a pair once: the method returns its plan, the decorator gives it a sync face and
+``.twin`` its async one, both with the one written-out signature.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+    overload,
+)
 
 from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore, Op
@@ -38,6 +51,7 @@ __all__ = [
     "StoreStep",
     "batch",
     "invoke",
+    "planned",
     "ready",
     "run_async",
     "run_sync",
@@ -159,3 +173,101 @@ async def run_async(plan: Plan[T], *, store: BaseStore | None = None,
             result, error = await _async(step, store, policy, gate), None
         except Exception as e:
             result, error = None, e
+
+
+S = TypeVar("S")
+P = ParamSpec("P")
+
+
+class planned(Generic[S, P, T]):  # noqa: N801 - used as a decorator, like ``property``
+    """A method written once, as the plan it runs: ``obj.name(...)`` drives the plan with
+    :func:`run_sync`, and the async twin, declared ``aname = name.twin`` in the class body,
+    with :func:`run_async`. Both have the method's one written-out signature (and its return
+    type without ``Plan[...]``), for type checkers, ``help()`` and ``inspect``::
+
+        class ProfileWorking:
+            @planned
+            def get_context(self, thread: str) -> Plan[str]:
+                \"\"\"The thread's working notes.\"\"\"
+                return plan_get_notes(self._scope, thread)
+
+            aget_context = get_context.twin
+    """
+
+    def __init__(self, build: Callable[Concatenate[S, P], Plan[T]]) -> None:
+        self.build = build
+        self.__doc__ = build.__doc__
+        self.__name__ = build.__name__
+        self.__signature__ = _unplanned(build)
+        self.twin: _AsyncTwin[S, P, T] = _AsyncTwin(self)
+        """The async twin: the same method, its steps awaited."""
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> planned[S, P, T]: ...
+    @overload
+    def __get__(self, obj: S, owner: type[Any]) -> Callable[P, T]: ...
+    def __get__(self, obj: S | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        build = self.build
+
+        def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            return run_sync(build(obj, *args, **kwargs))
+
+        return _bound(run, self)
+
+    def __call__(self, obj: S, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Called on the class: ``Cls.name(obj, ...)``."""
+        return run_sync(self.build(obj, *args, **kwargs))
+
+
+
+class _AsyncTwin(Generic[S, P, T]):
+    def __init__(self, sync: planned[S, P, T]) -> None:
+        self.sync = sync
+        self.__doc__ = f"Async :meth:`{sync.__name__}`."
+        self.__signature__ = sync.__signature__
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.__name__ = name
+
+    async def __call__(self, obj: S, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Called on the class: ``await Cls.aname(obj, ...)``."""
+        return await run_async(self.sync.build(obj, *args, **kwargs))
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _AsyncTwin[S, P, T]: ...
+    @overload
+    def __get__(self, obj: S, owner: type[Any]
+                ) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    def __get__(self, obj: S | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        build = self.sync.build
+
+        async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            return await run_async(build(obj, *args, **kwargs))
+
+        return _bound(run, self)
+
+
+def _bound(run: Callable[..., Any], method: planned[Any, Any, Any] | _AsyncTwin[Any, Any, Any]
+           ) -> Callable[..., Any]:
+    """``run`` dressed as the bound method ``obj.<name>`` (name, docstring, signature)."""
+    dressed = cast(Any, run)
+    dressed.__name__ = dressed.__qualname__ = method.__name__
+    dressed.__doc__ = method.__doc__
+    dressed.__signature__ = method.__signature__.replace(
+        parameters=list(method.__signature__.parameters.values())[1:])
+    return run
+
+
+def _unplanned(build: Callable[..., Any]) -> inspect.Signature:
+    """``build``'s signature, its return annotation ``Plan[X]`` shown as ``X``."""
+    sig = inspect.signature(build)
+    ret = sig.return_annotation
+    if isinstance(ret, str) and ret.startswith("Plan[") and ret.endswith("]"):
+        return sig.replace(return_annotation=ret[len("Plan["):-1])
+    if get_origin(ret) is Generator:
+        return sig.replace(return_annotation=get_args(ret)[2])
+    return sig

@@ -23,7 +23,7 @@ from typing import Any
 from langgraph.store.base import BaseStore
 
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import Plan, run_async, run_sync
+from langmem_edge.memory.core.plans import Plan, planned, run_async, run_sync
 from langmem_edge.memory.core.validate import check_metadata, check_optional_name
 from langmem_edge.memory.documents.plans import (
     DocumentScope,
@@ -147,41 +147,35 @@ class ProfileDocuments:
         some still run after ``timeout`` seconds."""
         return self._worker.wait(self._scope.layout.root, None, timeout)
 
-    def list(self, *, limit: int | None = None, cursor: str | None = None) -> DocumentPage:
+    @planned
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Plan[DocumentPage]:
         """A page of documents (any status), oldest first: at most ``limit`` (default 50,
         at most 500); pass ``next_cursor`` back as ``cursor`` for the next page."""
-        return run_sync(plan_list(self._scope, limit=limit, cursor=cursor))
+        return plan_list(self._scope, limit=limit, cursor=cursor)
 
-    async def alist(self, *, limit: int | None = None, cursor: str | None = None
-                    ) -> DocumentPage:
-        """Async :meth:`list`."""
-        return await run_async(plan_list(self._scope, limit=limit, cursor=cursor))
+    alist = list.twin
 
+    @planned
     def search(self, query: str, *, limit: int | None = None
-               ) -> builtins.list[DocumentPassage]:
+               ) -> Plan[builtins.list[DocumentPassage]]:
         """Passages of ready documents best matching ``query`` (at most ``limit``, default
         5, at most 100), best first: by vector on a store with an index, else by BM25."""
-        return run_sync(plan_search(self._scope, query, limit=limit))
+        return plan_search(self._scope, query, limit=limit)
 
-    async def asearch(self, query: str, *, limit: int | None = None
-                      ) -> builtins.list[DocumentPassage]:
-        """Async :meth:`search`."""
-        return await run_async(plan_search(self._scope, query, limit=limit))
+    asearch = search.twin
 
     # -- deleting ----------------------------------------------------------------------------
 
-    def delete(self, document_id: str) -> bool:
+    @planned
+    def delete(self, document_id: str) -> Plan[bool]:
         """Delete a document: its text, record and passages; ``False`` if there was none."""
-        return run_sync(plan_delete(self._scope, document_id))
+        return plan_delete(self._scope, document_id)
 
-    async def adelete(self, document_id: str) -> bool:
-        """Async :meth:`delete`."""
-        return await run_async(plan_delete(self._scope, document_id))
+    adelete = delete.twin
 
-    def delete_session(self, session_id: str) -> int:
+    @planned
+    def delete_session(self, session_id: str) -> Plan[int]:
         """Delete the documents added with ``session_id``; returns how many."""
-        return run_sync(plan_delete_session(self._scope, session_id))
+        return plan_delete_session(self._scope, session_id)
 
-    async def adelete_session(self, session_id: str) -> int:
-        """Async :meth:`delete_session`."""
-        return await run_async(plan_delete_session(self._scope, session_id))
+    adelete_session = delete_session.twin

@@ -25,7 +25,7 @@ from langgraph.store.base import BaseStore
 
 from langmem_edge.memory.config import ReflectionConfig
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import run_async, run_sync
+from langmem_edge.memory.core.plans import Plan, planned
 from langmem_edge.memory.reflective.records import Goal, GoalStatus, Reflection
 from langmem_edge.memory.reflective.tier import (
     ReflectiveScope,
@@ -58,69 +58,59 @@ class ProfileReflective:
 
     # -- goals -------------------------------------------------------------------------------
 
-    def add_goal(self, title: str, *, steps: Sequence[str] = ()) -> Goal:
+    @planned
+    def add_goal(self, title: str, *, steps: Sequence[str] = ()) -> Plan[Goal]:
         """Set a new goal (status ``open``) with its steps; returns it."""
-        return run_sync(plan_add_goal(self.scope, title, steps))
+        return plan_add_goal(self.scope, title, steps)
 
-    async def aadd_goal(self, title: str, *, steps: Sequence[str] = ()) -> Goal:
-        """Async :meth:`add_goal`."""
-        return await run_async(plan_add_goal(self.scope, title, steps))
+    aadd_goal = add_goal.twin
 
+    @planned
     def update_goal(self, goal_id: str, *, status: GoalStatus | None = None,
-                    steps_done: Sequence[str] = (), note: str = "") -> Goal:
+                    steps_done: Sequence[str] = (), note: str = "") -> Plan[Goal]:
         """Mark steps done, note progress or set the status; the change joins the goal's
         history. Without ``status`` an ``open`` goal that progresses becomes
         ``progressed``."""
-        return run_sync(plan_update_goal(self.scope, goal_id, status=status,
-                                         steps_done=steps_done, note=note))
+        return plan_update_goal(self.scope, goal_id, status=status,
+                                         steps_done=steps_done, note=note)
 
-    async def aupdate_goal(self, goal_id: str, *, status: GoalStatus | None = None,
-                           steps_done: Sequence[str] = (), note: str = "") -> Goal:
-        """Async :meth:`update_goal`."""
-        return await run_async(plan_update_goal(self.scope, goal_id, status=status,
-                                                steps_done=steps_done, note=note))
+    aupdate_goal = update_goal.twin
 
-    def get_goal(self, goal_id: str) -> Goal | None:
+    @planned
+    def get_goal(self, goal_id: str) -> Plan[Goal | None]:
         """One goal with its history, or ``None``."""
-        return run_sync(plan_get_goal(self.scope, goal_id))
+        return plan_get_goal(self.scope, goal_id)
 
-    async def aget_goal(self, goal_id: str) -> Goal | None:
-        """Async :meth:`get_goal`."""
-        return await run_async(plan_get_goal(self.scope, goal_id))
+    aget_goal = get_goal.twin
 
-    def goals(self, *, status: GoalStatus | Sequence[GoalStatus] | None = None) -> list[Goal]:
+    @planned
+    def goals(self, *, status: GoalStatus | Sequence[GoalStatus] | None = None) -> Plan[list[Goal]]:
         """The profile's goals, oldest first (only those of ``status`` when given)."""
-        return run_sync(plan_goals(self.scope, status))
+        return plan_goals(self.scope, status)
 
-    async def agoals(self, *, status: GoalStatus | Sequence[GoalStatus] | None = None
-                     ) -> list[Goal]:
-        """Async :meth:`goals`."""
-        return await run_async(plan_goals(self.scope, status))
+    agoals = goals.twin
 
-    def delete_goal(self, goal_id: str) -> bool:
+    @planned
+    def delete_goal(self, goal_id: str) -> Plan[bool]:
         """Delete a goal and its history; ``False`` if there was none."""
-        return run_sync(plan_delete_goal(self.scope, goal_id))
+        return plan_delete_goal(self.scope, goal_id)
 
-    async def adelete_goal(self, goal_id: str) -> bool:
-        """Async :meth:`delete_goal`."""
-        return await run_async(plan_delete_goal(self.scope, goal_id))
+    adelete_goal = delete_goal.twin
 
     # -- reflections -------------------------------------------------------------------------
 
-    def reflections(self) -> list[Reflection]:
+    @planned
+    def reflections(self) -> Plan[list[Reflection]]:
         """The profile's reflections, oldest window first."""
-        return run_sync(plan_reflections(self.scope))
+        return plan_reflections(self.scope)
 
-    async def areflections(self) -> list[Reflection]:
-        """Async :meth:`reflections`."""
-        return await run_async(plan_reflections(self.scope))
+    areflections = reflections.twin
 
-    def export(self) -> dict[str, list[dict[str, Any]]]:
+    @planned
+    def export(self) -> Plan[dict[str, list[dict[str, Any]]]]:
         """Everything the tier holds for the profile as JSON-friendly dicts:
         ``{"goals": [...], "reflections": [...]}`` (learnings are memories: export those
         with the semantic tier)."""
-        return run_sync(plan_export(self.scope))
+        return plan_export(self.scope)
 
-    async def aexport(self) -> dict[str, list[dict[str, Any]]]:
-        """Async :meth:`export`."""
-        return await run_async(plan_export(self.scope))
+    aexport = export.twin

@@ -24,7 +24,7 @@ from langgraph.store.base import NOT_PROVIDED, BaseStore, NotProvided
 
 from langmem_edge.memory.config import WorkingConfig
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import run_async, run_sync
+from langmem_edge.memory.core.plans import Plan, planned
 from langmem_edge.memory.working.tier import (
     CallStatus,
     NotesMode,
@@ -66,136 +66,116 @@ class ProfileWorking:
         s = self._scope
         return ProfileWorking(s.store, s.layout, s.config, clock=clock)
 
-    def threads(self) -> list[str]:
+    @planned
+    def threads(self) -> Plan[list[str]]:
         """The threads the working tier holds anything for (notes, a task, turn rows),
         sorted."""
-        return run_sync(plan_threads(self._scope))
+        return plan_threads(self._scope)
 
-    async def athreads(self) -> list[str]:
-        """Async :meth:`threads`."""
-        return await run_async(plan_threads(self._scope))
+    athreads = threads.twin
 
     # -- working notes -----------------------------------------------------------------------
 
-    def get_context(self, thread: str) -> str:
+    @planned
+    def get_context(self, thread: str) -> Plan[str]:
         """The thread's working notes (``""`` when none)."""
-        return run_sync(plan_get_notes(self._scope, thread))
+        return plan_get_notes(self._scope, thread)
 
-    async def aget_context(self, thread: str) -> str:
-        """Async :meth:`get_context`."""
-        return await run_async(plan_get_notes(self._scope, thread))
+    aget_context = get_context.twin
 
+    @planned
     def set_context(self, thread: str, notes: str = "", *, mode: NotesMode = "replace"
-                    ) -> str:
+                    ) -> Plan[str]:
         """Replace (``mode="replace"``), add a line to (``"append"``) or clear (``"clear"``)
         the thread's working notes; returns the notes now."""
-        return run_sync(plan_set_notes(self._scope, thread, notes, mode))
+        return plan_set_notes(self._scope, thread, notes, mode)
 
-    async def aset_context(self, thread: str, notes: str = "", *,
-                           mode: NotesMode = "replace") -> str:
-        """Async :meth:`set_context`."""
-        return await run_async(plan_set_notes(self._scope, thread, notes, mode))
+    aset_context = set_context.twin
 
     # -- the ongoing task --------------------------------------------------------------------
 
+    @planned
     def set_ongoing_task(self, thread: str, description: str, *, steps: Sequence[str] = (),
-                         status: TaskStatus = "in_progress") -> OngoingTask:
+                         status: TaskStatus = "in_progress") -> Plan[OngoingTask]:
         """Set the thread's ongoing task (replacing any): a description, its steps and a
         status (pending, in_progress, blocked or done)."""
-        return run_sync(plan_set_task(self._scope, thread, description, steps, status))
+        return plan_set_task(self._scope, thread, description, steps, status)
 
-    async def aset_ongoing_task(self, thread: str, description: str, *,
-                                steps: Sequence[str] = (),
-                                status: TaskStatus = "in_progress") -> OngoingTask:
-        """Async :meth:`set_ongoing_task`."""
-        return await run_async(plan_set_task(self._scope, thread, description, steps, status))
+    aset_ongoing_task = set_ongoing_task.twin
 
-    def get_ongoing_task(self, thread: str) -> OngoingTask | None:
+    @planned
+    def get_ongoing_task(self, thread: str) -> Plan[OngoingTask | None]:
         """The thread's ongoing task, or ``None``."""
-        return run_sync(plan_get_task(self._scope, thread))
+        return plan_get_task(self._scope, thread)
 
-    async def aget_ongoing_task(self, thread: str) -> OngoingTask | None:
-        """Async :meth:`get_ongoing_task`."""
-        return await run_async(plan_get_task(self._scope, thread))
+    aget_ongoing_task = get_ongoing_task.twin
 
-    def clear_ongoing_task(self, thread: str) -> bool:
+    @planned
+    def clear_ongoing_task(self, thread: str) -> Plan[bool]:
         """Clear the thread's ongoing task; ``False`` if there was none."""
-        return run_sync(plan_clear_task(self._scope, thread))
+        return plan_clear_task(self._scope, thread)
 
-    async def aclear_ongoing_task(self, thread: str) -> bool:
-        """Async :meth:`clear_ongoing_task`."""
-        return await run_async(plan_clear_task(self._scope, thread))
+    aclear_ongoing_task = clear_ongoing_task.twin
 
     # -- turn records ------------------------------------------------------------------------
 
+    @planned
     def record_tool_call(self, thread: str, call_id: str, name: str,
                          args: dict[str, Any] | None, result_preview: str,
                          open_resources: Sequence[str] = (), *,
-                         status: CallStatus = "success") -> TurnRow:
+                         status: CallStatus = "success") -> Plan[TurnRow]:
         """Record one tool call of the thread's current turn (its own row: concurrent calls
         never lose each other's), in one write and no read. The preview is cut to
         ``preview_chars`` (3,000); a turn is cut to its newest ``max_turn_rows`` (40) when
         it is read; ``open_resources`` are ids of what the tool left open (a browser
         session, a file, a job); ``status`` is how the call ended (``"error"`` when its
         ``ToolMessage`` says so)."""
-        return run_sync(plan_record(self._scope, thread, call_id, name, args, result_preview,
-                                    open_resources, status))
+        return plan_record(self._scope, thread, call_id, name, args, result_preview,
+                                    open_resources, status)
 
-    async def arecord_tool_call(self, thread: str, call_id: str, name: str,
-                                args: dict[str, Any] | None, result_preview: str,
-                                open_resources: Sequence[str] = (), *,
-                                status: CallStatus = "success") -> TurnRow:
-        """Async :meth:`record_tool_call`."""
-        return await run_async(plan_record(self._scope, thread, call_id, name, args,
-                                           result_preview, open_resources, status))
+    arecord_tool_call = record_tool_call.twin
 
-    def unfinished_turn(self, thread: str) -> TurnRecord | None:
+    @planned
+    def unfinished_turn(self, thread: str) -> Plan[TurnRecord | None]:
         """The thread's unfinished turn, or ``None`` (none, finished, or expired: rows
         older than ``expire_after_seconds`` (24 h) are deleted when read)."""
-        return run_sync(plan_unfinished(self._scope, thread))
+        return plan_unfinished(self._scope, thread)
 
-    async def aunfinished_turn(self, thread: str) -> TurnRecord | None:
-        """Async :meth:`unfinished_turn`."""
-        return await run_async(plan_unfinished(self._scope, thread))
+    aunfinished_turn = unfinished_turn.twin
 
-    def thread_state(self, thread: str) -> ThreadState:
+    @planned
+    def thread_state(self, thread: str) -> Plan[ThreadState]:
         """The thread's notes, ongoing task and unfinished turn in one read (one store call
         while the thread holds fewer than 500 items): what a model call needs, for the
         price of one of :meth:`get_context`, :meth:`get_ongoing_task`,
         :meth:`unfinished_turn`."""
-        return run_sync(plan_thread_state(self._scope, thread))
+        return plan_thread_state(self._scope, thread)
 
-    async def athread_state(self, thread: str) -> ThreadState:
-        """Async :meth:`thread_state`."""
-        return await run_async(plan_thread_state(self._scope, thread))
+    athread_state = thread_state.twin
 
+    @planned
     def finish_turn(self, thread: str, *,
-                    seen: TurnRecord | None | NotProvided = NOT_PROVIDED) -> int:
+                    seen: TurnRecord | None | NotProvided = NOT_PROVIDED) -> Plan[int]:
         """Delete the thread's turn record (call it when the turn's final assistant message
         is saved); returns the rows deleted. ``seen``: the record as read (``thread_state``
         / ``unfinished_turn``) since the thread's last tool call, so nothing was recorded
         after it: its rows are deleted in one write without reading them again (``None``:
         there was none, nothing to do)."""
-        return run_sync(plan_finish(self._scope, thread, seen))
+        return plan_finish(self._scope, thread, seen)
 
-    async def afinish_turn(self, thread: str, *,
-                           seen: TurnRecord | None | NotProvided = NOT_PROVIDED) -> int:
-        """Async :meth:`finish_turn`."""
-        return await run_async(plan_finish(self._scope, thread, seen))
+    afinish_turn = finish_turn.twin
 
-    def sweep(self) -> int:
+    @planned
+    def sweep(self) -> Plan[int]:
         """Delete the expired turn rows of every thread of the profile (for stores without
         TTL); returns how many."""
-        return run_sync(plan_sweep(self._scope))
+        return plan_sweep(self._scope)
 
-    async def asweep(self) -> int:
-        """Async :meth:`sweep`."""
-        return await run_async(plan_sweep(self._scope))
+    asweep = sweep.twin
 
-    def delete_thread(self, thread: str) -> int:
+    @planned
+    def delete_thread(self, thread: str) -> Plan[int]:
         """Delete everything the working tier holds for ``thread``; returns items deleted."""
-        return run_sync(plan_delete_thread(self._scope, thread))
+        return plan_delete_thread(self._scope, thread)
 
-    async def adelete_thread(self, thread: str) -> int:
-        """Async :meth:`delete_thread`."""
-        return await run_async(plan_delete_thread(self._scope, thread))
+    adelete_thread = delete_thread.twin
