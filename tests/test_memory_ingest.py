@@ -75,13 +75,14 @@ def test_messages_channel_with_a_model(store: BaseStore) -> None:
     AgentMemory(store).profile("p").ingest(CONVERSATION, session_id="s1")  # rule extraction
     model = judge_model(answer="Singapore")
     p = AgentMemory(store, model=model).profile("p")
-    res = p.recall("I live in Singapore", thinking_level="medium")
+    res = p.recall("I live in Singapore")  # the default thinking level, medium
     kinds = {c.source_type for c in res.candidates}
     assert kinds == {"memory", "message"}
     msg = next(c for c in res.candidates if c.source_type == "message")
     assert "messages" in msg.breakdown.channels and msg.message is not None
     assert res.answer == "Singapore"
-    low = p.recall("I live in Singapore", thinking_level="low")
+    low = AgentMemory(store, model=model, config={"recall": {"thinking_level": "low"}}
+                      ).profile("p").recall("I live in Singapore")
     assert {c.source_type for c in low.candidates} == {"memory"}
 
 

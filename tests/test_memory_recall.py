@@ -19,10 +19,13 @@ from test_memory_support import (  # noqa: F401 - fixtures
     texts,
 )
 
-from langmem_edge.errors import InvalidInputError, LimitExceededError
+from langmem_edge.errors import ConfigurationError, InvalidInputError, LimitExceededError
 from langmem_edge.memory import AgentMemory
 from langmem_edge.memory.core.dates import find_window
 from langmem_edge.memory.semantic.scoring import recency, relevance
+
+LOW = {"recall": {"thinking_level": "low"}}
+"""A memory that recalls at the low thinking level (no model channel unless asked)."""
 
 
 def test_fused_channels_and_score_breakdown(memory: AgentMemory) -> None:
@@ -109,9 +112,9 @@ def test_fill_prefers_often_used_memories(memory: AgentMemory) -> None:
 
 def test_nothing_matches_gives_an_empty_answer(store: BaseStore) -> None:
     model = judge_model()
-    p = AgentMemory(store, model=model).profile("p")
+    p = AgentMemory(store, model=model, config=LOW).profile("p")
     p.remember("Owns a red bicycle")
-    res = p.recall("quantum chromodynamics lecture", thinking_level="low")
+    res = p.recall("quantum chromodynamics lecture")
     assert (res.count, res.answer, res.candidates) == (0, "", [])
     assert calls_of(model, "using only the memories") == []
     empty = AgentMemory(store).profile("empty").recall("anything")
@@ -121,11 +124,11 @@ def test_nothing_matches_gives_an_empty_answer(store: BaseStore) -> None:
 def test_the_model_answers_from_matched_memories_only(store: BaseStore) -> None:
     """The fill's memories matched nothing: a model given them joined an unrelated fact."""
     model = judge_model(answer="a green tractor")
-    p = AgentMemory(store, model=model).profile("p")
+    p = AgentMemory(store, model=model, config=LOW).profile("p")
     p.remember("Drives a green tractor")
     for i in range(3):
         p.remember(f"Unrelated note number {i}")
-    res = p.recall("green tractor", limit=4, thinking_level="low")
+    res = p.recall("green tractor", limit=4)
     assert res.count == 4 and sum(c.matched for c in res.candidates) == 1
     (answer_call,) = calls_of(model, "using only the memories")
     shown = "\n".join(str(m.content) for m in answer_call)
@@ -197,9 +200,10 @@ def test_thinking_levels_with_a_model(store: BaseStore) -> None:
     model = judge_model(hyde="The user adopted a dog called Rex", answer="Rex")
     p = AgentMemory(store, model=model).profile("p")
     p.remember("Adopted a dog called Rex last spring")
-    low = p.recall("what is the name of my pet?", thinking_level="low", fill=False)
+    low = AgentMemory(store, model=model, config=LOW).profile("p").recall(
+        "what is the name of my pet?", fill=False)
     assert calls_of(model, "memory note") == []
-    medium = p.recall("what is the name of my pet?", thinking_level="medium", fill=False)
+    medium = p.recall("what is the name of my pet?", fill=False)  # medium: the default
     assert len(calls_of(model, "memory note")) == 1
     assert low.count == 0  # nothing shares words or meaning with the raw query
     assert medium.count == 1 and "hyde" in medium.candidates[0].breakdown.channels
@@ -216,8 +220,8 @@ def test_use_model_false_makes_no_model_call_and_true_adds_hyde_at_low(store: Ba
     off = p.recall("dog Rex", use_model=False, fill=False)
     assert model.calls == []
     assert off.count == 2 and off.answer.splitlines() == texts(off)
-    on = p.recall("what is the name of my pet?", thinking_level="low", use_model=True,
-                  fill=False)
+    on = AgentMemory(store, model=model, config=LOW).profile("p").recall(
+        "what is the name of my pet?", use_model=True, fill=False)
     assert len(calls_of(model, "memory note")) == 1  # HyDE at low, since asked
     assert on.answer == "Rex"
     with pytest.raises(InvalidInputError, match="use_model"):
@@ -298,8 +302,8 @@ def test_recall_validation(memory: AgentMemory) -> None:
     p = memory.profile("p")
     with pytest.raises(InvalidInputError):
         p.recall("")
-    with pytest.raises(InvalidInputError):
-        p.recall("x", thinking_level="extreme")
+    with pytest.raises(ConfigurationError, match="thinking_level"):
+        AgentMemory(memory.store, config={"recall": {"thinking_level": "extreme"}})
     with pytest.raises(InvalidInputError):
         p.recall("x", scorer="magic")
     with pytest.raises(LimitExceededError):

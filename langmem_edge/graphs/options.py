@@ -75,11 +75,10 @@ class MemoryOptions:
         if not _is_int(self.documents) or self.documents < 0:
             raise ConfigurationError(
                 f"documents must be an integer >= 0 (0: off), got {self.documents!r}")
+        budget = self.compaction_budget_tokens  # None: compaction off
         for name, value in (("recall_budget_tokens", self.recall_budget_tokens),
                             ("recall_limit", self.recall_limit),
-                            ("compaction_budget_tokens", self.compaction_budget_tokens)):
-            if value is None and name == "compaction_budget_tokens":
-                continue
+                            ("compaction_budget_tokens", 1 if budget is None else budget)):
             if not _is_int(value) or value < 1:
                 raise ConfigurationError(f"{name} must be an integer >= 1, got {value!r}")
         if self.trim_state and self.compaction_budget_tokens is None:

@@ -176,8 +176,8 @@ class Profile(EpisodicMethods, ContactMethods):
         before its chunk (``semantic/bulk.py``).
         """
         return plan_remember_many(self._ctx, items, source=source, writer=writer,
-                                           contact=contact, session_id=session_id,
-                                           verify=verify)
+                                  contact=contact, session_id=session_id,
+                                  verify=verify)
 
     aremember_many = remember_many.twin
 
@@ -195,7 +195,6 @@ class Profile(EpisodicMethods, ContactMethods):
         tags: Sequence[str] = (),
         scorer: str = "rrf",
         reference_date: datetime | str | float | None = None,
-        thinking_level: str | None = None,
         session_id: str | None = None,
         fill: bool | None = None,
         use_model: bool | None = None,
@@ -211,17 +210,17 @@ class Profile(EpisodicMethods, ContactMethods):
             tags: Tags the composite scorer matches.
             scorer: ``"rrf"`` (fused channels) or ``"composite"``.
             reference_date: Anchor of relative dates in the query ("last week"); default now.
-            thinking_level: ``low`` / ``medium`` / ``high``: deeper channels; with a model,
-                medium and high add the HyDE and raw-message channels.
             session_id: The current session: tasks of other sessions rank lower.
             fill: Override the relevance fill switch.
-            use_model: Whether recall may call the memory's model. ``None`` (default): the
-                thinking level decides the HyDE and message channels, and a model writes the
-                answer; ``False``: no model call (no model channels, the answer is the top
-                memories joined); ``True``: the model channels at every level.
+            use_model: The one knob for the memory's model in recall. ``None`` (default):
+                the HyDE and raw-message channels run when the memory's thinking level
+                (``RecallConfig.thinking_level``: low, medium (default) or high, which also
+                sets each channel's depth) is medium or high, and the model writes the answer;
+                ``False``: no model call (no model channels, the answer is the top memories
+                joined); ``True``: the model channels at every level.
         """
         req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
-                            tags=tags, scorer=scorer, thinking_level=thinking_level,
+                            tags=tags, scorer=scorer,
                             reference_date=to_utc(reference_date, "reference_date"),
                             session_id=session_id, fill=fill, as_of=None,
                             use_model=use_model)
@@ -252,8 +251,8 @@ class Profile(EpisodicMethods, ContactMethods):
         (``for m in profile.list()``).
         """
         return plan_list(self._ctx, kind=kind, limit=limit, cursor=cursor,
-                                  status=status, contact=contact, writer=writer,
-                                  session_id=session_id, newest_first=newest_first)
+                         status=status, contact=contact, writer=writer,
+                         session_id=session_id, newest_first=newest_first)
 
     alist = list.twin
 
@@ -426,7 +425,7 @@ class Profile(EpisodicMethods, ContactMethods):
         in the background.
         """
         return self._ingest_plan(messages, session_id, contact, writer, strict,
-                                          extract)
+                                 extract)
 
     aingest = ingest.twin
 
@@ -487,6 +486,6 @@ class Profile(EpisodicMethods, ContactMethods):
         a reflection, goal updates and learnings (confidence 0.85); with ``model`` (default
         the memory's) by structured output, without one by the documented rules."""
         return plan_reflect(self._ctx, self._episodic_config, model or self._ctx.model,
-                                     now=to_utc(now, "now"))
+                            now=to_utc(now, "now"))
 
     areflect = reflect.twin

@@ -97,13 +97,12 @@ class ProfileView:
         tags: Sequence[str] = (),
         scorer: str = "rrf",
         reference_date: datetime | str | float | None = None,
-        thinking_level: str | None = None,
         session_id: str | None = None,
         fill: bool | None = None,
     ) -> Plan[RecallResult]:
         """:meth:`Profile.recall` as of the view's moment."""
         req = RecallRequest(query=query, limit=limit, contact=contact, kind=kind, writer=writer,
-                            tags=tags, scorer=scorer, thinking_level=thinking_level,
+                            tags=tags, scorer=scorer,
                             reference_date=to_utc(reference_date, "reference_date"),
                             session_id=session_id, fill=fill, as_of=self.timestamp)
         return plan_recall(self._ctx, req)
@@ -133,7 +132,7 @@ class ProfileView:
         """The memories valid at the view's moment, paged like :meth:`Profile.list`
         (``status`` is ignored: validity at the moment decides)."""
         return self._list_plan(kind, limit, cursor, status, contact, writer,
-                                        session_id, newest_first)
+                               session_id, newest_first)
 
     alist = list.twin
 

@@ -176,14 +176,14 @@ def test_remember(rig: Rig, text: Any, key: Any, kind: Any, confidence: Any, tag
 
 @SETTINGS
 @given(query=SCALARS, limit=st.one_of(st.none(), st.integers(-5, 1000)), kind=SCALARS,
-       scorer=SCALARS, contact=SCALARS, thinking_level=SCALARS, cursor=SCALARS,
+       scorer=SCALARS, contact=SCALARS, use_model=SCALARS, cursor=SCALARS,
        list_limit=st.one_of(st.none(), st.integers(-5, 1000)))
 def test_recall_and_list_cursors(rig: Rig, query: Any, limit: Any, kind: Any, scorer: Any,
-                                 contact: Any, thinking_level: Any, cursor: Any,
+                                 contact: Any, use_model: Any, cursor: Any,
                                  list_limit: Any) -> None:
     attempt(rig, "recall", rig.profile.recall,
             {"query": query, "limit": limit, "kind": kind, "scorer": scorer,
-             "contact": contact, "thinking_level": thinking_level}, writes=False)
+             "contact": contact, "use_model": use_model}, writes=False)
     attempt(rig, "list", rig.profile.list, {"cursor": cursor, "limit": list_limit},
             writes=False)
 

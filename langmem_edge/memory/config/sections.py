@@ -307,8 +307,10 @@ class RecallConfig(_Section):
     """BM25 b (0.75)."""
     at_depth_factor: int = Field(default=AT_DEPTH_FACTOR, ge=1)
     """Deeper search for ``at(ts)`` (3)."""
-    default_thinking_level: Literal["low", "medium", "high"] = "medium"
-    """Thinking level when a recall does not choose one."""
+    thinking_level: Literal["low", "medium", "high"] = "medium"
+    """How deep recall searches: each channel's depth (``depth``), and with a model, medium
+    and high add the HyDE and raw-message channels (``recall(use_model=...)`` overrides
+    that)."""
 
     @field_validator("weights", mode="before")
     @classmethod

@@ -61,13 +61,14 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
 
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.layout import GENERATION_KEY, ProfileLayout
 from langmem_edge.memory.core.plans import Call, Plan, StoreStep
+from langmem_edge.memory.core.stores import NearestKeys
 from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
 from langmem_edge.memory.episodic.recall import message_day
@@ -419,8 +420,9 @@ def nearest_messages_plan(
     out of this call; the next call's sync reads it."""
     ask = depth + depth // 4 + 5
     while True:
-        found = yield Call(store.nearest_keys, store.anearest_keys,  # type: ignore[attr-defined]
-                           (prefix, query), {"limit": ask})
+        found = yield Call(cast(NearestKeys, store).nearest_keys,
+                           cast(NearestKeys, store).anearest_keys, (prefix, query),
+                           {"limit": ask})
         hits = [(h.key, float(h.score)) for h in found if index.admits(h.namespace, h.key, flt)]
         if len(hits) >= depth or len(found) < ask or ask >= len(index):
             return hits[:depth]

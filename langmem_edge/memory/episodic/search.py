@@ -24,11 +24,12 @@ until they are written again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langgraph.store.base import GetOp, Item, SearchOp
 
 from langmem_edge.memory.core.plans import Call, Plan, StoreStep
+from langmem_edge.memory.core.stores import KeywordSearch
 from langmem_edge.memory.episodic.extraction import StoredMessage
 from langmem_edge.memory.episodic.recall import hybrid_ranking_plan, message_day, stands_alone
 
@@ -79,7 +80,8 @@ def _store_ranking(tier: EpisodicTier, query: str, prefix: tuple[str, ...],
     score)``. The profile is the prefix's; a filter beyond it (contact, role) goes to the
     store."""
     extra = {k: v for k, v in flt.items() if k != "profile"}
-    hits = yield Call(tier.store.keyword_search, tier.store.akeyword_search,  # type: ignore[attr-defined]
+    store = cast(KeywordSearch, tier.store)
+    hits = yield Call(store.keyword_search, store.akeyword_search,
                       (prefix, query), {"limit": limit, "filter": flt if extra else None,
                                         "field_weights": weights})
     return [(tuple(h.namespace), h.key, float(h.score)) for h in hits

@@ -34,7 +34,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
@@ -176,8 +176,8 @@ def plan_write_records(
         # one; the others keep theirs (their text is unchanged)
         items = [(layout.memories, v["id"], v) if v.get("embedding_status") == "complete"
                  else (layout.memories, v["id"], v, False) for v, _ in rewrites]
-        done = yield Call(store.put_existing, store.aput_existing,  # type: ignore[attr-defined]
-                          (items,))
+        rewriting = cast(PutExisting, store)
+        done = yield Call(rewriting.put_existing, rewriting.aput_existing, (items,))
         gone = [v["id"] for (v, _), ok in zip(rewrites, done, strict=True) if not ok]
     elif rewrites:  # a deletion whose tombstone we do not see now comes after our put
         ids = [v["id"] for v, _ in rewrites]

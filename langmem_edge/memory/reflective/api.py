@@ -72,7 +72,7 @@ class ProfileReflective:
         history. Without ``status`` an ``open`` goal that progresses becomes
         ``progressed``."""
         return plan_update_goal(self.scope, goal_id, status=status,
-                                         steps_done=steps_done, note=note)
+                                steps_done=steps_done, note=note)
 
     aupdate_goal = update_goal.twin
 

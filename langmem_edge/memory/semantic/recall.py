@@ -34,7 +34,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import GetOp, SearchOp
 
@@ -43,6 +43,7 @@ from langmem_edge.memory.config import MemoryConfig
 from langmem_edge.memory.core.dates import DateWindow, find_window, iso_to_epoch
 from langmem_edge.memory.core.models import message_text
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
+from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys
 from langmem_edge.memory.core.validate import check_optional_name, check_text
 from langmem_edge.memory.index.profile_index import Admissible, ProfileIndex, ended_at
 from langmem_edge.memory.index.store_io import (
@@ -73,7 +74,6 @@ __all__ = ["RecallRequest", "keyword_channel", "plan_count_access", "plan_lookup
 
 logger = logging.getLogger(__name__)
 
-THINKING_LEVELS = ("low", "medium", "high")
 SCORERS = ("rrf", "composite")
 
 
@@ -142,9 +142,7 @@ def _check(ctx: ProfileContext, req: RecallRequest) -> RecallRequest:
     cfg = ctx.config
     check_text(req.query, "query", cfg.limits.max_text_chars)
     limit = _check_limit(req.limit, cfg.recall.limit, cfg.limits.max_list_page)
-    level = req.thinking_level or cfg.recall.default_thinking_level
-    if level not in THINKING_LEVELS:
-        raise InvalidInputError(f"thinking_level must be one of {THINKING_LEVELS}, got {level!r}")
+    level = req.thinking_level or cfg.recall.thinking_level
     if req.scorer not in SCORERS:
         raise InvalidInputError(f"scorer must be one of {SCORERS}, got {req.scorer!r}")
     kinds = req.kind
@@ -236,8 +234,9 @@ def _plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
     ``vector_min_score``."""
     floor = ctx.config.recall.vector_min_score
     ask = depth + depth // 4 + 5
+    near = cast(NearestKeys, ctx.store)
     while True:
-        found = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
+        found = yield Call(near.nearest_keys, near.anearest_keys,
                            (ctx.layout.memories, text), {"limit": ask})
         hits = [(h.key, float(h.score)) for h in found
                 if h.score >= floor and h.namespace == ctx.layout.memories and accept(h.key)]
@@ -262,7 +261,8 @@ def _plan_store_candidates(ctx: ProfileContext, req: RecallRequest,
     out: dict[str, list[tuple[str, float]]] = {}
     for label, text in vector_texts:
         try:
-            found = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
+            near = cast(NearestKeys, ctx.store)
+            found = yield Call(near.nearest_keys, near.anearest_keys,
                                (layout.memories, text), {"limit": ask})
             out[label] = [(h.key, float(h.score)) for h in found
                           if h.namespace == layout.memories
@@ -270,7 +270,8 @@ def _plan_store_candidates(ctx: ProfileContext, req: RecallRequest,
         except Exception as e:
             logger.warning("vector search failed (%s); channel %s skipped", e, label)
     if ctx.config.recall.keyword_source == "local":
-        found = yield Call(ctx.store.keyword_search, ctx.store.akeyword_search,  # type: ignore[attr-defined]
+        ranked = cast(KeywordSearch, ctx.store)
+        found = yield Call(ranked.keyword_search, ranked.akeyword_search,
                            (layout.memories, req.query), {"limit": ask})
         out["keyword"] = [(h.key, float(h.score)) for h in found
                           if h.namespace == layout.memories]

@@ -35,7 +35,7 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 from langmem_edge.memory.config import VerificationConfig
 from langmem_edge.memory.core.models import structured_runnable
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
+from langmem_edge.memory.core.stores import NearestKeys
 from langmem_edge.memory.records import MemoryRecord
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.retrieval.text import default_analyzer
@@ -227,7 +228,8 @@ def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable
     found: list[tuple[str, float, dict[str, Any]]] = []
     try:
         if ctx.nearest:
-            hits = yield Call(ctx.store.nearest_keys, ctx.store.anearest_keys,  # type: ignore[attr-defined]
+            near = cast(NearestKeys, ctx.store)
+            hits = yield Call(near.nearest_keys, near.anearest_keys,
                               (ctx.layout.memories, record.text),
                               {"limit": cfg.search_limit * 4 + 5})
             values = ctx.index.values

@@ -131,7 +131,7 @@ class ProfileWorking:
         session, a file, a job); ``status`` is how the call ended (``"error"`` when its
         ``ToolMessage`` says so)."""
         return plan_record(self._scope, thread, call_id, name, args, result_preview,
-                                    open_resources, status)
+                           open_resources, status)
 
     arecord_tool_call = record_tool_call.twin
 
