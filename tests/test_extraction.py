@@ -150,7 +150,7 @@ def test_candidate_without_a_verdict_is_dropped() -> None:
             ]
         }
 
-    out = extract(ScriptedChatModel(respond=respond), msgs(2))
+    out = extract(ScriptedChatModel(respond=respond), msgs(2, said=" A B "))
     assert [m.text for m in out] == ["B"]
 
 

@@ -25,7 +25,8 @@ TRUE = ["The user's name is Sam.", "The user lives in Lisbon.",
         "The user has a dentist appointment on Friday."]
 INVENTED = {"The user is 25 years old.": "number '25'",
             "The user lives in Portugal.": "name 'Portugal'",
-            "The user's street is Euzaiba.": "name 'Euzaiba'"}
+            "The user's street is Euzaiba.": "name 'Euzaiba'",
+            "Portugal is where the user lives.": "name 'Portugal'"}
 FAST = {"episodic": {"retry_wait_initial": 0.0, "retry_wait_max": 0.0}}
 
 
@@ -50,7 +51,9 @@ def _texts(result: Any) -> set[str]:
 @pytest.mark.parametrize(("text", "problem"), [
     *[(t, None) for t in TRUE],
     *[(t, why) for t, why in INVENTED.items()],
-    ("User's name is Sam. Sam lives in Lisbon.", None),  # sentence starts are not names
+    ("User's name is Sam. Sam lives in Lisbon.", None),  # said, at a sentence start too
+    ("The user lives in Lisbon. Euzaiba is the street.", "name 'Euzaiba'"),
+    ("The user lives in Lisbon. They see a dentist on Friday.", None),  # a stopword starts
     ("The user's dentist is Dr Costa.", "name 'Dr'"),
     ('The user calls the dentist "the tooth man".', "quoted value 'the tooth man'"),
     ("The user has 2 appointments.", "number '2'"),

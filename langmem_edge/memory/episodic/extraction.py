@@ -426,9 +426,15 @@ class ExtractionStats(BaseModel):
         self.dropped[text] = reason
 
 
+IMPERATIVE_FACT_TYPES = frozenset({"instruction", "skill", "task"})
+"""Fact types often written as a command ("Always answer in German.", "Renew the passport."):
+their first word is a verb, not a name, so the grounding check skips sentence starts."""
+
+
 def _grounded(unit: Unit, cand: MemoryCandidate, stats: ExtractionStats) -> bool:
     sources = [f"{m.ts.date().isoformat()} {m.content}" for m in (*unit.context, *unit.messages)]
-    problem = grounding_problem(cand.text, sources)
+    problem = grounding_problem(
+        cand.text, sources, sentence_starts=cand.fact_type not in IMPERATIVE_FACT_TYPES)
     if problem is not None:
         stats.drop(cand.text, f"not grounded: {problem}")
     return problem is None

@@ -6,8 +6,11 @@ itself. :func:`grounding_problem` is the check extraction runs on every model ca
 before anything else: every *specific* of the candidate must occur in the messages it was
 extracted from (the unit's messages, their dates included, as the model saw them):
 
-- **names**: capitalised words not at a sentence start ("Lisbon", "Friday", "Acme"), compared
-  case-insensitively, possessive ``'s`` dropped, as the word or its Snowball stem;
+- **names**: capitalised words ("Lisbon", "Friday", "Acme"; at a sentence start too, unless a
+  stopword: "Portugal is where the user lives." is checked, "They ..." is not; extraction
+  skips sentence starts for instructions and tasks, whose first word is a verb: "Renew the
+  passport."), compared case-insensitively, possessive ``'s`` dropped, as the word or its
+  Snowball stem;
 - **numbers**: digit runs ("25", "2023-04-01" is 2023, 4 and 1), compared as values, found
   in the messages as digits, as number words ("twenty-five", "twenty five", "a dozen" is not),
   as a month name (March is 3) or in a message's date;
@@ -16,6 +19,12 @@ extracted from (the unit's messages, their dates included, as the model saw them
 
 "The user", "user's", "the assistant" and the pronoun "I" are never names: the messages say
 "I" and "my" where a memory says "the user".
+
+Measured on LoCoMo's 1,210 annotated observations of the five development conversations, as a
+memory would phrase them (``benchmarks/grounding_check.py``): 10 true facts dropped against
+their session's messages (0.8 %: names the annotators knew from other sessions, a weekday
+resolved from "last week", a title said differently), and every made-up number, place and
+sentence-start name caught (1,200 / 1,200 / 1,165).
 
 It cannot see: a wrong relation between words that were all said ("Sam lives in Lisbon" from
 "Sam visited; I live in Lisbon"), a negation lost ("likes" for "doesn't like"), lowercase
@@ -31,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from langmem_edge.retrieval.text import default_analyzer
+from langmem_edge.retrieval.text import ENGLISH_STOPWORDS, default_analyzer
 
 __all__ = ["grounding_problem", "number_values"]
 
@@ -79,17 +88,20 @@ def _phrase(text: str) -> str:
     return " ".join(w.lower() for w in _WORD.findall(text))
 
 
-def grounding_problem(text: str, sources: Iterable[str]) -> str | None:
+def grounding_problem(text: str, sources: Iterable[str], *,
+                      sentence_starts: bool = True) -> str | None:
     """Why ``text`` is not grounded in ``sources`` (the first name, number or quoted value of
     it that no source states), or ``None`` when everything it names was said (see the module
-    docstring for what counts)."""
+    docstring for what counts). ``sentence_starts=False`` skips every capitalised word that
+    starts a sentence (the check before ``benchmarks/grounding_check.py`` measured both)."""
     source = "\n".join(sources)
     words = {_possessive(w) for w in _WORD.findall(source)}
     stems = set(default_analyzer().terms(source))
     for match in _NAME.finditer(text):
-        if _SENTENCE_START.search(text[:match.start()]):
-            continue
         name = _possessive(match.group(0))
+        if _SENTENCE_START.search(text[:match.start()]) and (
+                not sentence_starts or name in ENGLISH_STOPWORDS):
+            continue
         if name in _NOT_NAMES or name in words:
             continue
         terms = default_analyzer().terms(name)
