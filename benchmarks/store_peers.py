@@ -26,7 +26,9 @@ them alike:
 - filtered search with a query (``filter={"kind": ...}``, one kind in four), k=10, and recall;
 - listing (search without a query), first page and tenth page (``offset=90``) of 10;
 - ``list_namespaces()``;
-- a single ``put`` of a new item into a populated namespace (the exact answers follow it).
+- a single ``put`` of a new item into a populated namespace (the exact answers follow it);
+- after the rounds, ``--threads`` threads (8) sharing each store in turn for
+  ``--thread-seconds`` (20): 60 % ``get``, 30 % vector search, 10 % ``put``, as ops/s.
 
 Ratios are time / PostgresStore's time in the same run (SqliteStore's with ``--no-postgres``).
 The load average is printed before and after. PostgresStore's searches run with
@@ -60,6 +62,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -368,6 +371,41 @@ def measure(stores: dict[str, BaseStore], order: list[str], cases: list[tuple],
                     record[name][figure + "_recall"].append(check(case, result))
 
 
+def threaded(store: BaseStore, cases: list[tuple], puts: list[tuple], threads: int,
+             seconds: float) -> tuple[float, int]:
+    """ops/s of ``threads`` threads sharing ``store`` for ``seconds``: each op a ``get`` (60 %),
+    a vector search k=10 (30 %) or a ``put`` of a new item (10 %), cases drawn at random;
+    and the number of ops that raised (counted, not retried)."""
+    start = time.perf_counter()
+    stop = start + seconds
+    done = [0] * threads
+    failed = [0] * threads
+
+    def work(t: int) -> None:
+        rng = random.Random(t)
+        mine = puts[t::threads]
+        while time.perf_counter() < stop:
+            ns, query, _, key = rng.choice(cases)
+            draw = rng.random()
+            try:
+                if draw < 0.6:
+                    store.get(ns, key)
+                elif draw < 0.9 or not mine:
+                    store.search(ns, query=query, limit=K)
+                else:
+                    store.put(*mine.pop())
+            except Exception:
+                failed[t] += 1
+            done[t] += 1
+
+    pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return sum(done) / (time.perf_counter() - start), sum(failed)
+
+
 # --- the run ------------------------------------------------------------------------------
 
 FIGURES = (
@@ -443,6 +481,20 @@ def run(args: argparse.Namespace) -> None:
                 truth.add(ns, key, value["kind"], embed.vector(value["text"]))
             if not warm:
                 print(f"  round {rnd}/{args.rounds} done", flush=True)
+        rates_threaded: dict[str, str] = {}
+        if args.threads:
+            qrng = random.Random(args.seed + 99)
+            cases = [(namespaces[qrng.randrange(args.namespaces)], q, "",
+                      f"item{qrng.randrange(args.items)}")
+                     for q in queries_per_round[-1]]
+            for name in names:
+                puts = [(namespaces[qrng.randrange(args.namespaces)], f"thr-{name[:6]}-{i}",
+                         make_value(qrng, i, prefix="thr-")) for i in range(4000)]
+                embed.prepare([v["text"] for _, _, v in puts])
+                ops, failed = threaded(stores[name], cases, puts, args.threads,
+                                       args.thread_seconds)
+                rates_threaded[name] = f"{ops:,.0f}" + (f" ({failed} failed)" if failed else "")
+                print(f"  {args.threads} threads on {name}: {ops:,.0f} ops/s", flush=True)
     load_after = os.getloadavg()
 
     base = "PostgresStore" if "PostgresStore" in samples else next(
@@ -467,6 +519,9 @@ def run(args: argparse.Namespace) -> None:
         rows.append(row)
     rows.append(["load, items/s (batches of "f"{args.batch})",
                  *(f"{rates[n]:,.0f}" for n in samples)])
+    if rates_threaded:
+        rows.append([f"{args.threads} threads, mixed get/search/put, ops/s",
+                     *(rates_threaded.get(n, "-") for n in samples)])
     pg_note = ""
     if "PostgresStore" in samples:
         pg_note = (f"; PostgresStore: HNSW m={args.pg_m}, ef_construction="
@@ -494,6 +549,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500,
                         help="puts per batch when loading (default 500)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=8,
+                        help="threads of the mixed figure, after the rounds (0: skip; "
+                             "default 8)")
+    parser.add_argument("--thread-seconds", type=float, default=20.0,
+                        help="how long the threads run on each store (default 20)")
     parser.add_argument("--server", action="store_true",
                         help="also ChromaStore.from_url on a throwaway `chroma run`")
     parser.add_argument("--no-postgres", action="store_true",
