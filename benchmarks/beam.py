@@ -20,7 +20,7 @@ averaged), per question type and overall, for
   BM25Index`, k1 1.2, b 0.75) over each raw message's text;
 - ``dense``: cosine of all-MiniLM-L6-v2 (``default_embeddings()``, int8 ONNX) between the
   question and each raw message's text (the model reads its first 256 word pieces);
-- ``recall_conversation``: ``Profile.recall_conversation(q, scope="all", limit=10)`` with
+- ``recall_conversation``: ``profile.episodic.search(q, scope="all", limit=10)`` with
   library defaults, on an ``AgentMemory`` over an ``InMemoryStore`` indexed with
   ``default_embeddings()`` (the recall path is the same on ``ChromaStore``), after
   ``Profile.ingest(batch, session_id=..., extract=False)`` of each BEAM batch as a session
@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 started = time.perf_counter()
                 kept, recall.ALONE_CHARS = recall.ALONE_CHARS, alone
                 try:
-                    found = prof.recall_conversation(question, scope="all", limit=k_max)
+                    found = prof.episodic.search(question, scope="all", limit=k_max)
                 finally:
                     recall.ALONE_CHARS = kept
                 seconds[name] += time.perf_counter() - started

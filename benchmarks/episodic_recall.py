@@ -105,7 +105,7 @@ def main() -> None:
                             profile = memory.profile(f"user:{size}")
                             before = sum(CHROMA_CALLS.values())
                             start = time.perf_counter()
-                            profile.recall_conversation(query)
+                            profile.episodic.search(query)
                             samples.setdefault((name, mode, size), []).append(
                                 (time.perf_counter() - start) * 1000)
                             calls.setdefault((name, mode, size), []).append(

@@ -26,7 +26,7 @@ The in-process figures use the library's own analyser, BM25 index and fusion
 (:mod:`langmem_edge.retrieval`) with exact cosine. ``--store`` then runs the winning
 plain-hybrid configuration through the public API (``ChromaStore.search`` on items as a user
 writes them, ``limit=10``: the user path (a)) and ``--profile`` runs
-``Profile.recall_conversation`` on messages ingested with ``add_messages`` (path (b));
+``profile.episodic.search`` on messages ingested with ``add_messages`` (path (b));
 :mod:`locomo_paths` holds both.
 
 Embeddings are cached under ``/tmp/langmem_edge_bench`` by model and text hash
@@ -425,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--store", action="store_true",
                         help="also run path (a): ChromaStore.search with the CV choices")
     parser.add_argument("--profile", action="store_true",
-                        help="also run path (b): Profile.recall_conversation")
+                        help="also run path (b): profile.episodic.search")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--skip", action="append", default=[],
                         help="leave out the rows whose name contains this (repeatable)")

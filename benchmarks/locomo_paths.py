@@ -5,7 +5,7 @@
     ``"[<session date>] <speaker>: <text>"`` (+ ``" [shares <caption>]"``), ``context`` = the
     two turns before and after in the same session, both in ``index["fields"]``, the store
     opened with ``ranking="hybrid"`` and a :class:`HybridConfig`.
-(b) ``Profile.recall_conversation(question, scope="all", limit=10)`` after
+(b) ``profile.episodic.search(question, scope="all", limit=10)`` after
     ``Profile.ingest`` of each session's turns as messages (speaker A as ``user``, B as
     ``assistant``, the speaker's name as ``name``, the session date as ``timestamp``), on an
     ``AgentMemory`` over a ``ChromaStore`` (vector ranking, ``fields=["text"]``), no model.
@@ -269,7 +269,7 @@ def profile_path(
     convs: Sequence[Conversation], vectors: VectorCache, *, modes: Sequence[str] = MODES,
     extract: bool = True, bare_text: bool = False,
 ) -> dict[str, Any]:
-    """Path (b): ``Profile.recall_conversation`` on ingested messages, in each mode
+    """Path (b): ``profile.episodic.search`` on ingested messages, in each mode
     (:data:`MODES`), all measured in this run over the same store. ``extract=False`` stores
     the messages with the profile's episodic tier's ``add_messages`` (no memory extraction:
     the same messages, much faster to write). Latency is per call, query embedding included;
@@ -316,7 +316,7 @@ def profile_path(
                     if mode in ("semantic", "keyword"):
                         kwargs["mode"] = mode
                     t0 = time.perf_counter()
-                    found = profile.recall_conversation(q.text, **kwargs)
+                    found = profile.episodic.search(q.text, **kwargs)
                     (firsts if i == 0 else times).append(time.perf_counter() - t0)
                     ranked = [backs[conv.sample_id].get(m.id, "") for m in found]
                     rows.append(_row(q.category, ranked, q.evidence))
@@ -375,14 +375,14 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
             if with_bare:
                 bare._episodic().add_messages(messages, f"session_{s}")
         texts = [q.text for q in conv.questions][:questions]
-        indexed.recall_conversation(texts[0], scope="all")
+        indexed.episodic.search(texts[0], scope="all")
         if with_bare:
-            bare.recall_conversation(texts[0], scope="all")
+            bare.episodic.search(texts[0], scope="all")
         times: dict[str, list[float]] = {mode: [] for mode in calls}
         for text in texts:
             for mode, (profile, extra) in calls.items():
                 t0 = time.perf_counter()
-                profile.recall_conversation(text, scope="all", limit=RESULTS, **extra)
+                profile.episodic.search(text, scope="all", limit=RESULTS, **extra)
                 times[mode].append(1000 * (time.perf_counter() - t0))
     finally:
         shutil.rmtree(folder, ignore_errors=True)

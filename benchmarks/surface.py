@@ -4,10 +4,12 @@
 
 Prints, for the modules ``tests/test_reference.py`` treats as public: the names each
 exports (``__all__``) and the distinct names over all of them; the public methods and
-properties of ``Profile`` and of its tier attributes (``.working``, ``.reflective``,
-``.documents``); the public callables with the most parameters; and the ``type: ignore``
-comments in the package, and the async twins written out against those made by ``planned``
-(one signature for both faces). No timing: the numbers are exact and the same on any machine.
+properties of ``Profile`` and of its tier attributes (``.working``, ``.episodic``,
+``.reflective``, ``.documents``); the public functions and methods with the most parameters
+(constructors of dataclasses and pydantic models, whose parameters are their fields, left
+out); the async twins written out against those made by ``planned`` (one signature for both
+faces); and the ``type: ignore`` comments in the package. No timing: the numbers are exact
+and the same on any machine.
 """
 
 from __future__ import annotations
@@ -72,11 +74,12 @@ def main() -> None:
 
     from langmem_edge.memory import Profile
     from langmem_edge.memory.documents import ProfileDocuments
+    from langmem_edge.memory.episodic import ProfileEpisodic
     from langmem_edge.memory.reflective import ProfileReflective
     from langmem_edge.memory.working import ProfileWorking
 
     print("\n## Profile")
-    for cls in (Profile, ProfileWorking, ProfileReflective, ProfileDocuments):
+    for cls in (Profile, ProfileWorking, ProfileEpisodic, ProfileReflective, ProfileDocuments):
         print(f"- {cls.__name__}: {len(public_members(cls))} public methods and properties")
 
     print("\n## longest public signatures")

@@ -277,9 +277,9 @@ def _recall_conversation_tool(memory: AgentMemory) -> BaseTool:
                 "conversation": this conversation only; "all": every conversation.
         """
         run = _run(memory, runtime)
-        p = run.profile
+        episodic = run.profile.episodic
         thread = run.need_thread() if scope == "conversation" else run.thread
-        found = yield Call(p.recall_conversation, p.arecall_conversation, (query,), {
+        found = yield Call(episodic.search, episodic.asearch, (query,), {
             "mode": mode, "limit": limit, "role": role, "scope": scope, "session_id": thread,
             "contact": run.contact})
         if not found:

@@ -252,7 +252,8 @@ def test_flush_lifts_at_most_10_durable_facts_at_0_6(store: BaseStore) -> None:
 def test_model_summary_and_flush(store: BaseStore) -> None:
     def extract(messages: Any) -> list[dict[str, Any]]:
         return [
-            {"text": f"Fact number {i}.", "fact_type": "identity", "message_numbers": [1]}
+            {"text": f"The user noted number {i}.", "fact_type": "identity",
+             "message_numbers": [1]}
             for i in range(12)
         ] + [{"text": "Buy milk.", "fact_type": "task", "message_numbers": [2]}]
 

@@ -87,8 +87,8 @@ def _views(store: BaseStore) -> tuple[View, View, AgentMemory, AgentMemory, Agen
 def _exact(reader: AgentMemory, reference: AgentMemory) -> None:
     """The reader's recall ranks and scores as a scan of every message does."""
     for q in QUERIES:
-        got = reader.profile("alice").recall_conversation(q, limit=8, scope="all")
-        want = reference.profile("alice").recall_conversation(q, limit=8, scope="all")
+        got = reader.profile("alice").episodic.search(q, limit=8, scope="all")
+        want = reference.profile("alice").episodic.search(q, limit=8, scope="all")
         assert [(m.id, m.score) for m in got] == [(m.id, m.score) for m in want], q
 
 
@@ -115,7 +115,7 @@ def test_a_writer_killed_mid_write_is_seen_at_the_next_recall(store: BaseStore) 
     _exact(reader, reference)
     # the reader recalls while the write is half in the store; the writer then dies
     # before it settles its marker
-    wv.during = lambda: reader.profile("alice").recall_conversation("freezing", scope="all")
+    wv.during = lambda: reader.profile("alice").episodic.search("freezing", scope="all")
     with contextlib.suppress(Killed):
         writer.profile("alice").ingest(MORE, session_id="s1")
     assert wv.during is None  # the reader did recall in the middle
@@ -150,7 +150,7 @@ def test_deletions_and_imports_are_seen_by_a_running_reader(
     alice.ingest(TALK, session_id="s1")
     alice.ingest(MORE, session_id="s2")
     _exact(reader, reference)
-    (gone,) = [m for m in alice.messages("s1") if m.content.startswith("Up in")]
+    (gone,) = [m for m in alice.episodic.messages("s1") if m.content.startswith("Up in")]
     rv.listed.clear()
     alice._episodic().delete_messages("s1", [gone.id])
     _exact(reader, reference)
@@ -158,7 +158,7 @@ def test_deletions_and_imports_are_seen_by_a_running_reader(
     alice.delete_session("s2")
     _exact(reader, reference)
     _no_listing(rv)
-    assert not [m for q in QUERIES for m in reader.profile("alice").recall_conversation(
+    assert not [m for q in QUERIES for m in reader.profile("alice").episodic.search(
         q, scope="all") if m.session_id == "s2" or m.id == gone.id]
     # an export of another profile's sessions, imported into alice's by the writer
     source = AgentMemory(View(store), namespace=("elsewhere",))
@@ -167,7 +167,7 @@ def test_deletions_and_imports_are_seen_by_a_running_reader(
     import_jsonl(writer, tmp_path / "out.jsonl")
     _exact(reader, reference)
     _no_listing(rv)
-    assert any(m.session_id == "s3" for m in reader.profile("alice").recall_conversation(
+    assert any(m.session_id == "s3" for m in reader.profile("alice").episodic.search(
         "freezing lake", scope="all"))
 
 
@@ -216,7 +216,7 @@ def test_a_deleted_profile_is_seen_by_a_running_reader(store: BaseStore) -> None
     writer.profile("alice").ingest(TALK, session_id="s1")
     _exact(reader, reference)
     writer.delete_profile("alice")
-    assert reader.profile("alice").recall_conversation("pottery", scope="all") == []
+    assert reader.profile("alice").episodic.search("pottery", scope="all") == []
     writer.profile("alice").ingest(MORE, session_id="s1")  # made again
     _exact(reader, reference)
 
@@ -246,5 +246,5 @@ def test_a_pruning_writer_settles_a_dead_writers_marker(
     _exact(reader, reference)
     _no_listing(rv)
     rv.listed.clear()  # settled and applied: its entries are no longer read
-    reader.profile("alice").recall_conversation("pottery", scope="all")
+    reader.profile("alice").episodic.search("pottery", scope="all")
     assert rv.listed == [(*ROOT, "meta")]

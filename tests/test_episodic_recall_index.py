@@ -259,9 +259,9 @@ def test_imported_messages_are_seen_by_the_next_recall(tmp_path: Any) -> None:
     memory = AgentMemory(InMemoryStore())
     alice = memory.profile("alice")
     alice._episodic().add_messages(TALK, "s1")
-    assert alice.recall_conversation("freezing", scope="all") == []  # index loaded
+    assert alice.episodic.search("freezing", scope="all") == []  # index loaded
     import_jsonl(memory, tmp_path / "alice.jsonl")
-    assert "freezing" in alice.recall_conversation("freezing", scope="all")[0].content
+    assert "freezing" in alice.episodic.search("freezing", scope="all")[0].content
 
 
 def test_a_profile_above_the_index_limit_is_scanned(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,7 +78,7 @@ async def test_the_deployment_config_serves_a_memory_agent(
         assert out["messages"][-1].content == "I remember nothing about this yet."
         await graph.memory_middleware.aclose()
         assert (await served.aget_state(run)).values["messages"][0].content.endswith("teal.")
-        said = AgentMemory(store).profile(profile).recall_conversation("teal", mode="keyword")
+        said = AgentMemory(store).profile(profile).episodic.search("teal", mode="keyword")
         assert [m.session_id for m in said] == [thread]
 
 

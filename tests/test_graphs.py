@@ -113,7 +113,7 @@ def test_a_fact_of_session_1_is_recalled_in_session_3_through_the_middleware(
     stats = mw.close()
     assert (stats.submitted, stats.failed, stats.pending) == (3, 0, 0)
     # what the user said in session 1 is in the episodic tier, under its thread
-    said = AgentMemory(store).profile("alice").recall_conversation("teal", mode="keyword")
+    said = AgentMemory(store).profile("alice").episodic.search("teal", mode="keyword")
     assert [(m.session_id, m.content) for m in said] == [("s1", FACT)]
 
 
@@ -244,7 +244,7 @@ def test_the_profile_and_thread_come_from_configurable_when_the_context_has_none
                  {"configurable": {"thread_id": "t9", "profile": "bob"}})
     assert "red" in blocks(model.calls[-1])[0]
     mw.close()
-    said = AgentMemory(store).profile("bob").recall_conversation("colour", mode="keyword")
+    said = AgentMemory(store).profile("bob").episodic.search("colour", mode="keyword")
     assert {m.session_id for m in said} == {"t9"}
 
 

@@ -127,7 +127,7 @@ def test_one_range_flushes_at_most_10_facts() -> None:
     many = [{"role": "user", "content": " ".join(
         f"I love fruit{i}x{j}." for j in range(6))} for i in range(30)]
     alice.ingest(many, session_id="big")
-    window = alice.window("big", 300, compact=True)
+    window = alice.episodic.window("big", 300, compact=True)
     assert window.new_overlay is not None and len(window.flushed) <= 10
     assert len(window.flushed) == 10
 
@@ -147,7 +147,7 @@ def test_trim_state_cuts_the_checkpointed_messages_and_keeps_them_in_memory() ->
     # every user message, trimmed or not, is in the episodic tier
     alice = memory.profile("alice")
     for i in range(TURNS):
-        found = alice.recall_conversation(f"apples number {i}", mode="keyword", limit=50)
+        found = alice.episodic.search(f"apples number {i}", mode="keyword", limit=50)
         assert said(i) in [m.content for m in found]
 
 

@@ -176,14 +176,14 @@ def test_sessions_and_a_session_with_messages_overlays_and_working_notes(
     alice.ingest([{"role": "user" if i % 2 == 0 else "assistant",
                    "content": f"message {i} about hotels and flights to Porto"}
                   for i in range(60)], session_id="long")
-    alice.compact("long", 300)
+    alice.episodic.window("long", 300)
     sessions = client.get("/sessions", params={"p": "user:alice"}).text
     assert 'data-session="s1"' in sessions and 'data-session="long"' in sessions
     one = client.get("/session", params={"p": "user:alice", "s": "s1"}).text
     assert "I am planning a trip to Porto in May" in one
     assert "user wants a PDF itinerary" in one and "book a hotel in Porto" in one
     long = client.get("/session", params={"p": "user:alice", "s": "long", "limit": 25}).text
-    assert 'class="overlays"' in long and alice.overlays("long")[0].summary[:20] in \
+    assert 'class="overlays"' in long and alice.episodic.overlays("long")[0].summary[:20] in \
         unescape(long)
     assert "message 0 about" in long and "message 25 about" not in long
     later = client.get("/session", params={"p": "user:alice", "s": "long", "start": 25,
@@ -288,7 +288,7 @@ def test_delete_session_removes_messages_working_rows_and_its_memories(
         CSRF_FIELD: _csrf(client, "/session?p=user:alice&s=s1"), "p": "user:alice", "s": "s1"})
     assert done.status_code == 200 and "Deleted session s1: 3 message(s)" in done.text
     assert "s1" not in {s.session_id for s in list_sessions(memory, "user:alice")}
-    assert alice.messages("s1") == [] and alice.working.get_context("s1") == ""
+    assert alice.episodic.messages("s1") == [] and alice.working.get_context("s1") == ""
     assert "s1" not in alice.working.threads()
 
 
@@ -313,7 +313,7 @@ def test_posts_without_the_sessions_csrf_token_are_refused(client: TestClient,
                           ("/jobs/reflect", {})):
         assert client.post(action, data={**form, **extra}).status_code == 403, action
     assert client.get("/memory/delete", params=form).status_code == 405
-    assert alice.get(theme.id).status == "active" and alice.messages("s1")
+    assert alice.get(theme.id).status == "active" and alice.episodic.messages("s1")
     assert alice.reflective.reflections() == []
 
 

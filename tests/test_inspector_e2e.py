@@ -254,7 +254,7 @@ def test_the_inspector_in_a_real_browser(tmp_path: Path) -> None:
             sessions = {s.session_id for s in list_sessions(AgentMemory(store), PROFILE)}
             assert sessions == {"s2"}
             left = _fresh(store)
-            assert left.messages("s1") == [] and left.working.get_context("s1") == ""
+            assert left.episodic.messages("s1") == [] and left.working.get_context("s1") == ""
             assert not any(m.session_id == "s1" for m in left.list(limit=500))
 
             # the hostile memory's own page: text, never run

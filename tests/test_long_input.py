@@ -148,7 +148,7 @@ def test_a_pasted_log_is_recalled_on_and_extracted_without_a_failure(
     texts = [m.text for m in profile.list(limit=500)]
     assert "The user's favourite colour is teal." in texts
     assert max(len(t) for t in texts) <= 2_000
-    said = profile.recall_conversation("upload.pool", mode="keyword", scope="all")
+    said = profile.episodic.search("upload.pool", mode="keyword", scope="all")
     assert [m.session_id for m in said] == ["t1"]  # the paste itself stays a message
 
 
@@ -200,20 +200,20 @@ def test_a_session_with_a_53_kb_message_is_ingested_whole_the_long_one_cut_and_m
     limit = p._episodic_config.max_message_bytes
     cut = msgs[55]["content"].encode()[:limit - len(TRUNCATION_MARK)].decode() + TRUNCATION_MARK
     assert out.messages_cut == [message_id("conv-1", "assistant", cut)]
-    stored = p.messages("conv-1", limit=100)
+    stored = p.episodic.messages("conv-1", limit=100)
     assert [m.content for m in stored[:55]] == [m["content"] for m in msgs[:55]]
     assert stored[55].content == cut and len(cut.encode()) == limit
     assert stored[55].content.endswith(" [...]")
     again = p.ingest(msgs, session_id="conv-1")  # the id is the cut text's: nothing added
     assert (again.messages_added, again.messages_cut) == (0, [])
-    assert len(p.messages("conv-1", limit=100)) == 70
+    assert len(p.episodic.messages("conv-1", limit=100)) == 70
 
 
 def test_strict_ingest_refuses_the_long_message_and_writes_nothing() -> None:
     p = AgentMemory(InMemoryStore(index=INDEX)).profile("user:sam")
     with pytest.raises(LimitExceededError, match="message 55 .*53106 bytes.*Nothing was written"):
         p.ingest(long_session(), session_id="conv-1", strict=True)
-    assert p.messages("conv-1", limit=100) == []
+    assert p.episodic.messages("conv-1", limit=100) == []
 
 
 # -- a job that cannot succeed is set aside -----------------------------------------------------
@@ -275,4 +275,4 @@ def test_the_rest_of_a_turn_lands_when_one_batch_is_refused() -> None:
     stats = executor.close()
     assert calls.is_set()
     assert (stats.set_aside, stats.failed, stats.retried) == (1, 0, 0)
-    assert [m.content for m in profile.messages("t1", limit=10)] == [FACT, "noted"]
+    assert [m.content for m in profile.episodic.messages("t1", limit=10)] == [FACT, "noted"]

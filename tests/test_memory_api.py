@@ -57,9 +57,9 @@ def test_a_page_iterates_over_its_records_and_results_are_typed(memory: AgentMem
     assert [m.id for m in page] == [first.id, second.id]  # records, not field pairs
     assert len(page) == 2 and page[1].text == "Plays the cello"
     p.ingest([{"role": "user", "content": "I play the cello on Sundays."}], session_id="s")
-    window = p.window("s", 1000)
+    window = p.episodic.window("s", 1000)
     assert isinstance(window, ContextWindow) and window.head  # one message: the head
-    found = p.recall_conversation("cello", mode="keyword", scope="all")
+    found = p.episodic.search("cello", mode="keyword", scope="all")
     assert found and all(isinstance(m, StoredMessage) for m in found)
     with pytest.raises(TypeError):
-        p.recall_conversation("cello", colour="red")  # type: ignore[call-arg]
+        p.episodic.search("cello", colour="red")  # type: ignore[call-arg]

@@ -34,7 +34,7 @@ def test_ingest_stores_messages_and_writes_extracted_memories(memory: AgentMemor
     assert {m.id for m in p.list(contact="bob").memories} == {m.id for m in written}
     again = p.ingest(CONVERSATION, session_id="conv-1", contact="bob")
     assert (again.messages_added, again.memories_written) == (0, [])
-    found = p.recall_conversation("dark mode")
+    found = p.episodic.search("dark mode")
     assert found and "dark mode" in found[0].content
 
 
@@ -42,7 +42,7 @@ async def test_aingest(memory: AgentMemory) -> None:
     p = memory.profile("p")
     result = await p.aingest(CONVERSATION, session_id="s")
     assert result.messages_added == 3 and result.memories_written
-    assert await p.arecall_conversation("Mia")
+    assert await p.episodic.asearch("Mia")
 
 
 def test_delete_removes_messages_no_other_memory_cites(memory: AgentMemory) -> None:
@@ -55,10 +55,10 @@ def test_delete_removes_messages_no_other_memory_cites(memory: AgentMemory) -> N
     shared = next(mid for mid, ids in by_message.items() if len(ids) > 1)
     first = by_message[shared][0]
     p.delete(first)
-    assert shared in {m.id for m in p.recall_conversation("Singapore dark mode", limit=10)}
+    assert shared in {m.id for m in p.episodic.search("Singapore dark mode", limit=10)}
     for other in by_message[shared][1:]:
         p.delete(other)
-    assert shared not in {m.id for m in p.recall_conversation("Singapore dark mode", limit=10)}
+    assert shared not in {m.id for m in p.episodic.search("Singapore dark mode", limit=10)}
 
 
 def test_delete_session_removes_messages_and_its_memories(memory: AgentMemory) -> None:
@@ -68,7 +68,7 @@ def test_delete_session_removes_messages_and_its_memories(memory: AgentMemory) -
     gone = p.delete_session("s1")
     assert gone.messages_deleted == 3 and gone.memories_deleted >= 1
     assert [m.id for m in p.list(status="all").memories] == [keep.id]
-    assert p.recall_conversation("Singapore") == []
+    assert p.episodic.search("Singapore") == []
 
 
 def test_messages_channel_with_a_model(store: BaseStore) -> None:
@@ -89,5 +89,5 @@ def test_messages_channel_with_a_model(store: BaseStore) -> None:
 def test_window_delegates_to_the_episodic_tier(memory: AgentMemory) -> None:
     p = memory.profile("p")
     p.ingest(CONVERSATION, session_id="s1")
-    window = p.window("s1", 2000)
+    window = p.episodic.window("s1", 2000)
     assert window.session_id == "s1" and window.tokens <= 2000

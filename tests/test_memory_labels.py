@@ -83,8 +83,8 @@ def test_session_ids_with_control_characters_are_refused(memory: AgentMemory, st
     assert everything(store) == []
     tier = p._episodic()
     for call in (lambda: tier.list_messages(session), lambda: p.delete_session(session),
-                 lambda: p.window(session, 1000), lambda: tier.overlays(session),
-                 lambda: p.recall_conversation("dog", scope="conversation",
+                 lambda: p.episodic.window(session, 1000), lambda: tier.overlays(session),
+                 lambda: p.episodic.search("dog", scope="conversation",
                                                session_id=session)):
         with pytest.raises(InvalidNamespaceError):
             call()

@@ -53,7 +53,7 @@ def seed(memory: AgentMemory) -> None:
     alice.remember("Finish the friday deploy checklist", kind="task", session_id="s1")
     alice.ingest(conversation(40, "long"), session_id="s1")
     alice.ingest(conversation(4, "short"), session_id="s2", contact="bob")
-    window = alice.window("s1", 120)
+    window = alice.episodic.window("s1", 120)
     assert window.new_overlay is not None
     alice.working.set_context("t1", "step one done")
     alice.working.set_context("t1", "step two next", mode="append")

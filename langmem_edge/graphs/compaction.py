@@ -2,9 +2,9 @@
 
 When the thread's messages pass ``budget_tokens`` (the episodic tier's estimate: content-aware
 chars per token plus a per-message overhead), the model's input becomes the episodic tier's
-window (``profile.window(thread, budget, compact=False)``: the session's first messages, the
-summaries (overlays) of the ranges between, and the newest messages) followed by the state's
-own newest messages. It is built by :func:`plan_compacted`:
+window (``profile.episodic.window(thread, budget, compact=False)``: the session's first
+messages, the summaries (overlays) of the ranges between, and the newest messages) followed
+by the state's own newest messages. It is built by :func:`plan_compacted`:
 
 - The window's tail is mapped back onto the state through the stored ids
   (:mod:`langmem_edge.graphs.history`), and the state's messages from there on are used as
@@ -115,7 +115,7 @@ def plan_compacted(run: MemoryRun, messages: Sequence[BaseMessage], budget_token
     items = cache.entries(messages, run.thread, config)
     if total_tokens(items) <= budget_tokens:
         return None
-    profile = run.profile
-    window = yield Call(profile.window, profile.awindow, (run.thread, budget_tokens),
+    episodic = run.profile.episodic
+    window = yield Call(episodic.window, episodic.awindow, (run.thread, budget_tokens),
                         {"compact": False, "contact": run.contact})
     return compacted_view(messages, items, window, budget_tokens)

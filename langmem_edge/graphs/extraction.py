@@ -9,10 +9,11 @@ After a turn, the thread's messages are handed to a
    what they teach through the semantic tier), in calls of at most ``max_messages_per_call``
    (500) messages, oldest first;
 2. when the thread is over the compaction budget, builds its window with compaction
-   (``profile.window(thread, budget, compact=True)``) up to :data:`DEFAULT_COMPACTION_PASSES`
-   times, each pass summarising one more range into an overlay and writing that range's
-   pre-compaction flush (at most 10 durable facts, confidence 0.6) before the range leaves
-   the model's view (see :mod:`langmem_edge.graphs.compaction` for why this runs here).
+   (``profile.episodic.window(thread, budget, compact=True)``) up to
+   :data:`DEFAULT_COMPACTION_PASSES` times, each pass summarising one more range into an
+   overlay and writing that range's pre-compaction flush (at most 10 durable facts,
+   confidence 0.6) before the range leaves the model's view (see
+   :mod:`langmem_edge.graphs.compaction` for why this runs here).
 
 **Nothing is lost between turns.** Messages wait in a per-key buffer until a job has ingested
 them, so a job replaced by a newer one (the executor debounces per key), a job that failed
@@ -212,7 +213,8 @@ class TurnExtractor:
             if budget is None or total_tokens(cache.entries(latest, thread, config)) <= budget:
                 return
             for _ in range(passes):
-                window = profile.window(thread, budget, compact=True, contact=contact)
+                window = profile.episodic.window(thread, budget, compact=True,
+                                                 contact=contact)
                 if window.new_overlay is None:
                     break
 

@@ -143,8 +143,8 @@ async def session(request: Request) -> HTMLResponse:
     if info is None:
         raise NotFoundError(f"no session {sid!r} in profile {prof.name!r} (the sessions page "
                             "lists them)")
-    messages = await prof.amessages(sid, start=start, limit=limit)
-    overlays = await prof.aoverlays(sid)
+    messages = await prof.episodic.amessages(sid, start=start, limit=limit)
+    overlays = await prof.episodic.aoverlays(sid)
     notes = await prof.working.aget_context(sid)
     task = await prof.working.aget_ongoing_task(sid)
     return render(request, "session.html", profile=prof.name, section="sessions", info=info,

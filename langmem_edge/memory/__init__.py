@@ -39,7 +39,13 @@ from langmem_edge.memory.documents import (
     DocumentPassage,
     ProfileDocuments,
 )
-from langmem_edge.memory.episodic import ContextWindow, ExtractedMemory, Overlay, StoredMessage
+from langmem_edge.memory.episodic import (
+    ContextWindow,
+    ExtractedMemory,
+    Overlay,
+    ProfileEpisodic,
+    StoredMessage,
+)
 from langmem_edge.memory.episodic.compaction import WindowMessage
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import (
@@ -101,6 +107,7 @@ __all__ = [
     "Overlay",
     "Profile",
     "ProfileDocuments",
+    "ProfileEpisodic",
     "ProfileReflective",
     "ProfileStats",
     "ProfileView",

@@ -31,7 +31,7 @@ from langmem_edge.memory.core.contacts import ContactMethods
 from langmem_edge.memory.core.plans import Call, Plan, batch, planned
 from langmem_edge.memory.core.validate import check_optional_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker, ProfileDocuments
-from langmem_edge.memory.episodic.methods import EpisodicMethods
+from langmem_edge.memory.episodic.api import ProfileEpisodic
 from langmem_edge.memory.index.store_io import LOAD_LIMIT
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
@@ -70,7 +70,7 @@ __all__ = ["Profile"]
 logger = logging.getLogger(__name__)
 
 
-class Profile(EpisodicMethods, ContactMethods):
+class Profile(ContactMethods):
     """One profile of an ``AgentMemory`` (get it with ``memory.profile(name)``)."""
 
     def __init__(self, ctx: ProfileContext, episodic: EpisodicConfig, *,
@@ -97,6 +97,12 @@ class Profile(EpisodicMethods, ContactMethods):
     def reflective(self) -> ProfileReflective:
         """The reflective tier (L4): goals with their history, and reflections."""
         return ProfileReflective(self._ctx.store, self._ctx.layout, self._ctx.config.reflection)
+
+    @property
+    def episodic(self) -> ProfileEpisodic:
+        """The episodic tier (L2): each session's raw messages, their search, the overlays and
+        the context window (``docs/episodic.md``)."""
+        return ProfileEpisodic(self._episodic(), self._window_plan)
 
     @property
     def documents(self) -> ProfileDocuments:
@@ -438,25 +444,6 @@ class Profile(EpisodicMethods, ContactMethods):
         yield from self._write_extracted(window.flushed, contact, None)
         return window
 
-    @planned
-    def window(self, session_id: str, budget_tokens: int, *, compact: bool = True,
-               contact: str | None = None) -> Plan[ContextWindow]:
-        """The session's context window for a token budget (``EpisodicTier.window``);
-        memories flushed before compaction are written (source ``pre-compaction``)."""
-        return self._window_plan(session_id, budget_tokens, compact, contact)
-
-    awindow = window.twin
-
-    def compact(self, session_id: str, budget_tokens: int, *, contact: str | None = None
-                ) -> ContextWindow:
-        """:meth:`window` with compaction (summarise the oldest uncovered range)."""
-        return self.window(session_id, budget_tokens, compact=True, contact=contact)
-
-    async def acompact(self, session_id: str, budget_tokens: int, *,
-                       contact: str | None = None) -> ContextWindow:
-        """Async :meth:`compact`."""
-        return await self.awindow(session_id, budget_tokens, compact=True, contact=contact)
-
     def _delete_session_plan(self, session_id: str) -> Plan[SessionDeletion]:
         tier = self._episodic()
         messages = yield Call(tier.delete_session, tier.adelete_session, (session_id,))
@@ -489,3 +476,4 @@ class Profile(EpisodicMethods, ContactMethods):
                             now=to_utc(now, "now"))
 
     areflect = reflect.twin
+

@@ -192,7 +192,7 @@ def machine(world: World) -> type[RuleBasedStateMachine]:
         @rule(profile=PROFILES, contact=CONTACTS, query=HOSTILE)
         def recall_conversation(self, profile: str, contact: str | None, query: str) -> None:
             found = self.attempt("recall_conversation", lambda: world.memory.profile(
-                profile).recall_conversation(f"{query} code", mode="keyword", scope="all"))
+                profile).episodic.search(f"{query} code", mode="keyword", scope="all"))
             for m in found or []:
                 for owner in world.owners(m.content):
                     assert owner[0] == "memory" and owner[1] == profile, (profile, owner)

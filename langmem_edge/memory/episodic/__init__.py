@@ -1,5 +1,7 @@
 """The episodic tier (L2): every message of every session, never rewritten.
 
+- :mod:`.api`: :class:`~.api.ProfileEpisodic`, ``profile.episodic`` (search, messages,
+  overlays, window).
 - :mod:`.tier`: :class:`~.tier.EpisodicTier` (ingest, conversation recall, windows, deletion).
 - :mod:`.messages`: validation, normalisation and ids of incoming messages.
 - :mod:`.extraction`: memory extraction with a chat model, and the types it shares.
@@ -18,6 +20,7 @@ which writes them through the semantic tier. See ``docs/episodic.md``.
 from __future__ import annotations
 
 from langmem_edge.memory.config import EpisodicConfig
+from langmem_edge.memory.episodic.api import ProfileEpisodic
 from langmem_edge.memory.episodic.compaction import ContextWindow, Overlay
 from langmem_edge.memory.episodic.extraction import ExtractedMemory, StoredMessage
 from langmem_edge.memory.episodic.tier import EpisodicTier, IngestOutcome
@@ -29,5 +32,6 @@ __all__ = [
     "ExtractedMemory",
     "IngestOutcome",
     "Overlay",
+    "ProfileEpisodic",
     "StoredMessage",
 ]
