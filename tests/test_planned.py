@@ -1,16 +1,18 @@
-"""``planned``: a method written once as its plan, with a sync face and an async twin that
-share its one signature (issue 38's "signatures once")."""
+"""``planned`` and ``threaded``: a method written once, with an async twin that shares its one
+signature (issue 38's "signatures once")."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from typing import Any
 
 import pytest
 from langgraph.store.base import GetOp, PutOp
 from langgraph.store.memory import InMemoryStore
 
+from langmem_edge._twins import threaded
 from langmem_edge.memory import Profile, ProfileWorking
 from langmem_edge.memory.core.plans import Plan, StoreStep, planned
 
@@ -69,3 +71,40 @@ def test_the_memory_twins_share_their_signature(cls: type[Any], name: str) -> No
     sync, twin = inspect.signature(getattr(cls, name)), inspect.signature(getattr(cls, "a" + name))
     assert sync == twin
     assert "Plan" not in str(sync.return_annotation)
+
+
+class Blocking:
+    """A toy whose async twin runs the blocking method on a worker thread."""
+
+    def lookup(self, key: str, *, default: int = 0) -> int:
+        """The value of ``key``."""
+        if key == "bad":
+            raise KeyError(key)
+        return {"a": 1}.get(key, default) + threading.get_ident() * 0
+
+    alookup = threaded(lookup)
+
+
+def test_threaded_twins_share_the_signature_and_run_off_the_event_loop() -> None:
+    toy = Blocking()
+    assert asyncio.run(toy.alookup("a")) == 1
+    assert asyncio.run(toy.alookup("z", default=7)) == 7
+    assert asyncio.run(Blocking.alookup(toy, "a")) == 1
+    assert str(inspect.signature(toy.alookup)) == str(inspect.signature(toy.lookup))
+    assert toy.alookup.__name__ == "alookup" and inspect.iscoroutinefunction(toy.alookup)
+    with pytest.raises(KeyError):
+        asyncio.run(toy.alookup("bad"))
+
+    async def thread_of_call() -> bool:
+        seen: list[int] = []
+        original = Blocking.lookup
+
+        def spy(self: Blocking, key: str, *, default: int = 0) -> int:
+            seen.append(threading.get_ident())
+            return original(self, key, default=default)
+
+        twin = threaded(spy)
+        await twin(toy, "a")
+        return seen[0] != threading.get_ident()
+
+    assert asyncio.run(thread_of_call())

@@ -306,10 +306,28 @@ class Profile(ContactMethods):
     # -- editing -----------------------------------------------------------------------------
 
     @planned
-    def update(self, memory_id: str, **changes: Any) -> Plan[MemoryRecord]:
-        """Write a new version of an active memory (``text``, ``key``, ``kind``,
-        ``fact_type``, ``confidence``, ``tags``, ``metadata``, ``valid_from``,
-        ``valid_until``); it supersedes the old one and shows in ``history``."""
+    def update(
+        self,
+        memory_id: str,
+        *,
+        text: str = NOT_PROVIDED,
+        key: str | None = NOT_PROVIDED,
+        kind: str = NOT_PROVIDED,
+        fact_type: str | None = NOT_PROVIDED,
+        confidence: float = NOT_PROVIDED,
+        tags: Sequence[str] = NOT_PROVIDED,
+        metadata: dict[str, Any] | None = NOT_PROVIDED,
+        valid_from: datetime | str | float | None = NOT_PROVIDED,
+        valid_until: datetime | str | float | None = NOT_PROVIDED,
+    ) -> Plan[MemoryRecord]:
+        """Write a new version of an active memory with the fields given (the others are
+        the old version's, as :meth:`remember` takes them); it supersedes the old one and
+        shows in ``history``. Changing ``kind`` without ``fact_type`` clears the fact type.
+        Another name is a ``TypeError``, as for any Python call."""
+        given = {"text": text, "key": key, "kind": kind, "fact_type": fact_type,
+                 "confidence": confidence, "tags": tags, "metadata": metadata,
+                 "valid_from": valid_from, "valid_until": valid_until}
+        changes = {k: v for k, v in given.items() if v is not NOT_PROVIDED}
         return plan_update(self._ctx, memory_id, changes)
 
     aupdate = update.twin

@@ -12,9 +12,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import SearchItem, SearchOp
 
+from langmem_edge._twins import threaded
 from langmem_edge.errors import ConfigurationError, InvalidInputError
 from langmem_edge.retrieval import HybridConfig
 from langmem_edge.retrieval.config import resolve_hybrid_config
@@ -118,17 +118,8 @@ class HybridMixin:
             )
         return [e for e, _ in found]
 
-    async def ahybrid_search(
-        self, namespace_prefix: tuple[str, ...], /, **kwargs: Any
-    ) -> list[SearchItem]:
-        """``hybrid_search`` on a worker thread."""
-        return await run_in_executor(None, lambda: self.hybrid_search(namespace_prefix, **kwargs))
-
-    async def aexplain_search(
-        self, namespace_prefix: tuple[str, ...], /, **kwargs: Any
-    ) -> list[ExplainedItem]:
-        """``explain_search`` on a worker thread."""
-        return await run_in_executor(None, lambda: self.explain_search(namespace_prefix, **kwargs))
+    ahybrid_search = threaded(hybrid_search)
+    aexplain_search = threaded(explain_search)
 
     def _call_config(self, hybrid: HybridConfig | None) -> HybridConfig:
         if not hybrid:

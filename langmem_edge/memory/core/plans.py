@@ -31,7 +31,6 @@ from typing import (
     Generic,
     ParamSpec,
     TypeVar,
-    cast,
     get_args,
     get_origin,
     overload,
@@ -40,6 +39,7 @@ from typing import (
 from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore, Op
 
+from langmem_edge._twins import bound
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.core.models import ModelCall, RetryPolicy, arun_calls, run_calls
 
@@ -214,7 +214,7 @@ class planned(Generic[S, P, T]):  # noqa: N801 - used as a decorator, like ``pro
         def run(*args: P.args, **kwargs: P.kwargs) -> T:
             return run_sync(build(obj, *args, **kwargs))
 
-        return _bound(run, self)
+        return bound(run, self.__name__, self.__doc__, self.__signature__)
 
     def __call__(self, obj: S, *args: P.args, **kwargs: P.kwargs) -> T:
         """Called on the class: ``Cls.name(obj, ...)``."""
@@ -248,18 +248,7 @@ class _AsyncTwin(Generic[S, P, T]):
         async def run(*args: P.args, **kwargs: P.kwargs) -> T:
             return await run_async(build(obj, *args, **kwargs))
 
-        return _bound(run, self)
-
-
-def _bound(run: Callable[..., Any], method: planned[Any, Any, Any] | _AsyncTwin[Any, Any, Any]
-           ) -> Callable[..., Any]:
-    """``run`` dressed as the bound method ``obj.<name>`` (name, docstring, signature)."""
-    dressed = cast(Any, run)
-    dressed.__name__ = dressed.__qualname__ = method.__name__
-    dressed.__doc__ = method.__doc__
-    dressed.__signature__ = method.__signature__.replace(
-        parameters=list(method.__signature__.parameters.values())[1:])
-    return run
+        return bound(run, self.__name__, self.__doc__, self.__signature__)
 
 
 def _unplanned(build: Callable[..., Any]) -> inspect.Signature:
