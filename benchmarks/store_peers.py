@@ -5,7 +5,9 @@
     python benchmarks/store_peers.py --server                     # also ChromaStore.from_url
     python benchmarks/store_peers.py --no-postgres                # ratios against SqliteStore
 
-The peers: ``ChromaStore.from_path`` (a folder under ``--tmp``, tmpfs by default),
+The peers: ``ChromaStore.from_path`` (a folder under ``--tmp``, tmpfs by default), Chroma's
+floor (``raw Chroma (floor)``, :class:`RawChroma`: each figure as the one raw chromadb call it
+needs, on one collection of every item; ``--no-floor`` skips it),
 ``ChromaStore.from_url`` with ``--server`` (a throwaway ``chroma run``), ``PostgresStore`` with
 pgvector (HNSW index, cosine, on a Postgres cluster this script creates with ``initdb`` in a
 temp folder, starts on 127.0.0.1 and a free port, and stops by its PID at the end),
@@ -117,6 +119,64 @@ class LookupEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self.vector(text).tolist()
+
+
+class RawChroma:
+    """Chroma's floor: each figure as the one raw chromadb call it needs at the least, on one
+    collection of every item (metadata ``ns``, ``key``, ``kind``; the vector passed, Chroma's
+    embedding function never runs; cosine, ``ef_search`` as the store's). Answers the
+    benchmark's calls as a store would (``.key`` on each hit) but keeps no store semantics:
+    a listing is Chroma's row order (it cannot sort), ``list_namespaces`` reads every row's
+    metadata, a put is one upsert. What ``ChromaStore`` adds on top is the difference."""
+
+    def __init__(self, folder: str, embed: LookupEmbeddings, ef_search: int) -> None:
+        import chromadb
+
+        self.client = chromadb.PersistentClient(folder)
+        self.col = self.client.create_collection(
+            "raw", embedding_function=None,
+            configuration={"hnsw": {"space": "cosine", "ef_search": ef_search}})
+        self.embed = embed
+
+    @staticmethod
+    def _id(ns: tuple[str, ...], key: str) -> str:
+        return f"{'/'.join(ns)}#{key}"
+
+    def _upsert(self, rows: list[tuple[tuple[str, ...], str, dict[str, Any]]]) -> None:
+        self.col.upsert(
+            ids=[self._id(ns, key) for ns, key, _ in rows],
+            embeddings=[self.embed.vector(v["text"]) for _, _, v in rows],
+            metadatas=[{"ns": "/".join(ns), "key": key, "kind": v["kind"]} for ns, key, v in rows])
+
+    def batch(self, ops: list[PutOp]) -> list[None]:
+        self._upsert([(op.namespace, op.key, op.value) for op in ops])
+        return [None] * len(ops)
+
+    def put(self, ns: tuple[str, ...], key: str, value: dict[str, Any]) -> None:
+        self._upsert([(ns, key, value)])
+
+    def get(self, ns: tuple[str, ...], key: str) -> Any:
+        found = self.col.get(ids=[self._id(ns, key)], include=["metadatas"])
+        return found["metadatas"][0] if found["ids"] else None
+
+    def search(self, ns: tuple[str, ...], *, query: str | None = None,
+               filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0
+               ) -> list[Any]:
+        where: dict[str, Any] = {"ns": "/".join(ns)}
+        if filter:
+            where = {"$and": [where, {"kind": filter["kind"]}]}
+        if query is None:
+            found = self.col.get(where=where, limit=limit, offset=offset, include=["metadatas"])
+            metas = found["metadatas"]
+        else:
+            res = self.col.query(query_embeddings=[self.embed.vector(query)], n_results=limit,
+                                 where=where, include=["metadatas"])
+            metas = res["metadatas"][0]
+        return [argparse.Namespace(key=m["key"]) for m in metas]
+
+    def list_namespaces(self) -> list[tuple[str, ...]]:
+        found = self.col.get(include=["metadatas"])
+        return sorted({tuple(m["ns"].split("/")) for m in found["metadatas"]})
 
 
 # --- Postgres: a throwaway cluster ------------------------------------------------------
@@ -236,6 +296,11 @@ def open_stores(args: argparse.Namespace, embed: LookupEmbeddings, tmp: str
         stack.callback(shutil.rmtree, chroma_dir, True)
         stores["ChromaStore folder"] = stack.enter_context(
             ChromaStore.from_path(chroma_dir, index=index))
+        if not args.no_floor:
+            raw_dir = tempfile.mkdtemp(prefix="chroma-raw-", dir=tmp)
+            stack.callback(shutil.rmtree, raw_dir, True)
+            stores["raw Chroma (floor)"] = RawChroma(  # type: ignore[assignment]
+                raw_dir, embed, stores["ChromaStore folder"].ef_search)
         if args.server:
             url = stack.enter_context(chroma_server())
             stores["ChromaStore server"] = stack.enter_context(
@@ -556,6 +621,8 @@ def main() -> None:
                         help="how long the threads run on each store (default 20)")
     parser.add_argument("--server", action="store_true",
                         help="also ChromaStore.from_url on a throwaway `chroma run`")
+    parser.add_argument("--no-floor", action="store_true",
+                        help="skip the raw Chroma calls (each figure's floor)")
     parser.add_argument("--no-postgres", action="store_true",
                         help="skip PostgresStore; ratios against SqliteStore")
     parser.add_argument("--pg-bin", default=None,
