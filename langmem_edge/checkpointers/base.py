@@ -26,7 +26,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from chromadb.api import ClientAPI
 from langchain_core.runnables import RunnableConfig
@@ -61,6 +61,19 @@ HEAD_HINT_CAPACITY = 4096
 """(thread, namespace) heads remembered per process to read the latest in one call."""
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+class ChromaSaverOptions(TypedDict, total=False):
+    """``ChromaSaver``'s keyword options, as ``from_path`` and ``from_url`` pass them on (see
+    the constructor for each; ``tests/test_store_options.py`` holds the two lists equal)."""
+
+    serde: SerializerProtocol | None
+    ttl: CheckpointTTLConfig | None
+    collection_prefix: str
+    retry: RetryConfig | None
+    max_payload_bytes: int
+    list_page_size: int
+    index_metadata: bool | Sequence[str]
 
 
 class ChromaSaver(BaseCheckpointSaver[str]):
@@ -131,19 +144,22 @@ class ChromaSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_path(cls, path: str, **kwargs: Any) -> ChromaSaver:
-        """A saver on an embedded Chroma folder (created if missing); closes its client."""
-        saver = cls(open_persistent_client(path), **kwargs)
+    def from_path(cls, path: str, **options: Unpack[ChromaSaverOptions]) -> ChromaSaver:
+        """A saver on an embedded Chroma folder (created if missing); closes its client.
+        ``options`` are the constructor's."""
+        saver = cls(open_persistent_client(path), **options)
         saver._owns_client = True
         return saver
 
     @classmethod
     def from_url(
-        cls, url: str, *, headers: dict[str, str] | None = None, **kwargs: Any
+        cls, url: str, *, headers: dict[str, str] | None = None,
+        **options: Unpack[ChromaSaverOptions],
     ) -> ChromaSaver:
-        """A saver on a Chroma server (``http://host:port``); closes its client."""
+        """A saver on a Chroma server (``http://host:port``); closes its client. ``options``
+        are the constructor's."""
         saver = cls(
-            open_http_client(url, headers=headers, retry=kwargs.get("retry")), **kwargs
+            open_http_client(url, headers=headers, retry=options.get("retry")), **options
         )
         saver._owns_client = True
         return saver

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from chromadb.api import ClientAPI
 from langchain_core.embeddings import Embeddings
@@ -96,6 +96,20 @@ and from 0.98 to 1.00 under a namespace ``where``; at 100,000 rows 0.10 to 0.59 
 
 GET_PAGE = 5000
 """Rows read per call when scanning items (filters, listing, sweeping)."""
+
+
+class ChromaStoreOptions(TypedDict, total=False):
+    """``ChromaStore``'s keyword options, as ``from_path`` and ``from_url`` pass them on (see
+    the constructor for each; ``tests/test_store_options.py`` holds the two lists equal)."""
+
+    index: IndexConfig | None
+    ttl: TTLConfig | None
+    ranking: Ranking
+    hybrid: HybridConfig | None
+    collection_prefix: str
+    max_value_bytes: int
+    ef_search: int
+    retry: _chroma.RetryConfig | None
 
 
 class ChromaStore(
@@ -289,19 +303,22 @@ class ChromaStore(
     # -- construction -------------------------------------------------------------------
 
     @classmethod
-    def from_path(cls, path: str, **kwargs: Any) -> ChromaStore:
-        """A store on an embedded Chroma folder (created if missing)."""
-        store = cls(_chroma.open_persistent_client(str(path)), **kwargs)
+    def from_path(cls, path: str, **options: Unpack[ChromaStoreOptions]) -> ChromaStore:
+        """A store on an embedded Chroma folder (created if missing); ``options`` are the
+        constructor's."""
+        store = cls(_chroma.open_persistent_client(str(path)), **options)
         store._owns_client = True
         return store
 
     @classmethod
     def from_url(
-        cls, url: str, *, headers: dict[str, str] | None = None, **kwargs: Any
+        cls, url: str, *, headers: dict[str, str] | None = None,
+        **options: Unpack[ChromaStoreOptions],
     ) -> ChromaStore:
-        """A store on a Chroma server (``chroma run``), e.g. ``http://127.0.0.1:8000``."""
-        client = _chroma.open_http_client(url, headers=headers, retry=kwargs.get("retry"))
-        store = cls(client, **kwargs)
+        """A store on a Chroma server (``chroma run``), e.g. ``http://127.0.0.1:8000``;
+        ``options`` are the constructor's."""
+        client = _chroma.open_http_client(url, headers=headers, retry=options.get("retry"))
+        store = cls(client, **options)
         store._owns_client = True
         return store
 
