@@ -125,8 +125,8 @@ class Checker:
                 if e["id"] not in ids:
                     self.bad(f"remember {tok}: not recalled")
         elif op == "ingest":
-            found = self.profile.recall_conversation(tok, mode="keyword", scope="all",
-                                                     session_id=tok, limit=10)
+            found = self.profile.episodic.search(tok, mode="keyword", scope="all",
+                                                 session_id=tok, limit=10)
             texts = sorted(m.content for m in found if m.session_id == tok)
             if texts != sorted(e["texts"]):
                 self.bad(f"ingest {tok}: messages {texts!r}")
