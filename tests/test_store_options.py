@@ -10,7 +10,7 @@ from typing import Any, get_type_hints
 import pytest
 
 from langmem_edge import ChromaSaver, ChromaStore
-from langmem_edge.checkpointers.base import ChromaSaverOptions
+from langmem_edge.checkpointers.options import ChromaSaverOptions
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.store.base import ChromaStoreOptions
 

@@ -26,7 +26,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
-from typing import Any, TypedDict, Unpack
+from typing import Any, Unpack
 
 from chromadb.api import ClientAPI
 from langchain_core.runnables import RunnableConfig
@@ -52,6 +52,7 @@ from langmem_edge.checkpointers import layout as L
 from langmem_edge.checkpointers import maintenance as M
 from langmem_edge.checkpointers import reads as R
 from langmem_edge.checkpointers import writes as W
+from langmem_edge.checkpointers.options import ChromaSaverOptions
 from langmem_edge.checkpointers.ttl import CheckpointTTLConfig, TTLSweeper, validate_ttl
 from langmem_edge.errors import ConfigurationError, InvalidInputError, LimitExceededError
 
@@ -61,19 +62,6 @@ HEAD_HINT_CAPACITY = 4096
 """(thread, namespace) heads remembered per process to read the latest in one call."""
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
-
-
-class ChromaSaverOptions(TypedDict, total=False):
-    """``ChromaSaver``'s keyword options, as ``from_path`` and ``from_url`` pass them on (see
-    the constructor for each; ``tests/test_store_options.py`` holds the two lists equal)."""
-
-    serde: SerializerProtocol | None
-    ttl: CheckpointTTLConfig | None
-    collection_prefix: str
-    retry: RetryConfig | None
-    max_payload_bytes: int
-    list_page_size: int
-    index_metadata: bool | Sequence[str]
 
 
 class ChromaSaver(BaseCheckpointSaver[str]):
@@ -158,9 +146,8 @@ class ChromaSaver(BaseCheckpointSaver[str]):
     ) -> ChromaSaver:
         """A saver on a Chroma server (``http://host:port``); closes its client. ``options``
         are the constructor's."""
-        saver = cls(
-            open_http_client(url, headers=headers, retry=options.get("retry")), **options
-        )
+        client = open_http_client(url, headers=headers, retry=options.get("retry"))
+        saver = cls(client, **options)
         saver._owns_client = True
         return saver
 
