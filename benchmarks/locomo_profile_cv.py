@@ -67,13 +67,13 @@ from langmem_edge.retrieval.text import default_analyzer  # noqa: E402
 DEPTH = EpisodicConfig().recall_depth
 """Results each channel hands to fusion (the tier's ``recall_depth``)."""
 
-EMBEDS = ("bare", "before:1", "before:2", "around:2")
+EMBEDS = ("bare", "before:1", "before:2", "around:2", "both:2")
 """What the vector side embeds per message: ``bare`` (``text`` alone, the tier before
 ``memory/episodic/embedded.py``), ``before:N`` (the tier's
 :func:`~langmem_edge.memory.episodic.embedded.embedded_fields` with ``N`` turns before;
 the tier ships ``before:2``: one field, the message then the turns before), ``around:N``
 (the same with ``N`` turns before and after: what waiting for the turns after would
-add)."""
+add), ``both:N`` (``before:N`` and the bare text as two vectors, the better cosine kept)."""
 
 
 KEYWORDS = {
@@ -119,6 +119,8 @@ def embedded_texts(docs: Sequence[Item], embed: str) -> dict[str, list[str]]:
             if side == "around":
                 near = [x.content for x in (*msgs[max(0, i - n):i], *msgs[i + 1:i + 1 + n])]
                 out[m.id] = [" ".join([embedded_text(m), *near])]
+            elif side == "both" and fields[m.id]["embed_text"] != m.content:
+                out[m.id] = [fields[m.id]["embed_text"], m.content]
             else:
                 out[m.id] = [fields[m.id]["embed_text"]]
     return out

@@ -51,11 +51,15 @@ __all__ = [
 ALONE_CHARS = 500
 """A message at least this long (in characters: about half the default embedding model's
 window of 256 word pieces) stands alone: it is embedded as it is and lends no context to the
-messages after it (:mod:`.embedded`); in hybrid recall its vector rank weighs
-``recall_alone_vector_weight`` instead of ``recall_vector_weight``, and it is no seed of the
-second keyword round (its words would swamp the query). Every LoCoMo turn is shorter (at
-most 446 characters), where the weights were cross-validated, so none of this changes
-LoCoMo's ranking."""
+messages after it (:mod:`.embedded`), and its keyword side neither has a context nor lends
+one to the messages around it (:func:`message_fields`, the message index); in hybrid recall
+its vector rank weighs ``recall_alone_vector_weight`` instead of ``recall_vector_weight``, and
+it is no seed of the second keyword round (its words would swamp the query). A shorter
+message left with no keyword context (every message beside it stands alone) is weighed and
+seeded the same way: the vector weight of 0.5 was cross-validated where BM25 sees a turn with
+its neighbours. Every LoCoMo turn is shorter (at most 446 characters) and every LoCoMo
+session longer than one turn, where the weights were cross-validated, so none of this changes
+LoCoMo's ranking (issue 40; docs/retrieval.md)."""
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
@@ -101,17 +105,20 @@ def message_day(ts: str | None) -> str:
 def message_fields(docs: Sequence[Item], *, context_turns: int) -> dict[str, dict[str, str]]:
     """Each message's keyword fields by key: ``text``, ``context`` (the text of up to
     ``context_turns`` messages each side in the same session, by ``seq``), ``name`` and
-    ``date`` where known."""
+    ``date`` where known. A message that stands alone (:func:`stands_alone`) has no
+    ``context`` and lends none to its neighbours, as in what it embeds (:mod:`.embedded`)."""
     sessions: dict[str, list[Item]] = {}
     for d in docs:
         sessions.setdefault(str(d.value.get("session_id", "")), []).append(d)
     out: dict[str, dict[str, str]] = {}
     for items in sessions.values():
         items.sort(key=lambda it: (int(it.value.get("seq", 0)), it.key))
+        texts = [str(it.value.get("text", "")) for it in items]
         for i, it in enumerate(items):
-            fields = {"text": str(it.value.get("text", ""))}
+            fields = {"text": texts[i]}
             lo, hi = max(0, i - context_turns), min(len(items), i + context_turns + 1)
-            near = [str(items[j].value.get("text", "")) for j in range(lo, hi) if j != i]
+            near = [] if stands_alone(texts[i]) else [
+                texts[j] for j in range(lo, hi) if j != i and not stands_alone(texts[j])]
             if near:
                 fields["context"] = " ".join(near)
             if it.value.get("name"):
@@ -202,6 +209,7 @@ def hybrid_ranking_plan(
     config: EpisodicConfig,
     limit: int,
     alone: Callable[[str], bool] | None = None,
+    bare: Callable[[str], bool] | None = None,
 ) -> Plan[list[tuple[str, float]]]:
     """Hybrid recall's ranking, ``(key, fused score)`` best first.
 
@@ -215,8 +223,10 @@ def hybrid_ranking_plan(
     the first.
 
     ``alone`` says which messages stand alone (the tier: at least :data:`ALONE_CHARS`
-    characters, :func:`stands_alone`); their vector rank weighs
-    ``config.recall_alone_vector_weight``. None: no message does.
+    characters, :func:`stands_alone`): they are no seeds, and their vector rank weighs
+    ``config.recall_alone_vector_weight``. None: no message does. ``bare`` (None:
+    ``alone``) says whose vector rank weighs that instead: the tier adds the messages left
+    with no keyword context.
     """
     cfg = config
     temporal = temporal_ranking(query, days, keyword) if cfg.recall_temporal_weight else []
@@ -226,7 +236,7 @@ def hybrid_ranking_plan(
                              rrf_k=cfg.recall_rrf_k, limit=limit, temporal=temporal,
                              temporal_weight=cfg.recall_temporal_weight, second=second,
                              second_weight=cfg.recall_second_round_weight,
-                             alone=alone,
+                             alone=alone if bare is None else bare,
                              alone_vector_weight=cfg.recall_alone_vector_weight)
 
     first = fuse()

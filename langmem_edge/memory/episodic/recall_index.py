@@ -71,7 +71,7 @@ from langmem_edge.memory.core.plans import Call, Plan, StoreStep
 from langmem_edge.memory.core.stores import NearestKeys
 from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
-from langmem_edge.memory.episodic.recall import message_day
+from langmem_edge.memory.episodic.recall import message_day, stands_alone
 from langmem_edge.memory.episodic.writes import LOG_CONFIG
 from langmem_edge.memory.index.log import MAX_WRITERS, ChangeLog, pending
 from langmem_edge.retrieval.bm25 import BM25Index
@@ -135,6 +135,7 @@ class MessageIndex:
         self._sessions: dict[str, _Session] = {}
         self._items: dict[str, Item] = {}
         self._terms: dict[str, Fields] = {}
+        self._contextless: set[str] = set()
         self._lock = threading.Lock()
         self._applied: dict[str, int] | None = None  # episodic log numbers applied
         self._synced_at = 0.0  # this process's monotonic clock, for the reload age only
@@ -254,6 +255,11 @@ class MessageIndex:
         return (item is not None and tuple(item.namespace) == tuple(namespace)
                 and _matches(item.value, flt))
 
+    def contextless(self, key: str) -> bool:
+        """Whether ``key``'s keyword side has no context: it stands alone, or every message
+        beside it within ``context_turns`` does (or there is none)."""
+        return key in self._contextless
+
     def day(self, key: str) -> str:
         """The day of indexed message ``key`` (``"8 May 2023"``), empty when unknown."""
         item = self._items.get(key)
@@ -275,13 +281,23 @@ class MessageIndex:
 
     def _rescore(self, entry: _Session, namespace: tuple[str, ...], start: int) -> None:
         """(Re-)index the messages of ``entry`` from position ``start``: their context is
-        the text terms of ``context_turns`` neighbours each side."""
+        the text terms of ``context_turns`` neighbours each side, as
+        :func:`~.recall.message_fields` builds it (a message that stands alone has none and
+        lends none)."""
         order, n = entry.order, self.context_turns
+        lo = max(0, start - n)
+        alone = {j: stands_alone(str(self._items[order[j]].value.get("text", "")))
+                 for j in range(lo, len(order))}
         for i in range(start, len(order)):
             own = self._terms[order[i]]
-            near = [t for j in range(max(0, i - n), min(len(order), i + n + 1)) if j != i
-                    for t in self._terms[order[j]]["text"]]
+            near = [] if alone[i] else [
+                t for j in range(max(0, i - n), min(len(order), i + n + 1))
+                if j != i and not alone[j] for t in self._terms[order[j]]["text"]]
             fields = {**own, "context": near} if near else own
+            if near:
+                self._contextless.discard(order[i])
+            else:
+                self._contextless.add(order[i])
             self._bm25.upsert(order[i], fields, namespace=namespace)
 
     def _drop(self, sid: str) -> None:
@@ -290,6 +306,7 @@ class MessageIndex:
             self._bm25.remove(key)
             self._items.pop(key, None)
             self._terms.pop(key, None)
+            self._contextless.discard(key)
 
 
 class _Indexes:

@@ -68,9 +68,16 @@ def store_hybrid_plan(tier: EpisodicTier, query: str, prefix: tuple[str, ...],
 
     fused = yield from hybrid_ranking_plan(
         query, keyword=keyword, vector=vector, days=days, rank=rank, text=text, config=cfg,
-        limit=limit, alone=lambda key: stands_alone(text(key)))
+        limit=limit, alone=lambda key: stands_alone(text(key)),
+        bare=lambda key: stands_alone(text(key)) or _contextless(items.get(key)))
     return [StoredMessage.from_value(key, items[key].value, score=score)
             for key, score in fused if key in items]
+
+
+def _contextless(item: Item | None) -> bool:
+    """Whether a message row's keyword side has no context (none of the turns before it lent
+    any); rows written before embedded fields are taken to have one."""
+    return item is not None and "embed_text" in item.value and "context" not in item.value
 
 
 def _store_ranking(tier: EpisodicTier, query: str, prefix: tuple[str, ...],

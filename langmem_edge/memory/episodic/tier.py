@@ -426,6 +426,7 @@ class EpisodicTier:
 
             def item(key: str) -> Item | None:
                 return near_items.get(key) or index.item(key)
+            contextless = index.contextless
         else:
             docs = yield from self._scan_plan(prefix, flt, cfg.keyword_scan_limit)
             docs = [d for d in docs if d.value.get("profile") == self.profile]
@@ -437,12 +438,17 @@ class EpisodicTier:
                     q, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
                     limit=depth, field_weights=self._recall_field_weights())
             keyword, days = rank(query), {key: f.get("date", "") for key, f in fields.items()}
+
+            def contextless(key: str) -> bool:
+                return key in fields and "context" not in fields[key]
+
         def text(key: str) -> str:
             return str(getattr(item(key), "value", {}).get("text", ""))
 
         fused = hybrid_ranking(query, keyword=keyword, vector=vector, days=days, rank=rank,
                                text=text, config=cfg, limit=limit,
-                               alone=lambda key: stands_alone(text(key)))
+                               alone=lambda key: stands_alone(text(key)),
+                               bare=lambda key: stands_alone(text(key)) or contextless(key))
         return [StoredMessage.from_value(key, found.value, score=score)
                 for key, score in fused if (found := item(key)) is not None]
 
