@@ -97,8 +97,15 @@ class Source:
             out = subprocess.run(["git", f"--git-dir={self.mirror}", "ls-tree",
                                   "--name-only", f"HEAD:chats/{tier}/"],
                                  capture_output=True, check=True, text=True)
-            names = out.stdout.split()
+            names = [n for n in out.stdout.split() if n.isdigit() and self._stored(tier, n)]
         return sorted((n for n in names if n.isdigit()), key=int)
+
+    def _stored(self, tier: str, name: str) -> bool:
+        """Whether the mirror holds the chat's file (a snapshot may list large files it
+        does not hold: such chats are left out, and the run names the chats it read)."""
+        rel = f"chats/{tier}/{name}/chat.json"
+        return subprocess.run(["git", f"--git-dir={self.mirror}", "cat-file", "-e",
+                               f"HEAD:{rel}"], capture_output=True).returncode == 0
 
 
 def sessions_of(chat: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:

@@ -46,10 +46,15 @@ def test_a_long_message_is_embedded_as_it_is_a_short_one_with_its_context() -> N
     fields = embedded_fields(msgs, [])
     # no day, no speaker, no turns before: the model's window holds the message's own words
     assert fields["m1"] == {"embed_text": PASTE, "day": "8 May 2023"}  # no context
-    # a short reply still carries its day, speaker and the turns before, but a long turn
-    # lends it no context: it would fill the window with the previous answer
-    assert fields["m2"]["embed_text"] == "[8 May 2023] user: yes, that one a question"
+    # a long turn lends the reply after it no context (it would fill the window with the
+    # previous answer) and ends its context (the turns before it are another exchange): the
+    # reply begins an exchange and is embedded as it is, as dense search would embed it
+    assert fields["m2"] == {"embed_text": "yes, that one", "day": "8 May 2023"}
     assert embedded_fields([_message(3, "ok")], [{"text": "sure"}, {"text": PASTE[:1000]}]
+                           )["m3"]["embed_text"] == "ok"
+    # further on in the exchange, a short message carries its day, speaker and the turns
+    # before it back to the long one
+    assert embedded_fields([_message(3, "ok")], [{"text": PASTE[:1000]}, {"text": "sure"}]
                            )["m3"]["embed_text"] == "[8 May 2023] user: ok sure"
     below = "x" * (ALONE_CHARS - 1)
     assert embedded_fields([_message(0, below)], [])["m0"]["embed_text"].endswith(f": {below}")
@@ -117,11 +122,13 @@ def test_a_long_message_neither_has_nor_lends_keyword_context() -> None:
                     updated_at="2023-05-08T13:56:00+00:00")
 
     fields = message_fields([item(0, "first"), item(1, "second"), item(2, PASTE),
-                             item(3, "a reply"), item(4, PASTE)], context_turns=1)
-    assert fields["m0"]["context"] == "second"
+                             item(3, "a reply"), item(4, PASTE), item(5, "thanks")],
+                            context_turns=2)
+    assert fields["m0"]["context"] == "second"  # the paste ends the window
     assert fields["m1"]["context"] == "first"
     assert "context" not in fields["m2"]  # stands alone
-    assert "context" not in fields["m3"]  # every message beside it stands alone
+    assert "context" not in fields["m3"]  # a paste each side: the exchange is itself
+    assert "context" not in fields["m5"]
     short = message_fields([item(0, "first"), item(1, "second")], context_turns=2)
     assert short["m0"]["context"] == "second" and short["m1"]["context"] == "first"
 

@@ -36,6 +36,7 @@ from langmem_edge.retrieval.text import Analyzer, default_analyzer
 
 __all__ = [
     "ALONE_CHARS",
+    "context_window",
     "fuse_messages",
     "hybrid_ranking",
     "hybrid_ranking_plan",
@@ -50,16 +51,18 @@ __all__ = [
 
 ALONE_CHARS = 500
 """A message at least this long (in characters: about half the default embedding model's
-window of 256 word pieces) stands alone: it is embedded as it is and lends no context to the
-messages after it (:mod:`.embedded`), and its keyword side neither has a context nor lends
-one to the messages around it (:func:`message_fields`, the message index); in hybrid recall
-its vector rank weighs ``recall_alone_vector_weight`` instead of ``recall_vector_weight``, and
-it is no seed of the second keyword round (its words would swamp the query). A shorter
-message left with no keyword context (every message beside it stands alone) is weighed and
-seeded the same way: the vector weight of 0.5 was cross-validated where BM25 sees a turn with
-its neighbours. Every LoCoMo turn is shorter (at most 446 characters) and every LoCoMo
-session longer than one turn, where the weights were cross-validated, so none of this changes
-LoCoMo's ranking (issue 40; docs/retrieval.md)."""
+window of 256 word pieces) stands alone: it is embedded as it is, its keyword side has no
+context, and it lends none to the messages around it but ends theirs
+(:func:`context_window`: what lies beyond it is another exchange), in the vector side
+(:mod:`.embedded`) as in the keyword side (:func:`message_fields`, the message index).
+
+In hybrid recall its vector rank weighs ``recall_alone_vector_weight`` instead of
+``recall_vector_weight``, and it is no seed of the second keyword round (its words would
+swamp the query). The vector rank of a shorter message left with no keyword context (a long
+message on each side, or none) weighs the same: the weight of 0.5 was cross-validated where
+BM25 sees a turn with its neighbours. Every LoCoMo turn is shorter (at most 446 characters)
+and every LoCoMo session longer than one turn, where the weights were cross-validated, so
+none of this changes LoCoMo's ranking (issue 40; docs/retrieval.md)."""
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
@@ -84,6 +87,26 @@ def temporal_ranking(
     if not words:
         return []
     return [(k, s) for k, s in ranked if words <= time_words(days.get(k, ""))]
+
+
+def context_window(texts: Sequence[str], i: int, turns: int, *, after: bool = True
+                   ) -> list[int]:
+    """Positions of the messages that lend ``texts[i]`` its context: up to ``turns`` before
+    it (and after it, with ``after``), nearest first on each side, stopping at a message
+    that stands alone (it lends nothing, and the turns beyond it belong to another
+    exchange); none when ``texts[i]`` stands alone itself."""
+    if stands_alone(texts[i]):
+        return []
+    out: list[int] = []
+    for step in ((-1, 1) if after else (-1,)):
+        for d in range(1, turns + 1):
+            j = i + step * d
+            if not 0 <= j < len(texts):
+                break
+            if stands_alone(texts[j]):
+                break
+            out.append(j)
+    return sorted(out)
 
 
 def stands_alone(text: str) -> bool:
@@ -116,9 +139,7 @@ def message_fields(docs: Sequence[Item], *, context_turns: int) -> dict[str, dic
         texts = [str(it.value.get("text", "")) for it in items]
         for i, it in enumerate(items):
             fields = {"text": texts[i]}
-            lo, hi = max(0, i - context_turns), min(len(items), i + context_turns + 1)
-            near = [] if stands_alone(texts[i]) else [
-                texts[j] for j in range(lo, hi) if j != i and not stands_alone(texts[j])]
+            near = [texts[j] for j in context_window(texts, i, context_turns)]
             if near:
                 fields["context"] = " ".join(near)
             if it.value.get("name"):

@@ -71,7 +71,7 @@ from langmem_edge.memory.core.plans import Call, Plan, StoreStep
 from langmem_edge.memory.core.stores import NearestKeys
 from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
-from langmem_edge.memory.episodic.recall import message_day, stands_alone
+from langmem_edge.memory.episodic.recall import context_window, message_day
 from langmem_edge.memory.episodic.writes import LOG_CONFIG
 from langmem_edge.memory.index.log import MAX_WRITERS, ChangeLog, pending
 from langmem_edge.retrieval.bm25 import BM25Index
@@ -285,14 +285,11 @@ class MessageIndex:
         :func:`~.recall.message_fields` builds it (a message that stands alone has none and
         lends none)."""
         order, n = entry.order, self.context_turns
-        lo = max(0, start - n)
-        alone = {j: stands_alone(str(self._items[order[j]].value.get("text", "")))
-                 for j in range(lo, len(order))}
+        texts = [str(self._items[k].value.get("text", "")) for k in order]
         for i in range(start, len(order)):
             own = self._terms[order[i]]
-            near = [] if alone[i] else [
-                t for j in range(max(0, i - n), min(len(order), i + n + 1))
-                if j != i and not alone[j] for t in self._terms[order[j]]["text"]]
+            near = [t for j in context_window(texts, i, n)
+                    for t in self._terms[order[j]]["text"]]
             fields = {**own, "context": near} if near else own
             if near:
                 self._contextless.discard(order[i])
