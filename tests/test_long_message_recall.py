@@ -173,3 +173,45 @@ def test_a_long_message_is_no_seed_of_the_second_round() -> None:
                    config=EpisodicConfig(), limit=3,
                    alone=lambda key: stands_alone(texts[key]))
     assert asked == ["why does the loop never stop? the loop"]  # k1's paste left out
+
+
+def test_two_equal_messages_embedded_as_they_are_in_one_ingest(store: BaseStore) -> None:
+    """A "thanks" from each side after long messages: both embed the same text, and
+    langgraph's InMemoryStore fails on such a batch ("Number of embeddings ... does not
+    match"), so the plan driver splits it (``core.stores.distinct_text_batches``); every
+    message is stored and found."""
+    tier = EpisodicTier(store, ROOT)
+    stored = tier.add_messages([{"role": "user", "content": PASTE},
+                                {"role": "assistant", "content": "thanks"},
+                                {"role": "assistant", "content": PASTE.replace("my", "your")},
+                                {"role": "user", "content": "thanks"}], "s1")
+    assert len(stored) == 4
+    values = [it.value for it in store.search((*ROOT, "messages", "s1"), limit=10)]
+    assert sorted(v["embed_text"] for v in values if v["text"] == "thanks") == [
+        "thanks", "thanks"]
+    found = tier.recall_conversation("thanks", scope="all", limit=4)
+    assert sum(m.content == "thanks" for m in found) == 2
+
+
+def test_distinct_text_batches_keep_order_and_never_repeat_a_text() -> None:
+    from langgraph.store.base import GetOp, PutOp
+    from langgraph.store.memory import InMemoryStore
+
+    from langmem_edge.memory.core.stores import distinct_text_batches
+    from langmem_edge.testing import FakeEmbeddings
+
+    store = InMemoryStore(index={"dims": 8, "embed": FakeEmbeddings(8), "fields": ["t"]})
+    ops = [PutOp(("n",), "a", {"t": "x"}), PutOp(("n",), "b", {"t": "x"}),
+           PutOp(("n",), "c", {"t": "y"}), PutOp(("n",), "a", {"t": "z"}),
+           PutOp(("n",), "d", {"t": "x"}, index=False)]
+    parts = distinct_text_batches(store, ops)
+    # "b" embeds "x" as "a" does; the second put of "a" may join the first (the last put of
+    # a key in a batch is the one applied)
+    assert [[op.key for op in part] for part in parts] == [["a", "c", "a", "d"], ["b"]]
+    for part in parts:
+        store.batch(part)
+    assert store.get(("n",), "a").value == {"t": "z"}  # the later put of "a" won
+    assert distinct_text_batches(store, ops[:1] + [GetOp(("n",), "a")]) == [
+        ops[:1] + [GetOp(("n",), "a")]]
+    with pytest.raises(ValueError, match="Number of embeddings"):
+        store.batch(ops[:2])  # what the split avoids

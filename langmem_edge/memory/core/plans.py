@@ -42,6 +42,7 @@ from langgraph.store.base import BaseStore, Op
 from langmem_edge._twins import bound
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.core.models import ModelCall, RetryPolicy, arun_calls, run_calls
+from langmem_edge.memory.core.stores import distinct_text_batches
 
 __all__ = [
     "Call",
@@ -124,7 +125,13 @@ def _store(step: StoreStep, store: BaseStore | None) -> BaseStore:
 
 def _sync(step: Step, store: BaseStore | None, policy: RetryPolicy) -> Any:
     if isinstance(step, StoreStep):
-        return _store(step, store).batch(list(step.ops)) if step.ops else []
+        s = _store(step, store)
+        parts = distinct_text_batches(s, step.ops)
+        if len(parts) > 1:
+            for part in parts:
+                s.batch(part)
+            return [None] * len(step.ops)
+        return s.batch(list(step.ops)) if step.ops else []
     if isinstance(step, ModelStep):
         return run_calls(step.calls, policy)
     return step.sync(*step.args, **step.kwargs)
@@ -133,7 +140,13 @@ def _sync(step: Step, store: BaseStore | None, policy: RetryPolicy) -> Any:
 async def _async(step: Step, store: BaseStore | None, policy: RetryPolicy,
                  gate: asyncio.Semaphore) -> Any:
     if isinstance(step, StoreStep):
-        return await _store(step, store).abatch(list(step.ops)) if step.ops else []
+        s = _store(step, store)
+        parts = distinct_text_batches(s, step.ops)
+        if len(parts) > 1:
+            for part in parts:
+                await s.abatch(part)
+            return [None] * len(step.ops)
+        return await s.abatch(list(step.ops)) if step.ops else []
     if isinstance(step, ModelStep):
         return await arun_calls(step.calls, policy, gate)
     return await step.async_(*step.args, **step.kwargs)

@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Op, PutOp
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 __all__ = ["KEYWORD_ONLY", "KeywordSearch", "NearestKeys", "PutExisting", "PutNew",
-           "atomic_put_limit", "ranks_keys"]
+           "atomic_put_limit", "distinct_text_batches", "ranks_keys"]
 
 KEYWORD_ONLY = "keyword:"
 """How a put's ``index`` names a path for a :class:`KeywordSearch` store's keyword channel
@@ -128,3 +129,38 @@ def atomic_put_limit(store: BaseStore) -> int:
     """
     limit = getattr(store, "atomic_put_limit", 0)
     return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else 0
+
+
+def distinct_text_batches(store: BaseStore, ops: Sequence[Op]) -> list[list[Op]]:
+    """``ops`` as the batches to send ``store``: one, unless they are all puts and two of
+    them would embed the same text, on a store that does not apply a batch whole
+    (:func:`atomic_put_limit`). Then each put goes to the batch after the last one embedding
+    one of its texts, and never before an earlier put of its key (order is kept).
+
+    LangGraph's ``InMemoryStore`` embeds each distinct text of a batch once and then fails to
+    place the vectors when two puts share one ("Number of embeddings (n) does not match
+    number of indices (n + 1)"): two messages "thanks" embedded as they are, or two equal
+    passages of a document. Only puts are split, so every result stays ``None``."""
+    config = getattr(store, "index_config", None)
+    if (len(ops) < 2 or not config or atomic_put_limit(store)
+            or not all(isinstance(op, PutOp) for op in ops)):
+        return [list(ops)]
+    default = config.get("fields") or ["$"]
+    batches: list[tuple[list[Op], set[str]]] = []
+    for op in ops:
+        assert isinstance(op, PutOp)
+        texts: set[str] = set()
+        if op.value is not None and op.index is not False:
+            for path in default if op.index is None else op.index:
+                if not path.startswith(KEYWORD_ONLY):
+                    tokens = path if path == "$" else tokenize_path(path)
+                    texts.update(get_text_at_path(op.value, tokens))
+        sharing = [i for i, (_, seen) in enumerate(batches) if texts & seen]
+        same_key = [i for i, (part, _) in enumerate(batches)
+                    if any(o.namespace == op.namespace and o.key == op.key for o in part)]
+        at = max([sharing[-1] + 1 if sharing else 0, *same_key])
+        if at == len(batches):
+            batches.append(([], set()))
+        batches[at][0].append(op)
+        batches[at][1].update(texts)
+    return [part for part, _ in batches]
