@@ -200,12 +200,10 @@ def test_second_round_ranks_by_the_first_rounds_best_text() -> None:
 
 def test_second_round_finds_a_turn_through_the_first_answers_words(store: BaseStore) -> None:
     tier = EpisodicTier(store, ROOT)
-    # two turns a session: a message with no neighbour would weigh its vector rank as a
-    # long one does (recall.ALONE_CHARS), which alone lifts the studio here
     tier.add_messages([{"role": "user", "content": "Melanie signed up for a pottery class "
-                        "in Montmartre"}, {"role": "user", "content": "nice"}], "s1")
+                        "in Montmartre"}], "s1")
     tier.add_messages([{"role": "assistant", "content": "The Montmartre pottery studio is "
-                        "run by Jean"}, {"role": "user", "content": "ok"}], "s2")
+                        "run by Jean"}], "s2")
     tier.add_messages([{"role": "user", "content": f"filler turn number {i} about weather"}
                        for i in range(12)], "s3")
     off = EpisodicTier(store, ROOT, config=EpisodicConfig(recall_second_round_weight=0.0))

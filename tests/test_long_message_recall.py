@@ -1,6 +1,7 @@
 """Recall over long messages (issue 40): a message long enough to carry its own subject
-stands alone: it is embedded as it is and lends no context to the turns after it, its vector
-rank weighs as much as its keyword rank, and it is no seed of the second keyword round."""
+stands alone: it is embedded as it is, lends no context to the turns around it and ends
+theirs, its vector rank weighs twice its keyword rank, and it is no seed of the second
+keyword round; a short message cut off by long ones weighs its vector rank the same."""
 
 from __future__ import annotations
 
@@ -79,13 +80,14 @@ def _ranking(texts: dict[str, str], config: EpisodicConfig) -> list[str]:
     return [key for key, _ in fused]
 
 
-def test_the_vector_rank_of_a_long_message_weighs_as_much_as_its_keyword_rank() -> None:
+def test_the_vector_rank_of_a_long_message_weighs_twice_its_keyword_rank() -> None:
     cfg = EpisodicConfig(recall_second_round_weight=0.0)
-    assert cfg.recall_alone_vector_weight == 1.0 and cfg.recall_vector_weight == 0.5
+    assert cfg.recall_alone_vector_weight == 2.0 and cfg.recall_vector_weight == 0.5
     off = EpisodicConfig(recall_second_round_weight=0.0, recall_alone_vector_weight=None)
     long = {"k1": "reconnect loop", "k2": "the loop", "v": PASTE}
-    # the long message the vector side ranks first beats the keyword side's runner-up ...
-    assert _ranking(long, cfg) == ["k1", "v", "k2"]
+    # the long message the vector side ranks first beats the keyword side's first
+    # (2 / (5 + 1) against 1 / 6 + 0.5 / 7) ...
+    assert _ranking(long, cfg) == ["v", "k1", "k2"]
     assert _ranking(long, off) == ["k1", "k2", "v"]  # ... which it did not before
     # short messages (every LoCoMo turn) fuse exactly as before
     short = long | {"v": "the socket server"}

@@ -37,6 +37,8 @@ from langmem_edge.retrieval.text import Analyzer, default_analyzer
 __all__ = [
     "ALONE_CHARS",
     "context_window",
+    "cut_off",
+    "cut_off_keys",
     "fuse_messages",
     "hybrid_ranking",
     "hybrid_ranking_plan",
@@ -58,9 +60,9 @@ context, and it lends none to the messages around it but ends theirs
 
 In hybrid recall its vector rank weighs ``recall_alone_vector_weight`` instead of
 ``recall_vector_weight``, and it is no seed of the second keyword round (its words would
-swamp the query). The vector rank of a shorter message left with no keyword context (a long
-message on each side, or none) weighs the same: the weight of 0.5 was cross-validated where
-BM25 sees a turn with its neighbours. Every LoCoMo turn is shorter (at most 446 characters)
+swamp the query). The vector rank of a shorter message cut off from its neighbours by long
+ones (:func:`cut_off`) weighs the same: the weight of 0.5 was cross-validated where BM25 sees
+a turn with its neighbours. Every LoCoMo turn is shorter (at most 446 characters)
 and every LoCoMo session longer than one turn, where the weights were cross-validated, so
 none of this changes LoCoMo's ranking (issue 40; docs/retrieval.md)."""
 
@@ -109,6 +111,15 @@ def context_window(texts: Sequence[str], i: int, turns: int, *, after: bool = Tr
     return sorted(out)
 
 
+def cut_off(texts: Sequence[str], i: int, turns: int) -> bool:
+    """Whether ``texts[i]``, a message that does not stand alone, lost its keyword context to
+    long messages: it has a neighbour, but every one within ``turns`` stands alone or lies
+    past one (:func:`context_window`). Its keyword side is BM25 over its own words, and its
+    vector rank weighs as a long message's does."""
+    return (turns > 0 and len(texts) > 1 and not stands_alone(texts[i])
+            and not context_window(texts, i, turns))
+
+
 def stands_alone(text: str) -> bool:
     """Whether a message of ``text`` stands alone: at least :data:`ALONE_CHARS` characters."""
     return len(text) >= ALONE_CHARS
@@ -130,12 +141,8 @@ def message_fields(docs: Sequence[Item], *, context_turns: int) -> dict[str, dic
     ``context_turns`` messages each side in the same session, by ``seq``), ``name`` and
     ``date`` where known. A message that stands alone (:func:`stands_alone`) has no
     ``context`` and lends none to its neighbours, as in what it embeds (:mod:`.embedded`)."""
-    sessions: dict[str, list[Item]] = {}
-    for d in docs:
-        sessions.setdefault(str(d.value.get("session_id", "")), []).append(d)
     out: dict[str, dict[str, str]] = {}
-    for items in sessions.values():
-        items.sort(key=lambda it: (int(it.value.get("seq", 0)), it.key))
+    for items in _sessions(docs):
         texts = [str(it.value.get("text", "")) for it in items]
         for i, it in enumerate(items):
             fields = {"text": texts[i]}
@@ -149,6 +156,24 @@ def message_fields(docs: Sequence[Item], *, context_turns: int) -> dict[str, dic
                 fields["date"] = day
             out[it.key] = fields
     return out
+
+
+def cut_off_keys(docs: Sequence[Item], *, context_turns: int) -> set[str]:
+    """The keys of the messages in ``docs`` that :func:`cut_off` says lost their context."""
+    out: set[str] = set()
+    for items in _sessions(docs):
+        texts = [str(it.value.get("text", "")) for it in items]
+        out.update(it.key for i, it in enumerate(items) if cut_off(texts, i, context_turns))
+    return out
+
+
+def _sessions(docs: Sequence[Item]) -> list[list[Item]]:
+    """``docs`` by session, each in ``seq`` order."""
+    sessions: dict[str, list[Item]] = {}
+    for d in docs:
+        sessions.setdefault(str(d.value.get("session_id", "")), []).append(d)
+    return [sorted(items, key=lambda it: (int(it.value.get("seq", 0)), it.key))
+            for items in sessions.values()]
 
 
 def message_keyword_ranking(
@@ -246,8 +271,8 @@ def hybrid_ranking_plan(
     ``alone`` says which messages stand alone (the tier: at least :data:`ALONE_CHARS`
     characters, :func:`stands_alone`): they are no seeds, and their vector rank weighs
     ``config.recall_alone_vector_weight``. None: no message does. ``bare`` (None:
-    ``alone``) says whose vector rank weighs that instead: the tier adds the messages left
-    with no keyword context.
+    ``alone``) says whose vector rank weighs that instead: the tier adds the messages
+    :func:`cut_off` from their context.
     """
     cfg = config
     temporal = temporal_ranking(query, days, keyword) if cfg.recall_temporal_weight else []

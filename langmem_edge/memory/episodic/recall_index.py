@@ -71,7 +71,7 @@ from langmem_edge.memory.core.plans import Call, Plan, StoreStep
 from langmem_edge.memory.core.stores import NearestKeys
 from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.pages import appended_only, store_cache
-from langmem_edge.memory.episodic.recall import context_window, message_day
+from langmem_edge.memory.episodic.recall import context_window, cut_off, message_day
 from langmem_edge.memory.episodic.writes import LOG_CONFIG
 from langmem_edge.memory.index.log import MAX_WRITERS, ChangeLog, pending
 from langmem_edge.retrieval.bm25 import BM25Index
@@ -256,8 +256,8 @@ class MessageIndex:
                 and _matches(item.value, flt))
 
     def contextless(self, key: str) -> bool:
-        """Whether ``key``'s keyword side has no context: it stands alone, or every message
-        beside it within ``context_turns`` does (or there is none)."""
+        """Whether indexed message ``key`` lost its keyword context to long messages
+        (:func:`~.recall.cut_off`)."""
         return key in self._contextless
 
     def day(self, key: str) -> str:
@@ -291,10 +291,10 @@ class MessageIndex:
             near = [t for j in context_window(texts, i, n)
                     for t in self._terms[order[j]]["text"]]
             fields = {**own, "context": near} if near else own
-            if near:
-                self._contextless.discard(order[i])
-            else:
+            if cut_off(texts, i, n):
                 self._contextless.add(order[i])
+            else:
+                self._contextless.discard(order[i])
             self._bm25.upsert(order[i], fields, namespace=namespace)
 
     def _drop(self, sid: str) -> None:

@@ -75,9 +75,11 @@ def store_hybrid_plan(tier: EpisodicTier, query: str, prefix: tuple[str, ...],
 
 
 def _contextless(item: Item | None) -> bool:
-    """Whether a message row's keyword side has no context (none of the turns before it lent
-    any); rows written before embedded fields are taken to have one."""
-    return item is not None and "embed_text" in item.value and "context" not in item.value
+    """Whether a message row lost its keyword context to a long message just before it (the
+    row's context holds the turns before it only: a later message that is not its session's
+    first, with no ``context``); rows written before embedded fields are taken to have one."""
+    return (item is not None and "embed_text" in item.value and "context" not in item.value
+            and int(item.value.get("seq", 0)) > 0)
 
 
 def _store_ranking(tier: EpisodicTier, query: str, prefix: tuple[str, ...],

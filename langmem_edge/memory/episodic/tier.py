@@ -127,6 +127,7 @@ from langmem_edge.memory.episodic.messages import (
 )
 from langmem_edge.memory.episodic.pages import page_cache_for
 from langmem_edge.memory.episodic.recall import (
+    cut_off_keys,
     hybrid_ranking,
     keyword_only_ranking,
     message_fields,
@@ -439,8 +440,7 @@ class EpisodicTier:
                     limit=depth, field_weights=self._recall_field_weights())
             keyword, days = rank(query), {key: f.get("date", "") for key, f in fields.items()}
 
-            def contextless(key: str) -> bool:
-                return key in fields and "context" not in fields[key]
+            contextless = cut_off_keys(docs, context_turns=cfg.recall_context_turns).__contains__
 
         def text(key: str) -> str:
             return str(getattr(item(key), "value", {}).get("text", ""))
