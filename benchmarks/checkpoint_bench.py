@@ -1,4 +1,5 @@
-"""Checkpointer benchmark: ChromaSaver (embedded and server) vs SqliteSaver and InMemorySaver.
+"""Checkpointer benchmark: ChromaSaver (embedded and server) vs PostgresSaver, SqliteSaver and
+InMemorySaver.
 
 Each of ``--n`` rounds puts one checkpoint of a ``--messages``-message chat state on one
 thread (a parent chain), then reads it back with ``get_tuple`` (latest, and by id) and lists
@@ -12,13 +13,17 @@ are about: ``put p50 / raw upsert p50`` (target <= 1.2), ``get_tuple p50 / Sqlit
 (target <= 2), and a second table: ``get_tuple`` by id against one raw ``get`` by id (target
 <= 1.5) and ``put`` against one raw upsert of the very rows ``put`` writes (target <= 1.2).
 The server is a ``chroma run`` on 127.0.0.1 and a free port, started here and stopped by its
-PID.
+PID. ``PostgresSaver`` (LangGraph's own, what its server keeps checkpoints in) runs on a
+throwaway Postgres cluster this script starts on 127.0.0.1 the way ``store_peers.py`` does
+(``initdb`` from PATH or Debian's ``/usr/lib/postgresql/*/bin``, or ``--pg-bin``), stopped by
+its PID; ``--no-postgres`` skips it. The last table gives each saver's p50 against
+PostgresSaver's (issue 33).
 
 Usage::
 
     python benchmarks/checkpoint_bench.py            # 1,000 rounds
     python benchmarks/checkpoint_bench.py --n 100    # quick run
-    python benchmarks/checkpoint_bench.py --no-server
+    python benchmarks/checkpoint_bench.py --no-server --no-postgres
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import chroma_server  # noqa: E402
+from store_peers import find_pg_bin, postgres_cluster  # noqa: E402
 
 from langmem_edge.checkpointers import ChromaSaver  # noqa: E402
 from langmem_edge.checkpointers.layout import DUMMY_VECTOR  # noqa: E402
@@ -178,6 +184,21 @@ def summary(subjects: list[Subject]) -> str:
     return "\n".join(lines)
 
 
+def against(subjects: list[Subject], peer_name: str) -> str:
+    """Each saver's p50s over the peer's (``put``, ``get_tuple`` latest and by id, ``list``)."""
+    peer = next((s for s in subjects if s.name == peer_name), None)
+    if peer is None:
+        return ""
+    ops = ("put", "get_tuple latest", "get_tuple by id", "list")
+    lines = ["", f"| saver | {' | '.join(f'{op} / {peer_name}' for op in ops)} |",
+             "| --- |" + " ---: |" * len(ops)]
+    for s in subjects:
+        cells = [f"{statistics.median(s.times[op]) / statistics.median(peer.times[op]):.2f}x"
+                 for op in ops]
+        lines.append(f"| {s.name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -230,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=20, help="messages in the state")
     parser.add_argument("--list-limit", type=int, default=100, help="list(limit=...)")
     parser.add_argument("--no-server", action="store_true", help="skip ChromaSaver on a server")
+    parser.add_argument("--no-postgres", action="store_true", help="skip PostgresSaver")
+    parser.add_argument("--pg-bin", help="the folder with initdb and pg_ctl")
     args = parser.parse_args(argv)
+    print(f"load average before: {os.getloadavg()}", file=sys.stderr)
 
     messages = chat_state(args.messages)
     folder = tempfile.mkdtemp(prefix="checkpoint-bench-")
@@ -247,6 +271,18 @@ def main(argv: list[str] | None = None) -> int:
             sqlite.setup()
             subjects.append(Subject("SqliteSaver (file)", sqlite, None))
             subjects.append(Subject("InMemorySaver", InMemorySaver(), None))
+            pg = ExitStack()
+            pg_bin = None if args.no_postgres else find_pg_bin(args.pg_bin)
+            if pg_bin:
+                from langgraph.checkpoint.postgres import PostgresSaver
+
+                url_pg = pg.enter_context(postgres_cluster(pg_bin, tempfile.gettempdir()))
+                postgres = pg.enter_context(PostgresSaver.from_conn_string(url_pg))
+                postgres.setup()
+                subjects.append(Subject("PostgresSaver", postgres, None))
+            elif not args.no_postgres:
+                print("no Postgres found (initdb, pg_ctl): PostgresSaver skipped",
+                      file=sys.stderr)
             state_bytes = len(embedded.serde.dumps_typed(make_checkpoint(messages, 0))[1])
             started = time.monotonic()
             for step in range(args.n):
@@ -257,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {step + 1}/{args.n} rounds, {elapsed:.0f} s", file=sys.stderr)
             print(table(subjects, args.n, state_bytes, args.list_limit))
             print(summary(subjects))
+            print(against(subjects, "PostgresSaver"))
+            print(f"\nload average after: {os.getloadavg()}")
+            pg.close()
             conn.close()
             for s in subjects:
                 if isinstance(s.saver, ChromaSaver):
