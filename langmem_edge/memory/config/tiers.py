@@ -144,8 +144,8 @@ class EpisodicConfig(_Section):
     from its neighbours by long ones (:func:`~langmem_edge.memory.episodic.recall.cut_off`):
     embedded as it is, and ranked by BM25 over its own words only, so twice its keyword rank,
     as a turn with its context weighs its keyword rank twice its vector rank; None weighs it
-    ``recall_vector_weight`` like the others. No LoCoMo turn is such a message, so the cross-validated weights are untouched
-    there. Chosen on BEAM's 500K tier (35 chats: 1.0, 1.5, 2.0, 3.0 gave 0.369 / 0.485,
+    ``recall_vector_weight`` like the others. No LoCoMo turn is such a message, so the
+    cross-validated weights are untouched there. Chosen on BEAM's 500K tier (35 chats: 1.0, 1.5, 2.0, 3.0 gave 0.369 / 0.485,
     0.393 / 0.494, 0.400 / 0.502, 0.397 / 0.504 recall@5 / @10, plain dense search
     0.391 / 0.479) and checked on the 1M tier's 9 chats at hand (0.263 / 0.369 against dense
     0.244 / 0.363); ``docs/retrieval.md``, issue 40."""
