@@ -141,13 +141,14 @@ class EpisodicConfig(_Section):
     recall_alone_vector_weight: float | None = Field(2.0, ge=0.0)
     """Hybrid recall: RRF weight of the vector rank of a message that stands alone (at least
     500 characters, :data:`~langmem_edge.memory.episodic.recall.ALONE_CHARS`) or is cut off
-    from its neighbours by long ones (:func:`~langmem_edge.memory.episodic.recall.cut_off`):
-    embedded as it is, and ranked by BM25 over its own words only, so twice its keyword rank,
-    as a turn with its context weighs its keyword rank twice its vector rank; None weighs it
-    ``recall_vector_weight`` like the others. No LoCoMo turn is such a message, so the
-    cross-validated weights are untouched there. Chosen on BEAM's 500K tier (35 chats: 1.0, 1.5, 2.0, 3.0 gave 0.369 / 0.485,
-    0.393 / 0.494, 0.400 / 0.502, 0.397 / 0.504 recall@5 / @10, plain dense search
-    0.391 / 0.479) and checked on the 1M tier's 9 chats at hand (0.263 / 0.369 against dense
+    from its neighbours by long ones (:func:`~langmem_edge.memory.episodic.recall.cut_off`).
+    Such a message is embedded as it is and ranked by BM25 over its own words only, so its
+    vector rank weighs twice its keyword rank, as a turn with its context weighs its keyword
+    rank twice its vector rank; None weighs it ``recall_vector_weight`` like the others. No
+    LoCoMo turn is such a message, so the cross-validated weights are untouched there.
+    Chosen on BEAM's 500K tier (35 chats; 1.0, 1.5, 2.0 and 3.0 gave 0.369 / 0.485,
+    0.393 / 0.494, 0.400 / 0.502 and 0.397 / 0.504 recall@5 / @10 against plain dense search's
+    0.391 / 0.479) and checked on the 9 chats of its 1M tier at hand (0.263 / 0.369 against
     0.244 / 0.363); ``docs/retrieval.md``, issue 40."""
     recall_rrf_k: float = Field(5.0, ge=0.0)
     """Hybrid recall: RRF constant (small: each channel's first ranks dominate)."""
