@@ -140,7 +140,8 @@ def message_fields(docs: Sequence[Item], *, context_turns: int) -> dict[str, dic
     """Each message's keyword fields by key: ``text``, ``context`` (the text of up to
     ``context_turns`` messages each side in the same session, by ``seq``), ``name`` and
     ``date`` where known. A message that stands alone (:func:`stands_alone`) has no
-    ``context`` and lends none to its neighbours, as in what it embeds (:mod:`.embedded`)."""
+    ``context``, lends none to its neighbours and ends theirs (:func:`context_window`), as in
+    what is embedded (:mod:`.embedded`)."""
     out: dict[str, dict[str, str]] = {}
     for items in _sessions(docs):
         texts = [str(it.value.get("text", "")) for it in items]
