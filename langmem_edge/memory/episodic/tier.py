@@ -6,9 +6,8 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 - ``(*R, "messages", session_id)``: one item per message, key = message id, value
   ``{"kind": "message", "profile", "session_id", "seq", "page", "role", "text", "ts",
   "contact"?, "name"?, "tool_call_id"?, "embed_text"}``; ``text`` is the message as given,
-  never rewritten; the item is put with ``index=["embed_text"]``: its day, speaker and text,
-  then the text of the turns before it (:mod:`.embedded`; the store's index config decides
-  whether anything is embedded);
+  never rewritten; the item is put with ``index=["embed_text"]`` (what :mod:`.embedded`
+  makes; the store's index config decides whether anything is embedded);
   ``page`` = ``str(seq // page_size)`` is how history is read (see :mod:`.compaction`);
 - ``(*R, "overlays", session_id)``: compaction overlays (:mod:`.compaction`), not embedded;
 - ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
@@ -19,14 +18,12 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
   ``tail``, the last messages' ids and text (the context of the next ingest's first
   message, :mod:`.embedded`). It is what makes ordering possible on any backend.
 
-Every value carries ``profile`` and every read filters on it (a second guard besides the
-namespace).
+Every value carries ``profile`` and every read filters on it (a guard besides the namespace).
 
 **Ingest** (validation, normalisation and ids in :mod:`.messages`). A message is a LangChain
 message or a ``{"role", "content"}`` dict (optional ``name``, ``tool_call_id``, ``timestamp``
-as datetime, ISO string or epoch seconds). Roles:
-user, assistant, system, tool (``human``/``ai``/``function`` and LangChain's types map onto
-them). Its id is ``sha256(json([session_id, role, content]))[:32]``, so re-ingesting a
+as datetime, ISO string or epoch seconds). Roles: user, assistant, system, tool
+(``human``/``ai``/``function`` and LangChain's types map onto them). Its id is ``sha256(json([session_id, role, content]))[:32]``, so re-ingesting a
 conversation adds nothing; as a consequence the same text said twice by the same role in one
 session is stored once. Messages with empty content are skipped; an assistant message's tool
 calls are appended to its text as ``[tool call] name({...})``. New messages get ``seq`` =
@@ -41,9 +38,8 @@ validated before the first write, extraction runs before the messages are writte
 failing model leaves nothing behind), and the messages and the session record are then
 written in one ``batch`` (one write of the episodic change protocol, :mod:`.writes`: its
 marker rides in the first read, its settled marker in a batch after the write). Two
-processes ingesting *new* messages into the same session at the same moment may give two
-messages the same ``seq`` (ties are ordered by id); ingest a session from one writer at a
-time.
+processes ingesting *new* messages into one session at the same moment may give two messages
+the same ``seq`` (ties are ordered by id); ingest a session from one writer at a time.
 
 **Extraction** on ingest covers the new messages, with up to ``extraction_context_messages``
 (2) earlier messages of the session shown as context: with a model,
@@ -439,7 +435,6 @@ class EpisodicTier:
                     q, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
                     limit=depth, field_weights=self._recall_field_weights())
             keyword, days = rank(query), {key: f.get("date", "") for key, f in fields.items()}
-
             contextless = cut_off_keys(docs, context_turns=cfg.recall_context_turns).__contains__
 
         def text(key: str) -> str:
