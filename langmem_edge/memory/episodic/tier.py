@@ -23,9 +23,10 @@ Every value carries ``profile`` and every read filters on it (a guard besides th
 **Ingest** (validation, normalisation and ids in :mod:`.messages`). A message is a LangChain
 message or a ``{"role", "content"}`` dict (optional ``name``, ``tool_call_id``, ``timestamp``
 as datetime, ISO string or epoch seconds). Roles: user, assistant, system, tool
-(``human``/``ai``/``function`` and LangChain's types map onto them). Its id is ``sha256(json([session_id, role, content]))[:32]``, so re-ingesting a
-conversation adds nothing; as a consequence the same text said twice by the same role in one
-session is stored once. Messages with empty content are skipped; an assistant message's tool
+(``human``/``ai``/``function`` and LangChain's types map onto them). Its id is
+``sha256(json([session_id, role, content]))[:32]``, so re-ingesting a conversation adds
+nothing; as a consequence the same text said twice by the same role in one session is stored
+once. Messages with empty content are skipped; an assistant message's tool
 calls are appended to its text as ``[tool call] name({...})``. New messages get ``seq`` =
 the session's ``next_seq`` onwards, in input order; re-ingesting never changes a stored seq.
 Limits: ``max_messages_per_call`` (500) messages a call, above which
@@ -55,8 +56,7 @@ uses) leaves it where it was, and the caller moves it with :meth:`EpisodicTier.
 confirm_extracted` once the memories are written (an extraction that found nothing leaves
 nothing to wait for: the mark moves with the messages, in the same write); every ingest of
 the session extracts the messages from the mark on (``IngestOutcome.resumed``), so a failure
-between storing the messages and writing their memories is repaired by the next ingest, not
-lost for good.
+between storing the messages and writing their memories is repaired by the next ingest.
 
 **Recall.** ``recall_conversation(query, mode=...)`` searches raw messages. ``"semantic"`` is the
 store's own ``search(query=...)`` over the messages namespace (vector or hybrid, as the store
