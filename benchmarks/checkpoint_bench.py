@@ -271,31 +271,30 @@ def main(argv: list[str] | None = None) -> int:
             sqlite.setup()
             subjects.append(Subject("SqliteSaver (file)", sqlite, None))
             subjects.append(Subject("InMemorySaver", InMemorySaver(), None))
-            pg = ExitStack()
-            pg_bin = None if args.no_postgres else find_pg_bin(args.pg_bin)
-            if pg_bin:
-                from langgraph.checkpoint.postgres import PostgresSaver
+            with ExitStack() as pg:  # the Postgres cluster stops on any way out
+                pg_bin = None if args.no_postgres else find_pg_bin(args.pg_bin)
+                if pg_bin:
+                    from langgraph.checkpoint.postgres import PostgresSaver
 
-                url_pg = pg.enter_context(postgres_cluster(pg_bin, tempfile.gettempdir()))
-                postgres = pg.enter_context(PostgresSaver.from_conn_string(url_pg))
-                postgres.setup()
-                subjects.append(Subject("PostgresSaver", postgres, None))
-            elif not args.no_postgres:
-                print("no Postgres found (initdb, pg_ctl): PostgresSaver skipped",
-                      file=sys.stderr)
-            state_bytes = len(embedded.serde.dumps_typed(make_checkpoint(messages, 0))[1])
-            started = time.monotonic()
-            for step in range(args.n):
-                for subject in subjects:
-                    subject.round(step, messages, args.list_limit)
-                if (step + 1) % 100 == 0:
-                    elapsed = time.monotonic() - started
-                    print(f"  {step + 1}/{args.n} rounds, {elapsed:.0f} s", file=sys.stderr)
-            print(table(subjects, args.n, state_bytes, args.list_limit))
-            print(summary(subjects))
-            print(against(subjects, "PostgresSaver"))
-            print(f"\nload average after: {os.getloadavg()}")
-            pg.close()
+                    url_pg = pg.enter_context(postgres_cluster(pg_bin, tempfile.gettempdir()))
+                    postgres = pg.enter_context(PostgresSaver.from_conn_string(url_pg))
+                    postgres.setup()
+                    subjects.append(Subject("PostgresSaver", postgres, None))
+                elif not args.no_postgres:
+                    print("no Postgres found (initdb, pg_ctl): PostgresSaver skipped",
+                          file=sys.stderr)
+                state_bytes = len(embedded.serde.dumps_typed(make_checkpoint(messages, 0))[1])
+                started = time.monotonic()
+                for step in range(args.n):
+                    for subject in subjects:
+                        subject.round(step, messages, args.list_limit)
+                    if (step + 1) % 100 == 0:
+                        elapsed = time.monotonic() - started
+                        print(f"  {step + 1}/{args.n} rounds, {elapsed:.0f} s", file=sys.stderr)
+                print(table(subjects, args.n, state_bytes, args.list_limit))
+                print(summary(subjects))
+                print(against(subjects, "PostgresSaver"))
+                print(f"\nload average after: {os.getloadavg()}")
             conn.close()
             for s in subjects:
                 if isinstance(s.saver, ChromaSaver):

@@ -99,18 +99,6 @@ ROUND2_SEEDS = (1, 2)
 """How many of the first round's best messages the second round's query appends (tuned)."""
 
 
-class TorchVectorCache(VectorCache):
-    """The torch twin of the default model (``torch_embeddings()``), cached apart."""
-
-    def __init__(self) -> None:
-        super().__init__("all-minilm-l6-v2")
-
-    def embed(self, texts: list[str]) -> Sequence[Sequence[float]]:
-        from langmem_edge.embeddings import torch_embeddings
-
-        return torch_embeddings().embed_documents(texts)
-
-
 def embedded_texts(docs: Sequence[Item], embed: str) -> dict[str, list[str]]:
     """Each message's embedded texts by key, for one of :data:`EMBEDS`."""
     if embed == "bare":
@@ -297,11 +285,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-grid", action="store_true",
                         help="skip the 90-point fusion grid (the defaults and --signals only)")
     parser.add_argument("--torch", action="store_true",
-                        help="the torch model's vectors (torch_embeddings(), cached apart), "
+                        help="the torch model's vectors (locomo_signals.py's minilm encoder), "
                              "on which the issue-40 bar 0.742 / 0.831 was set")
     args = parser.parse_args(argv)
     convs = load(args.path)
-    vectors = TorchVectorCache() if args.torch else VectorCache()
+    if args.torch:  # locomo_signals' minilm encoder: its own cache file, as that script's
+        from locomo_signals import SignalVectors, make_encoder
+
+        vectors: VectorCache = SignalVectors(make_encoder("minilm"), set())
+    else:
+        vectors = VectorCache()
     ids = [c.sample_id for c in convs]
     keyword: dict[str, dict[float, list[list[tuple[str, float]]]]] = {}
     by_embed: dict[str, dict[str, ProfileChannels]] = {}

@@ -95,11 +95,10 @@ def _context(texts: Sequence[str], turns: int = EMBED_CONTEXT_TURNS) -> str:
     """The context of the ``turns`` messages before: a message that stands alone (at least
     :data:`~.recall.ALONE_CHARS`; its tail entry is cut to 1,000) lends none, and ends the
     context (:func:`~.recall.context_window`)."""
-    if not texts:
-        return ""
-    window = [*texts, ""]  # the message itself: short, so the window is the turns before
+    window = [*texts[-turns:], ""] if turns else []  # "": the message itself, short
     return " ".join(window[j][:EMBED_CONTEXT_CHARS]
-                    for j in context_window(window, len(texts), turns, after=False))
+                    for j in context_window(window, len(window) - 1, turns, after=False)
+                    ) if len(window) > 1 else ""
 
 
 def embedded_fields(

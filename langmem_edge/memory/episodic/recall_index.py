@@ -285,13 +285,14 @@ class MessageIndex:
         :func:`~.recall.message_fields` builds it (a message that stands alone has none and
         lends none)."""
         order, n = entry.order, self.context_turns
-        texts = [str(self._items[k].value.get("text", "")) for k in order]
+        lo = max(0, start - n)  # the texts a rescored message's window can reach
+        texts = [str(self._items[k].value.get("text", "")) for k in order[lo:]]
         for i in range(start, len(order)):
             own = self._terms[order[i]]
-            near = [t for j in context_window(texts, i, n)
-                    for t in self._terms[order[j]]["text"]]
+            near = [t for j in context_window(texts, i - lo, n)
+                    for t in self._terms[order[lo + j]]["text"]]
             fields = {**own, "context": near} if near else own
-            if cut_off(texts, i, n):
+            if cut_off(texts, i - lo, n):
                 self._contextless.add(order[i])
             else:
                 self._contextless.discard(order[i])
