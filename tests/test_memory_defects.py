@@ -15,6 +15,7 @@ from langgraph.store.base import PutOp
 from test_memory_support import embed, make_store, memory, store, texts  # noqa: F401 - fixtures
 
 from langmem_edge.memory import AgentMemory
+from langmem_edge.memory.transfer import list_sessions
 
 
 def two(make_store: Any, **kw: Any) -> tuple[AgentMemory, AgentMemory, Any]:
@@ -88,15 +89,75 @@ def test_an_ingest_that_failed_after_storing_its_messages_extracts_on_reingest(
 
     p = memory.profile("p")
     monkeypatch.setattr(cls, "batch", failing)
+    # no batch applied whole: the memories cannot ride in the messages' write
+    monkeypatch.setattr(cls, "atomic_put_limit", 0, raising=False)
     if hasattr(cls, "put_new"):
         monkeypatch.setattr(cls, "put_new", failing_new)
     with pytest.raises(RuntimeError, match="store down"):
         p.ingest(CONVERSATION, session_id="s")
     monkeypatch.undo()
     assert p.list().memories == []
+    assert len(p.episodic.messages("s")) == 3
     again = p.ingest(CONVERSATION, session_id="s")
     assert again.messages_added == 0
     assert again.memories_written
     assert {m.id for m in p.list().memories} == {m.id for m in again.memories_written}
     third = p.ingest(CONVERSATION, session_id="s")  # done now: nothing more to extract
     assert (third.messages_added, third.memories_written) == (0, [])
+
+
+def test_an_ingests_memories_ride_in_its_messages_write(
+        memory: AgentMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a store that applies a batch whole, the extracted memories are written in the batch
+    of the messages and the session record: a failure of it leaves nothing, and a good one
+    needs no write of their own or confirmation after it."""
+    cls = type(memory.store)
+    if not getattr(memory.store, "atomic_put_limit", 0):
+        pytest.skip("the store applies no batch whole: memories are written after messages")
+    original = cls.batch
+    batches: list[list[Any]] = []
+
+    def recorded(self: Any, ops: Any) -> Any:
+        batches.append(list(ops))
+        return original(self, ops)
+
+    def failing(self: Any, ops: Any) -> Any:
+        if any(isinstance(op, PutOp) and op.namespace[-1] == "memories" for op in ops):
+            raise RuntimeError("store down")
+        return original(self, ops)
+
+    p = memory.profile("p")
+    monkeypatch.setattr(cls, "batch", failing)
+    with pytest.raises(RuntimeError, match="store down"):
+        p.ingest(CONVERSATION, session_id="s")
+    assert p.list().memories == [] and p.episodic.messages("s") == []
+    monkeypatch.setattr(cls, "batch", recorded)
+    done = p.ingest(CONVERSATION, session_id="s")
+    monkeypatch.undo()
+    assert done.messages_added == 3 and done.memories_written
+    writes = [ops for ops in batches if any(isinstance(op, PutOp) for op in ops)]
+    assert len(writes) == 1  # messages, session record and memories: one batch
+    kinds = {op.namespace[-1] if op.namespace[-2] != "messages" else "messages"
+             for op in writes[0] if isinstance(op, PutOp)}
+    assert {"messages", "sessions", "memories"} <= kinds
+    assert {m.id for m in p.list().memories} == {m.id for m in done.memories_written}
+    (info,) = list_sessions(memory, "p")
+    assert info.pending == 0  # the mark moved in the same write
+    third = p.ingest(CONVERSATION, session_id="s")
+    assert (third.messages_added, third.memories_written) == (0, [])
+
+
+def test_an_ingest_whose_memory_supersedes_one_writes_it_after_its_messages(
+        memory: AgentMemory) -> None:
+    """A memory that supersedes a stored one by key is written by remember's path (after
+    the messages, then the mark moves): the old one ends superseded, one stays active."""
+    p = memory.profile("p")
+    first = p.ingest([{"role": "user", "content": "My name is Ana."}], session_id="s1")
+    second = p.ingest([{"role": "user", "content": "My name is Bea."}], session_id="s2")
+    keyed = [m for m in (*first.memories_written, *second.memories_written) if m.key]
+    if len(keyed) < 2:
+        pytest.skip("the rules extracted no keyed memory from these messages")
+    active = [m for m in p.list().memories if m.key == keyed[-1].key]
+    assert [m.text for m in active] == [keyed[-1].text]
+    assert p.get(keyed[0].id).status == "superseded"
+    assert [s.pending for s in list_sessions(memory, "p")] == [0, 0]

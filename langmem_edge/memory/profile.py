@@ -43,7 +43,13 @@ from langmem_edge.memory.records import (
 )
 from langmem_edge.memory.reflection import ReflectionResult, plan_forget_session, plan_reflect
 from langmem_edge.memory.reflective.api import ProfileReflective
-from langmem_edge.memory.semantic.bulk import BulkItem, plan_remember_many
+from langmem_edge.memory.semantic.bulk import (
+    BulkItem,
+    Riding,
+    plan_finish_riding,
+    plan_remember_many,
+    plan_riding_puts,
+)
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.recall import RecallRequest, plan_lookup, plan_recall
 from langmem_edge.memory.semantic.write import (
@@ -388,16 +394,11 @@ class Profile(ContactMethods):
         """Write each extracted memory; one the write path refuses as invalid (over a limit,
         say) is logged and left out, never stopping the others."""
         written = []
-        for m in memories:
-            spec = WriteSpec(text=m.text, key=m.key, kind=m.kind, fact_type=m.fact_type,
-                             confidence=m.confidence, source=m.source, writer=writer,
-                             contact=contact, session_id=m.session_id, tags=m.tags,
-                             valid_from=m.valid_from,
-                             extra={"source_message_ids": builtins.list(m.source_message_ids)})
+        for spec in _extracted_specs(memories, contact, writer):
             try:
                 written.append((yield from plan_write(self._ctx, spec)))
             except InvalidInputError as e:  # checked before any write: nothing half-done
-                logger.warning("extracted memory %.80r of profile %r left out: %s", m.text,
+                logger.warning("extracted memory %.80r of profile %r left out: %s", spec.text,
                                self.name, e)
         return written
 
@@ -408,11 +409,24 @@ class Profile(ContactMethods):
         check_optional_name(contact, "contact", MAX_NAME_CHARS)
         check_optional_name(writer, "writer", MAX_NAME_CHARS)
         tier = self._episodic()
-        # resumable: the session's extraction mark moves only once the memories are written,
-        # so an ingest that failed in between is extracted again by the next one
-        outcome = yield Call(tier.ingest, tier.aingest, (messages, session_id),
-                             {"contact": contact, "confirm_later": True, "strict": strict,
-                              "extract": extract})
+        # the memories' rows ride in the messages' write where they can (moving the session's
+        # extraction mark with them); else the mark moves only once they are written, so an
+        # ingest that failed in between is extracted again by the next one
+        riding = Riding()
+
+        def memory_puts(memories: builtins.list[Any], resumed: bool
+                        ) -> Plan[builtins.list[Any] | None]:
+            specs = _extracted_specs(memories, contact, writer)
+            return plan_riding_puts(self._ctx, specs, resumed, riding)
+
+        outcome = yield Call(tier._ingest_with, tier._aingest_with,
+                             (messages, session_id, contact, strict, extract, memory_puts))
+        if riding.records is not None:
+            written = yield from plan_finish_riding(riding)
+            return IngestResult(messages_added=len(outcome.messages), messages_cut=outcome.cut,
+                                memories_written=written,
+                                extraction_fallbacks=outcome.fallbacks,
+                                candidates_dropped=outcome.dropped)
         memories = outcome.memories
         if outcome.resumed:  # some may have been written before the failure
             ctx = yield from plan_read(self._ctx, counts=False)
@@ -495,3 +509,13 @@ class Profile(ContactMethods):
 
     areflect = reflect.twin
 
+
+def _extracted_specs(memories: Sequence[Any], contact: str | None, writer: str | None
+                     ) -> builtins.list[WriteSpec]:
+    """The write specs of an ingest's extracted memories."""
+    return [WriteSpec(text=m.text, key=m.key, kind=m.kind, fact_type=m.fact_type,
+                      confidence=m.confidence, source=m.source, writer=writer,
+                      contact=contact, session_id=m.session_id, tags=m.tags,
+                      valid_from=m.valid_from,
+                      extra={"source_message_ids": builtins.list(m.source_message_ids)})
+            for m in memories]

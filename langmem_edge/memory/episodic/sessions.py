@@ -18,7 +18,16 @@ from langmem_edge.memory.episodic.embedded import TAIL_FIELD, embedded_fields, s
 from langmem_edge.memory.episodic.extraction import StoredMessage
 from langmem_edge.memory.episodic.pages import recent_after_append, recent_after_delete
 
-__all__ = ["record_after_append", "record_after_delete"]
+__all__ = ["mark_after", "record_after_append", "record_after_delete"]
+
+
+def mark_after(mark: int, start: int, end: int, extract: bool, confirm_later: bool) -> int:
+    """A session's extraction mark once an ingest has stored messages ``start..end``: left
+    for the caller to move (``confirm_later``), past everything extracted now, or, for
+    messages stored without extraction, past them unless earlier ones still wait."""
+    if extract:
+        return mark if confirm_later else end
+    return end if mark == start else mark
 
 
 def record_after_append(

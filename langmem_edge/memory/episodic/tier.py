@@ -21,26 +21,18 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 Every value carries ``profile`` and every read filters on it (a guard besides the namespace).
 
 **Ingest** (validation, normalisation and ids in :mod:`.messages`). A message is a LangChain
-message or a ``{"role", "content"}`` dict (optional ``name``, ``tool_call_id``, ``timestamp``
-as datetime, ISO string or epoch seconds). Roles: user, assistant, system, tool
-(``human``/``ai``/``function`` and LangChain's types map onto them). Its id is
-``sha256(json([session_id, role, content]))[:32]``, so re-ingesting a conversation adds
-nothing; as a consequence the same text said twice by the same role in one session is stored
-once. Messages with empty content are skipped; an assistant message's tool
-calls are appended to its text as ``[tool call] name({...})``. New messages get ``seq`` =
-the session's ``next_seq`` onwards, in input order; re-ingesting never changes a stored seq.
-Limits: ``max_messages_per_call`` (500) messages a call, above which
-:class:`~langmem_edge.errors.LimitExceededError` is raised and nothing is written; and
-``max_message_bytes`` (32 KB, UTF-8) a message: a longer one is cut to fit and marked
-``" [...]"`` (:func:`~.messages.fit_content`, its id computed over the cut content, so a
-re-ingest adds nothing) and listed in ``IngestOutcome.cut``; with ``strict=True`` it is
-refused instead (``LimitExceededError`` naming the message, nothing written). Everything is
-validated before the first write, extraction runs before the messages are written (a
-failing model leaves nothing behind), and the messages and the session record are then
-written in one ``batch`` (one write of the episodic change protocol, :mod:`.writes`: its
-marker rides in the first read, its settled marker in a batch after the write). Two
-processes ingesting *new* messages into one session at the same moment may give two messages
-the same ``seq`` (ties are ordered by id); ingest a session from one writer at a time.
+message or a ``{"role", "content"}`` dict (optional ``name``, ``tool_call_id``, ``timestamp``);
+roles user, assistant, system, tool (and their aliases). Its id is ``sha256(json([session_id,
+role, content]))[:32]``, so a re-ingest adds nothing (the same text said twice by one role in
+a session is stored once). Empty messages are skipped; an assistant's tool calls are appended
+as ``[tool call] name({...})``. New messages get ``seq`` = the session's ``next_seq`` onwards.
+Limits: ``max_messages_per_call`` (500) a call (more: ``LimitExceededError``, nothing
+written) and ``max_message_bytes`` (32 KB) a message: a longer one is stored cut to fit,
+marked ``" [...]"``, listed in ``IngestOutcome.cut`` (``strict=True``: refused). Everything
+is validated, and extraction runs, before the messages and the session record are written in
+one ``batch`` (one write of the episodic change protocol, :mod:`.writes`). Two processes
+ingesting *new* messages into one session at once may give two the same ``seq`` (ties are
+ordered by id); ingest a session from one writer at a time.
 
 **Extraction** on ingest covers the new messages, with up to ``extraction_context_messages``
 (2) earlier messages of the session shown as context: with a model,
@@ -51,37 +43,28 @@ Results are :class:`~.extraction.ExtractedMemory` with source ``"turn"`` (per-tu
 confidence 0.5; the Profile writes them through the semantic tier.
 
 **The extraction mark.** The session record's ``extracted_to`` is the first message whose
-memories are not known to be written. ``ingest(..., confirm_later=True)`` (what the Profile
-uses) leaves it where it was, and the caller moves it with :meth:`EpisodicTier.
-confirm_extracted` once the memories are written (an extraction that found nothing leaves
-nothing to wait for: the mark moves with the messages, in the same write); every ingest of
-the session extracts the messages from the mark on (``IngestOutcome.resumed``), so a failure
-between storing the messages and writing their memories is repaired by the next ingest.
+memories are not known to be written. ``ingest(..., confirm_later=True)`` leaves it where it
+was, and the caller moves it with :meth:`EpisodicTier.confirm_extracted` once the memories
+are written; every ingest of the session extracts the messages from the mark on
+(``IngestOutcome.resumed``), so a failure between the two writes is repaired by the next
+ingest. The Profile's ingest first offers the memories' puts to ride in the messages' own
+batch (``MemoryPuts``; on a store that applies it whole), which then moves the mark too.
 
-**Recall.** ``recall_conversation(query, mode=...)`` searches raw messages. ``"semantic"`` is the
-store's own ``search(query=...)`` over the messages namespace (vector or hybrid, as the store
-does it). ``"keyword"`` fetches the messages in scope (pages of ``scan_page_size``, at most
-``keyword_scan_limit`` rows, in the store's order) and ranks them with BM25
-(:class:`~langmem_edge.retrieval.bm25.BM25Index`, k1 1.2, b 0.75); messages without a query
-term are left out. ``"hybrid"`` (the default, ``config.recall_mode``) fuses the two: the
-store's search for ``recall_depth`` messages and BM25 over the scanned messages, each scored
-with its neighbours' text, speaker and day (:mod:`.recall`), by weighted RRF.
-Scopes: ``"conversation"`` (needs ``session_id``), ``"contact"`` (messages ingested with that
-``contact``; with no contact given it is the whole profile), ``"all"`` (the whole profile).
+**Recall.** ``recall_conversation(query, mode=...)`` searches raw messages: ``"semantic"``
+is the store's own search, ``"keyword"`` BM25 over the messages in scope, ``"hybrid"`` (the
+default) the two fused by weighted RRF, each message scored with its neighbours
+(:mod:`.recall`). Scopes: ``"conversation"`` (needs ``session_id``), ``"contact"`` (messages
+ingested with that ``contact``; none given: the whole profile), ``"all"``.
 
 **Deletion.** :meth:`EpisodicTier.delete_session` removes the session's messages, overlays and
-session record (a no-op for an unknown session); the Profile removes the session's memories.
-When the Profile deletes a memory, the messages it was extracted from are deleted too, but only
-those no other remaining memory cites: :func:`orphaned_messages` computes them and
-:meth:`EpisodicTier.delete_messages` deletes them together with every overlay whose range
-contains one of them (its summary may repeat the deleted text; the range is summarised again,
-from what is left, by a later compaction).
+record; :meth:`EpisodicTier.delete_messages` deletes messages with every overlay whose range
+holds one (:func:`orphaned_messages`: those no remaining memory cites; docs/episodic.md).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -95,7 +78,7 @@ from langmem_edge.memory.core.labels import check_namespace
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.models import RetryPolicy
 from langmem_edge.memory.core.plans import Plan, StoreStep, run_async, run_sync
-from langmem_edge.memory.core.stores import KeywordSearch, ranks_keys
+from langmem_edge.memory.core.stores import KeywordSearch, atomic_put_limit, ranks_keys
 from langmem_edge.memory.episodic.compaction import (
     ContextWindow,
     Overlay,
@@ -138,7 +121,7 @@ from langmem_edge.memory.episodic.recall_index import (
 )
 from langmem_edge.memory.episodic.rules import rule_based_memories
 from langmem_edge.memory.episodic.search import store_hybrid_plan
-from langmem_edge.memory.episodic.sessions import record_after_append
+from langmem_edge.memory.episodic.sessions import mark_after, record_after_append
 from langmem_edge.memory.episodic.writes import MessageWrite, plan_message_write
 from langmem_edge.retrieval.text import default_analyzer
 
@@ -159,17 +142,12 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+MemoryPuts = Callable[[list[ExtractedMemory], bool], Plan[list[PutOp] | None]]
+"""A Profile's hook: the puts of extracted memories (and whether the ingest resumed an
+earlier one) to write in the messages' own batch, or None to write them itself later."""
+
 Scope = Literal["contact", "conversation", "all"]
 Mode = Literal["hybrid", "semantic", "keyword"]
-
-
-def _mark_after(mark: int, start: int, end: int, extract: bool, confirm_later: bool) -> int:
-    """A session's extraction mark once an ingest has stored messages ``start..end``: left
-    for the caller to move (``confirm_later``), past everything extracted now, or, for
-    messages stored without extraction, past them unless earlier ones still wait."""
-    if extract:
-        return mark if confirm_later else end
-    return end if mark == start else mark
 
 
 class EpisodicTier:
@@ -218,8 +196,8 @@ class EpisodicTier:
 
     # plans -------------------------------------------------------------------------------
     def _ingest_plan(self, messages: Sequence[Any], session_id: str, contact: str | None,
-                     extract: bool, confirm_later: bool = False, strict: bool = False
-                     ) -> Plan[IngestOutcome]:
+                     extract: bool, confirm_later: bool = False, strict: bool = False,
+                     memory_puts: MemoryPuts | None = None) -> Plan[IngestOutcome]:
         sid = validate_session_id(session_id)
         if contact is not None and not isinstance(contact, str):
             raise InvalidInputError(f"contact must be a string or None, got {contact!r}")
@@ -232,7 +210,8 @@ class EpisodicTier:
                 cut.add(mid)
             unique.setdefault(mid, norm)
         outcome = yield from plan_message_write(self.store, self.layout, lambda write: (
-            self._append_plan(write, unique, sid, now, contact, extract, confirm_later)),
+            self._append_plan(write, unique, sid, now, contact, extract, confirm_later,
+                              memory_puts)),
             puts=len(unique) + 1)  # the new messages and the session record
         outcome.cut = [m.id for m in outcome.messages if m.id in cut]
         if outcome.cut:
@@ -241,9 +220,10 @@ class EpisodicTier:
         return outcome
 
     def _append_plan(self, write: MessageWrite, unique: dict[str, dict[str, Any]], sid: str,
-                     now: datetime, contact: str | None, extract: bool, confirm_later: bool
-                     ) -> Plan[IngestOutcome]:
-        """Ingest as one message write (:mod:`.writes`): its marker in the first read."""
+                     now: datetime, contact: str | None, extract: bool, confirm_later: bool,
+                     memory_puts: MemoryPuts | None = None) -> Plan[IngestOutcome]:
+        """Ingest as one message write (:mod:`.writes`): its marker in the first read; with
+        ``memory_puts``, the memories' rows ride in the messages' batch where they can."""
         ns = self.messages_namespace(sid)
         found = (yield StoreStep((GetOp(self.sessions_namespace, sid),
                                   *(GetOp(ns, mid) for mid in unique), *write.begin)))
@@ -286,7 +266,12 @@ class EpisodicTier:
             else:
                 memories = rules(todo)
         end = start + len(new)
-        wait = confirm_later and bool(memories)  # nothing extracted: nothing to wait for
+        riding = None  # the memories' puts, written with the messages (the mark moves too)
+        if (memory_puts is not None and memories and new and write.whole
+                and len(new) + len(memories) + 3 <= atomic_put_limit(self.store)):
+            riding = yield from memory_puts(memories, bool(behind))
+        # nothing extracted (or written here): nothing to wait for
+        wait = confirm_later and bool(memories) and riding is None
         if new:
             value, embedded = record_after_append(
                 meta.value if meta else None, new, profile=self.profile, session_id=sid,
@@ -294,11 +279,12 @@ class EpisodicTier:
                 # stored now, extracted later (``ingest(extract=False, confirm_later=True)``):
                 # the mark stays, so the session owes these messages' memories
                 extracted_to=(mark if confirm_later and not extract
-                              else _mark_after(mark, start, end, extract, wait)))
+                              else mark_after(mark, start, end, extract, wait)))
             yield StoreStep(write.rows(
                 [*(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
                          index=MESSAGE_INDEX_FIELDS) for m in new),
-                 PutOp(self.sessions_namespace, sid, value, index=False)], [sid]))
+                 PutOp(self.sessions_namespace, sid, value, index=False), *(riding or ())],
+                [sid]))
         elif behind and not wait:
             yield from self._confirm_plan(sid, end)
         return IngestOutcome(messages=new, memories=memories, resumed=behind,
@@ -511,6 +497,19 @@ class EpisodicTier:
         """Async :meth:`ingest`."""
         return await self._arun(self._ingest_plan(messages, session_id, contact, extract,
                                                   confirm_later, strict))
+
+    def _ingest_with(self, messages: Sequence[Any], session_id: str, contact: str | None,
+                     strict: bool, extract: bool, memory_puts: MemoryPuts) -> IngestOutcome:
+        """``ingest(confirm_later=True)`` whose memories' puts may ride in its write."""
+        return self._run(self._ingest_plan(messages, session_id, contact, extract, True,
+                                           strict, memory_puts))
+
+    async def _aingest_with(self, messages: Sequence[Any], session_id: str,
+                            contact: str | None, strict: bool, extract: bool,
+                            memory_puts: MemoryPuts) -> IngestOutcome:
+        """Async :meth:`_ingest_with`."""
+        return await self._arun(self._ingest_plan(messages, session_id, contact, extract,
+                                                  True, strict, memory_puts))
 
     def confirm_extracted(self, session_id: str, extracted_to: int) -> None:
         """Record that the memories of the session's messages before ``extracted_to`` are

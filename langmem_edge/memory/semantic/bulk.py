@@ -32,13 +32,26 @@ items of its chunk), one verification search and judgement per item.
 A failure of the store mid-call leaves the chunks before the failing one written (each
 chunk whole); the call raises, and the records it returns are only those of a call that
 succeeded.
+
+**Riding in an ingest's write** (:func:`plan_riding_puts`): the memories an ingest extracts
+are new records too. On a store that applies a batch whole (``ChromaStore``), their rows go in
+the batch that writes the messages and the session record, which moves the session's
+extraction mark in the same write: one read of the profile, one verification search per
+memory, no write of their own and no confirmation write after it (a 2-message ingest with one
+memory: 6 Chroma calls instead of 11). Where ``remember``'s path is needed (a supersession,
+two memories under one key, a profile too large to read whole) they are written by it, after
+the messages, as before.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from langgraph.store.base import PutOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.core.plans import Plan
@@ -47,6 +60,7 @@ from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.write import (
     WriteSpec,
     key_superseded,
+    new_puts,
     plan_commit_new,
     plan_flush_access,
     plan_fresh_active,
@@ -56,7 +70,10 @@ from langmem_edge.memory.semantic.write import (
     superseded_value,
 )
 
-__all__ = ["ITEM_FIELDS", "BulkItem", "bulk_specs", "plan_remember_many"]
+__all__ = ["ITEM_FIELDS", "BulkItem", "Riding", "bulk_specs", "plan_finish_riding",
+           "plan_remember_many", "plan_riding_puts"]
+
+logger = logging.getLogger(__name__)
 
 BulkItem = str | Mapping[str, Any]
 """One item of ``remember_many``: a text, or a dict of ``remember``'s fields."""
@@ -192,3 +209,65 @@ def _plan_chunk(ctx: ProfileContext, part: list[MemoryRecord], verify: bool, now
         news.append(record.model_copy(update=update))
     stored_news = yield from plan_commit_new(ctx, news, rewritten)
     return (yield from plan_settle_keys(ctx, stored_news, now))
+
+
+@dataclass
+class Riding:
+    """New memories whose rows ride in another write (an ingest's: its messages and session
+    record), as :func:`plan_riding_puts` left them for :func:`plan_finish_riding`."""
+
+    ctx: ProfileContext | None = None
+    records: list[MemoryRecord] | None = None
+    """The records put (plaintext); None: nothing rode, the caller writes them itself."""
+    now: datetime | None = None
+
+
+def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: bool,
+                     riding: Riding) -> Plan[list[PutOp] | None]:
+    """The puts of new memories to write in another write's batch, or None (then nothing is
+    decided: the caller writes them through ``remember``'s path) when that path is needed:
+    one of them supersedes a stored record (by key, or by verification), two share a key and
+    scope, or the profile is too large to read whole. Reads the profile once (with
+    ``resumed``, a memory whose session already holds one of the same text is left out) and
+    verifies each memory against the stored ones, not against each other (as a bulk chunk
+    does). An invalid memory is logged and left out. After the write:
+    :func:`plan_finish_riding`."""
+    if ctx.hints is not None and ctx.hints.big(ctx.profile):
+        return None
+    now = utcnow()
+    records = []
+    for spec in specs:
+        try:
+            records.append(prepare(ctx, spec, now))
+        except InvalidInputError as e:  # checked before any write: nothing half-done
+            logger.warning("extracted memory %.80r of profile %r left out: %s", spec.text,
+                           ctx.profile, e)
+    ctx = yield from plan_read(ctx, counts=False)
+    if resumed:  # some may have been written before a failure
+        have = {(v.get("session_id"), v.get("text")) for v in ctx.index.values.values()}
+        records = [r for r in records if (r.session_id, r.text) not in have]
+    alike = {(r.scope, r.kind, r.text): r for r in reversed(records)}  # the first of each
+    records = [r for r in records if alike[(r.scope, r.kind, r.text)] is r]
+    keys = [(r.scope, r.key) for r in records if r.kind in SUPERSEDABLE_KINDS and r.key]
+    if len(set(keys)) < len(keys) or any(key_superseded(ctx, r) for r in records):
+        return None
+    checked = []
+    for record in records:
+        contradicts: list[str] = []
+        if ctx.config.verification.enabled:
+            replaces, contradicts = yield from plan_verify(ctx, record, [])
+            if replaces:
+                return None
+        checked.append(record.model_copy(update={"contradicts": contradicts}))
+    records, puts = new_puts(ctx, checked)
+    riding.ctx, riding.records, riding.now = ctx, records, now
+    return [PutOp(ctx.layout.memories, value["id"], value, index=ix) for value, ix in puts]
+
+
+def plan_finish_riding(riding: Riding) -> Plan[list[MemoryRecord]]:
+    """After the write that carried :func:`plan_riding_puts`' rows: their keys settled (as
+    ``remember`` settles one) and access counts flushed; returns the records as stored."""
+    assert riding.ctx is not None and riding.records is not None and riding.now is not None
+    records = yield from plan_settle_keys(riding.ctx, riding.records, riding.now)
+    yield from plan_flush_access(riding.ctx)
+    return records

@@ -17,7 +17,8 @@ Writing a memory (``plan_write``):
    left their record active; after its write each reads the key again (one filtered search)
    and keeps the greatest id.
 
-Bulk writes (``Profile.remember_many``) follow the same rules in chunks: ``bulk.py``.
+Bulk writes (``Profile.remember_many``) follow the same rules in chunks, and an ingest's
+extracted memories ride in the messages' write where they can: ``bulk.py``.
 
 Every rewrite of a stored record (supersession, ``forget``, ``end_session``) is applied only
 where the record still exists, on a store that can (``index/store_io.py``), so none brings
@@ -208,8 +209,14 @@ def store_value(ctx: ProfileContext, record: MemoryRecord) -> dict[str, Any]:
     return record.to_value()
 
 
-def _embeddable(ctx: ProfileContext, record: MemoryRecord) -> bool:
-    return ctx.has_vectors and record.kind != "task" and not record.encrypted
+def new_puts(ctx: ProfileContext, records: Sequence[MemoryRecord]
+             ) -> tuple[list[MemoryRecord], list[tuple[dict[str, Any], Any]]]:
+    """New records with their ``embedding_status``, and their ``(stored value, index)``."""
+    embed = [ctx.has_vectors and r.kind != "task" and not r.encrypted for r in records]
+    records = [r.model_copy(update={"embedding_status": "complete" if e else "skipped"})
+               for r, e in zip(records, embed, strict=True)]
+    return records, [(store_value(ctx, r), ["text"] if e else False)
+                     for r, e in zip(records, embed, strict=True)]
 
 
 def key_superseded(ctx: ProfileContext, record: MemoryRecord) -> list[str]:
@@ -275,28 +282,21 @@ def plan_commit_new(
     records: Sequence[MemoryRecord],
     others: Sequence[dict[str, Any]] = (),
 ) -> Plan[list[MemoryRecord]]:
-    """Write new records (embedded where :func:`_embeddable`) and rewritten ``others``
+    """Write new records (embedded as :func:`new_puts` says) and rewritten ``others``
     (``index/store_io.py``: a rewrite of a record deleted meanwhile is not written). If the
     write fails while embedding, it is made again without embedding: the new records are
-    stored ``embedding_status="pending"`` (keyword and key channels find them;
-    ``AgentMemory.reembed()`` backfills). The records' ids were made by
-    :func:`~langmem_edge.memory.records.new_memory_id` (random): they are written as new
-    (``fresh``). Returns the records as stored (plaintext)."""
-    embed = [_embeddable(ctx, r) for r in records]
-    records = [r.model_copy(update={"embedding_status": "complete" if e else "skipped"})
-               for r, e in zip(records, embed, strict=True)]
+    stored ``embedding_status="pending"`` (keyword and key channels find them; ``reembed()``
+    backfills). Their ids are random (:func:`~langmem_edge.memory.records.new_memory_id`):
+    they are written as new (``fresh``). Returns the records as stored (plaintext)."""
+    records, puts = new_puts(ctx, records)
+    embed = [ix is not False for _, ix in puts]
     rest: list[tuple[dict[str, Any], Any]] = [(o, ctx.index_arg(o)) for o in others]
-    puts = [(store_value(ctx, r), ["text"] if e else False)
-            for r, e in zip(records, embed, strict=True)]
-    if not any(embed):
-        yield from plan_write_records(ctx.store, ctx.index, puts, rest, fresh=True)
-        return records
     try:
         yield from plan_write_records(ctx.store, ctx.index, puts, rest, fresh=True)
         return records
-    except (BackendError, InvalidInputError):
-        raise
     except Exception as e:
+        if not any(embed) or isinstance(e, (BackendError, InvalidInputError)):
+            raise
         records = [r.model_copy(update={"embedding_status": "pending", "embedding_attempts": 1})
                    if e_ else r for r, e_ in zip(records, embed, strict=True)]
         yield from plan_write_records(ctx.store, ctx.index,
