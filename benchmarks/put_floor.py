@@ -21,6 +21,10 @@ Candidates, interleaved call by call in a shuffled order each round, on one stor
 - ``one collection: upsert alone``: that layout's floor.
 - ``store put (changed text)``: a put over an existing key with a new text (a read, the new
   generation's vector upsert, the item upsert, the delete of the old vector row).
+- Reads, for the layout question: the store's vector search (k=10 in one namespace of
+  ``--items / 10``), today's two raw calls under it (the vector query with the namespace
+  ``where``, then the item rows by id), and the one-collection layout's single query that
+  returns the item rows with their distances.
 
 Run (a few minutes on 2 cores)::
 
@@ -49,6 +53,7 @@ from langgraph.store.base import PutOp  # noqa: E402
 from store_peers import LookupEmbeddings, make_value  # noqa: E402
 
 from langmem_edge import ChromaStore  # noqa: E402
+from langmem_edge._chroma import join_labels  # noqa: E402
 
 
 class Recorder:
@@ -75,7 +80,8 @@ def build(args: argparse.Namespace, store: ChromaStore, embed: LookupEmbeddings)
     """Load ``--items`` items; copy them into a one-collection layout; return that collection."""
     rng = random.Random(7)
     items = [(("users", f"u{i % 10}"), f"k{i}", make_value(rng, i)) for i in range(args.items)]
-    embed.prepare([v["text"] for _, _, v in items])
+    embed.prepare([v["text"] for _, _, v in items]
+                  + [f"probe {j}" for j in range(args.rounds)])
     for start in range(0, len(items), 500):
         store.batch([PutOp(ns, k, v) for ns, k, v in items[start:start + 500]])
     one = store._client.create_collection(
@@ -139,7 +145,24 @@ def run(args: argparse.Namespace, store: ChromaStore, label: str) -> None:
         store.put(("users", f"u{int(key[1:]) % 10}"), key, make_value(rng, 10 * args.items + j))
         calls["changed"] = [f"{n}.{m}" for n, m, _ in log]
 
+    def search(j: int) -> None:
+        store.search(("users", f"u{j % 10}"), query=f"probe {j}", limit=10)
+
+    def raw_two(j: int) -> None:
+        where = {"p2": join_labels(("users", f"u{j % 10}"))}
+        hits = raw_vectors.query(query_embeddings=[embed.vector(f"probe {j}").tolist()],
+                                 n_results=10, where=where, include=["distances"])
+        raw_items.get(ids=[h.split(":")[0] for h in hits["ids"][0]], include=["metadatas"])
+
+    def one_query(j: int) -> None:
+        one.query(query_embeddings=[embed.vector(f"probe {j}").tolist()], n_results=10,
+                  where={"p2": join_labels(("users", f"u{j % 10}"))},
+                  include=["metadatas", "distances"])
+
     cases: dict[str, Callable[[int], None]] = {
+        "store vector search (k=10, one namespace)": search,
+        "raw: vector query, then item rows (2 calls)": raw_two,
+        "one collection: one query, item rows returned": one_query,
         "raw: the same upserts": lambda j: replay(j, {"items", "vectors"}, "both"),
         "raw: item row alone": lambda j: replay(j, {"items"}, "item"),
         "raw: vector row alone": lambda j: replay(j, {"vectors"}, "vec"),

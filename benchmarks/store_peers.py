@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import glob
+import itertools
 import os
 import random
 import shutil
@@ -175,8 +176,14 @@ class RawChroma:
         return [argparse.Namespace(key=m["key"]) for m in metas]
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
-        found = self.col.get(include=["metadatas"])
-        return sorted({tuple(m["ns"].split("/")) for m in found["metadatas"]})
+        # in pages: one get of 100,000 rows' metadata fails ("too many SQL variables")
+        names: set[tuple[str, ...]] = set()
+        for offset in itertools.count(0, 20_000):
+            found = self.col.get(include=["metadatas"], limit=20_000, offset=offset)
+            names.update(tuple(m["ns"].split("/")) for m in found["metadatas"])
+            if len(found["ids"]) < 20_000:
+                return sorted(names)
+        raise AssertionError("unreachable")
 
 
 # --- Postgres: a throwaway cluster ------------------------------------------------------

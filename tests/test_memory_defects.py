@@ -161,3 +161,16 @@ def test_an_ingest_whose_memory_supersedes_one_writes_it_after_its_messages(
     assert [m.text for m in active] == [keyed[-1].text]
     assert p.get(keyed[0].id).status == "superseded"
     assert [s.pending for s in list_sessions(memory, "p")] == [0, 0]
+
+
+async def test_an_async_ingests_memories_ride_in_its_messages_write(memory: AgentMemory) -> None:
+    if not getattr(memory.store, "atomic_put_limit", 0):
+        pytest.skip("the store applies no batch whole: memories are written after messages")
+    p = memory.profile("p")
+    done = await p.aingest(CONVERSATION, session_id="s")
+    assert done.messages_added == 3 and done.memories_written
+    assert {m.id for m in p.list().memories} == {m.id for m in done.memories_written}
+    (info,) = list_sessions(memory, "p")
+    assert (info.messages, info.pending) == (3, 0)
+    again = await p.aingest(CONVERSATION, session_id="s")
+    assert (again.messages_added, again.memories_written) == (0, [])

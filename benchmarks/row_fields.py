@@ -1,0 +1,127 @@
+"""What a ``get`` pays per metadata field of each row it returns (issues 33, 34).
+
+A profile's records are read whole by every recall (one ``get`` of ~100 item rows), and every
+listing, filtered search and put reads item rows too. An item row carries ~34 metadata fields
+for a memory record: the value's JSON (``v``), the namespace and its prefixes, timestamps,
+vector bookkeeping, the keyword channel's lists (``kt``, ``ky``) and the filter mirrors
+(``f:``/``g:`` copies of the value's short leaves). Chroma's ``get`` has no projection: it
+returns every field of each row (``include=["metadatas"]``), so this measures what each group
+of fields costs a read.
+
+The rows are real: ``--profiles`` profiles of ``--memories`` memories written through
+``AgentMemory.remember_many`` on a ``ChromaStore`` (fake 64-d embeddings), then one profile's
+item rows copied into in-memory collections that keep only some fields. Every variant is read
+by the same ids, ``--reads`` times, interleaved; p50 ms and microseconds per row. Two more
+rows compare what a recall reads today (the item rows, then the vector rows' embeddings: two
+calls) with one ``get`` of metadata and embeddings from a collection holding each item in its
+vector row (the layout issue 33 names).
+
+Run::
+
+    python benchmarks/row_fields.py                  # 100 rows
+    python benchmarks/row_fields.py --memories 1000  # 1,000 rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import median, table  # noqa: E402
+from memory_scale import build  # noqa: E402
+
+Meta = dict[str, Any]
+
+
+def variants() -> dict[str, Callable[[Meta], Meta]]:
+    mirror = ("f:", "g:")
+    keyword = ("kt", "ky", "kl")
+    return {
+        "the store's row (all fields)": lambda m: m,
+        "without the keyword lists (kt, ky, kl)": lambda m: {
+            k: v for k, v in m.items() if k not in keyword},
+        "without the filter mirrors (f:, g:)": lambda m: {
+            k: v for k, v in m.items() if not k.startswith(mirror)},
+        "without both": lambda m: {
+            k: v for k, v in m.items() if k not in keyword and not k.startswith(mirror)},
+        "value and namespace only (v, ns)": lambda m: {"v": m["v"], "ns": m["ns"]},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profiles", type=int, default=2)
+    parser.add_argument("--memories", type=int, default=100)
+    parser.add_argument("--reads", type=int, default=40)
+    parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    args = parser.parse_args()
+    import chromadb
+
+    folder = tempfile.mkdtemp(prefix="row-fields-", dir=args.folder)
+    try:
+        store, _ = build(folder, args.profiles, args.memories, 1)
+        items = store._items
+        first = items.get(limit=1, include=["metadatas"])["metadatas"][0]
+        depth = int(first["nd"])
+        rows = items.get(where={f"p{depth}": first[f"p{depth}"]},
+                         include=["metadatas"])
+        client = chromadb.EphemeralClient()
+        cols = {}
+        for i, (name, keep) in enumerate(variants().items()):
+            col = client.create_collection(f"variant-{i}", embedding_function=None)
+            col.upsert(ids=rows["ids"], embeddings=[[1.0]] * len(rows["ids"]),
+                       metadatas=[keep(m) for m in rows["metadatas"]])
+            cols[name] = (col, len(keep(rows["metadatas"][0])))
+        cols["ids only (include=[])"] = (items, 0)
+        reads: dict[str, Callable[[], object]] = {
+            name: (lambda col=col, n=n: col.get(ids=rows["ids"],
+                                                include=["metadatas"] if n else []))
+            for name, (col, n) in cols.items()}
+        # what a recall reads: today the item rows, then the vector rows' embeddings (two
+        # calls); with the item in its vector row, one get of both from one collection
+        vec_ids = store._vectors.get(where={f"p{depth}": first[f"p{depth}"]}, include=[])["ids"]
+        vecs = store._vectors.get(ids=vec_ids, include=["embeddings", "metadatas"])
+        by_key = {m["k"]: e for m, e in zip(vecs["metadatas"], vecs["embeddings"], strict=True)}
+        merged = client.create_collection("merged", embedding_function=None)
+        merged.upsert(ids=rows["ids"], metadatas=rows["metadatas"],
+                      embeddings=[by_key[m["k"]] for m in rows["metadatas"]])
+        reads["recall's reads today: item rows, then vector rows (2 calls)"] = lambda: (
+            items.get(ids=rows["ids"], include=["metadatas"]),
+            store._vectors.get(ids=vec_ids, include=["embeddings"]))
+        reads["item in its vector row: one get, metadata and embeddings"] = lambda: (
+            merged.get(ids=rows["ids"], include=["metadatas", "embeddings"]))
+        cols.update({name: (None, 0) for name in reads if name not in cols})
+        times: dict[str, list[float]] = {name: [] for name in reads}
+        load = os.getloadavg()
+        rng = random.Random(3)
+        for _ in range(args.reads):
+            order = list(reads)
+            rng.shuffle(order)
+            for name in order:
+                start = time.perf_counter()
+                reads[name]()
+                times[name].append((time.perf_counter() - start) * 1000)
+        n = len(rows["ids"])
+        print(f"{n} item rows of one profile (a memory record's row: {len(first)} fields); "
+              f"load average {' / '.join(f'{x:.2f}' for x in load)} before, "
+              f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())} after\n")
+        print(table(["rows read", "fields a row", "p50 ms", "us a row"], [
+            (name, cols[name][1] or "", f"{median(t):.2f}", f"{1000 * median(t) / n:.0f}")
+            for name, t in times.items()]))
+        store.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
