@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from typing import Any
 
+import chromadb
 import pytest
 from episodic_helpers import scripted, system_text
 from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
+from langmem_edge import ChromaStore
 from langmem_edge.memory import AgentMemory
 from langmem_edge.memory.episodic.grounding import grounding_problem, number_values
 from langmem_edge.testing import FakeEmbeddings, ScriptedChatModel
@@ -36,8 +39,12 @@ def _proposals() -> list[dict[str, Any]]:
         {"text": TRUE[2], "fact_type": "event", "message_numbers": [1]}]
 
 
-def _profile(model: ScriptedChatModel) -> Any:
-    store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]})
+def _profile(model: ScriptedChatModel, kind: str = "memory") -> Any:
+    index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
+    # ChromaStore applies a batch whole: the memories ride in the messages' write there
+    store = (InMemoryStore(index=index) if kind == "memory"  # type: ignore[arg-type]
+             else ChromaStore(chromadb.EphemeralClient(), index=index,  # type: ignore[arg-type]
+                              collection_prefix=f"t{uuid.uuid4().hex[:8]}"))
     return AgentMemory(store, model=model, config=FAST).profile("p")
 
 
@@ -81,10 +88,13 @@ def test_grounding_reads_number_words_months_and_case() -> None:
 # ---- extraction through Profile.ingest ------------------------------------------------------
 
 
-def test_invented_facts_are_dropped_true_ones_written(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("kind", ["memory", "chroma"])
+def test_invented_facts_are_dropped_true_ones_written(caplog: pytest.LogCaptureFixture,
+                                                      kind: str) -> None:
     model = scripted(lambda messages: _proposals())
     with caplog.at_level(logging.INFO, logger="langmem_edge.memory.episodic.extraction"):
-        result = _profile(model).ingest([{"role": "user", "content": SAID}], session_id="s")
+        result = _profile(model, kind).ingest([{"role": "user", "content": SAID}],
+                                              session_id="s")
     assert _texts(result) == set(TRUE)
     assert set(result.candidates_dropped) == set(INVENTED)
     for text, why in INVENTED.items():
@@ -120,9 +130,10 @@ def _json_replies(messages: list[BaseMessage]) -> str:
     return "ok"
 
 
-def test_model_without_structured_output_gets_its_memories_extracted() -> None:
+@pytest.mark.parametrize("kind", ["memory", "chroma"])
+def test_model_without_structured_output_gets_its_memories_extracted(kind: str) -> None:
     model = _NoStructuredOutput(respond=_json_replies)
-    result = _profile(model).ingest([{"role": "user", "content": SAID}], session_id="s")
+    result = _profile(model, kind).ingest([{"role": "user", "content": SAID}], session_id="s")
     assert _texts(result) == set(TRUE)
     assert set(result.candidates_dropped) == set(INVENTED)
     assert result.extraction_fallbacks == 0

@@ -49,6 +49,7 @@ from langmem_edge.memory.semantic.bulk import (
     plan_finish_riding,
     plan_remember_many,
     plan_riding_puts,
+    written_texts,
 )
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.recall import RecallRequest, plan_lookup, plan_recall
@@ -423,19 +424,16 @@ class Profile(ContactMethods):
                              (messages, session_id, contact, strict, extract, memory_puts))
         if riding.records is not None:
             written = yield from plan_finish_riding(riding)
-            return IngestResult(messages_added=len(outcome.messages), messages_cut=outcome.cut,
-                                memories_written=written,
-                                extraction_fallbacks=outcome.fallbacks,
-                                candidates_dropped=outcome.dropped)
-        memories = outcome.memories
-        if outcome.resumed:  # some may have been written before the failure
-            ctx = yield from plan_read(self._ctx, counts=False)
-            have = {(v.get("session_id"), v.get("text")) for v in ctx.index.values.values()}
-            memories = [m for m in memories if (m.session_id, m.text) not in have]
-        written = yield from self._write_extracted(memories, contact, writer)
-        if outcome.extracted_to is not None:
-            yield Call(tier.confirm_extracted, tier.aconfirm_extracted,
-                       (session_id, outcome.extracted_to))
+        else:
+            memories = outcome.memories
+            if outcome.resumed:  # some may have been written before the failure
+                ctx = yield from plan_read(self._ctx, counts=False)
+                have = written_texts(ctx)
+                memories = [m for m in memories if (m.session_id, m.text) not in have]
+            written = yield from self._write_extracted(memories, contact, writer)
+            if outcome.extracted_to is not None:
+                yield Call(tier.confirm_extracted, tier.aconfirm_extracted,
+                           (session_id, outcome.extracted_to))
         return IngestResult(messages_added=len(outcome.messages), messages_cut=outcome.cut,
                             memories_written=written, extraction_fallbacks=outcome.fallbacks,
                             candidates_dropped=outcome.dropped)

@@ -71,7 +71,7 @@ from langmem_edge.memory.semantic.write import (
 )
 
 __all__ = ["ITEM_FIELDS", "BulkItem", "Riding", "bulk_specs", "plan_finish_riding",
-           "plan_remember_many", "plan_riding_puts"]
+           "plan_remember_many", "plan_riding_puts", "written_texts"]
 
 logger = logging.getLogger(__name__)
 
@@ -244,7 +244,7 @@ def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: b
                            ctx.profile, e)
     ctx = yield from plan_read(ctx, counts=False)
     if resumed:  # some may have been written before a failure
-        have = {(v.get("session_id"), v.get("text")) for v in ctx.index.values.values()}
+        have = written_texts(ctx)
         records = [r for r in records if (r.session_id, r.text) not in have]
     alike = {(r.scope, r.kind, r.text): r for r in reversed(records)}  # the first of each
     records = [r for r in records if alike[(r.scope, r.kind, r.text)] is r]
@@ -262,6 +262,12 @@ def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: b
     records, puts = new_puts(ctx, checked)
     riding.ctx, riding.records, riding.now = ctx, records, now
     return [PutOp(ctx.layout.memories, value["id"], value, index=ix) for value, ix in puts]
+
+
+def written_texts(ctx: ProfileContext) -> set[tuple[str | None, str | None]]:
+    """``(session_id, text)`` of the records in ``ctx``'s index (read whole): what an ingest
+    that resumes a failed one must not write again."""
+    return {(v.get("session_id"), v.get("text")) for v in ctx.index.values.values()}
 
 
 def plan_finish_riding(riding: Riding) -> Plan[list[MemoryRecord]]:
