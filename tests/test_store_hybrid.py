@@ -174,7 +174,8 @@ class SyncWrites:
 
     def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         if fn.__name__ in ("upsert", "update", "delete"):
-            self.writes.append(getattr(fn.__self__, "name", "?").rsplit("-", 1)[-1])
+            part = getattr(fn.__self__, "name", "?").rsplit("-", 1)[-1]
+            self.writes.append("items" if part.startswith("rows") else part)
             if self.before_write is not None:
                 self.before_write()
         return self.inner(fn, *args, **kwargs)

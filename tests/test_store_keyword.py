@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from langgraph.store.base import PutOp
+from legacy_layout import to_schema_4
 
 from langmem_edge import ChromaStore, errors
 from langmem_edge._chroma import SCHEMA_KEY
@@ -31,7 +32,8 @@ def index(fields: list[str] | None = None) -> dict[str, Any]:
 
 
 class Calls:
-    """Records ``(collection part, method)`` of every Chroma call a store makes."""
+    """Records ``(collection part, method)`` of every Chroma call a store makes (the item
+    rows collection, ``rows<dims>``, as ``items``)."""
 
     def __init__(self, store: ChromaStore) -> None:
         self.inner, self.seen = store._call, []
@@ -39,7 +41,8 @@ class Calls:
 
     def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         owner = getattr(getattr(fn, "__self__", None), "name", "client")
-        self.seen.append((owner.rsplit("-", 1)[-1], fn.__name__))
+        part = owner.rsplit("-", 1)[-1]
+        self.seen.append(("items" if part.startswith("rows") else part, fn.__name__))
         return self.inner(fn, *args, **kwargs)
 
 
@@ -302,20 +305,21 @@ def _downgrade_to_schema_3(store: ChromaStore, client: Any) -> None:
     """Rewrite a store's rows as the change-protocol layout (schema 3) wrote them: the
     document the indexed texts as JSON, no keyword fields, the ``kw``/``ks`` stamps, and a
     ``-sync`` collection holding a marker."""
-    got = store._items.get(include=["metadatas"])
+    items = to_schema_4(store)
+    got = items.get(include=["metadatas"])
     metas, docs = [], []
     for meta in got["metadatas"]:
         value = json.loads(meta["v"])
         docs.append(json.dumps({"text": value["text"]}) if "text" in value else "{}")
         metas.append({"kt": None, "ky": None, "kl": None, "kw": "0123456789abcdef", "ks": 1})
-    store._items.update(ids=got["ids"], metadatas=metas, documents=docs,
-                        embeddings=[layout.ITEM_VECTOR] * len(got["ids"]))
+    items.update(ids=got["ids"], metadatas=metas, documents=docs,
+                 embeddings=[layout.ITEM_VECTOR] * len(got["ids"]))
     sync = client.get_or_create_collection(
         f"{store.collection_prefix}-sync", embedding_function=None,
         metadata={"hnsw:space": "cosine", SCHEMA_KEY: 3})
     sync.upsert(ids=["m:0123456789abcdef"], embeddings=[[1.0]],
                 metadatas=[{"t": "m", "kw": "0123456789abcdef", "ks": 1, "ok": True, "at": 0.0}])
-    for col in (store._items, store._vectors):
+    for col in (items, store._vectors):
         col.modify(metadata={SCHEMA_KEY: 3})
 
 
@@ -328,13 +332,14 @@ def test_a_store_of_the_change_protocol_layout_opens_and_keeps_working(
     fill(store, texts)
     store.put(("u", "a"), "plain", {"other": "no text field"})
     _downgrade_to_schema_3(store, store._client)
-    row = store._items.get(limit=1, include=["metadatas"])["metadatas"][0]
+    items = store._client.get_collection(f"{store.collection_prefix}-items")
+    row = items.get(limit=1, include=["metadatas"])["metadatas"][0]
     assert "kt" not in row and "kl" not in row and "kw" in row
     store.close()
 
-    monkeypatch.setattr("langmem_edge.store.base.UPGRADE_PROGRESS_ROWS", 10)
+    monkeypatch.setattr("langmem_edge.store.upgrade.UPGRADE_PROGRESS_ROWS", 10)
     again = ChromaStore.from_path(path, index=index())
-    assert "upgrading" in capsys.readouterr().err  # more rows than the (lowered) bound
+    assert "copying" in capsys.readouterr().err  # more rows than the (lowered) bound
     assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
     names = [c.name for c in again._client.list_collections()]
     assert f"{again.collection_prefix}-sync" not in names

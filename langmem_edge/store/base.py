@@ -20,9 +20,7 @@ The layout lives in :mod:`langmem_edge.store.layout`; the vector channel in
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -56,11 +54,6 @@ from langmem_edge.errors import (
 )
 from langmem_edge.retrieval import HybridConfig
 from langmem_edge.retrieval.config import resolve_hybrid_config
-from langmem_edge.retrieval.keywords import (
-    LENGTH_FIELD,
-    decode_text_document,
-    keyword_fields,
-)
 from langmem_edge.retrieval.text import Analyzer
 from langmem_edge.store import layout
 from langmem_edge.store.api import NamespaceErrorsMixin
@@ -71,18 +64,17 @@ from langmem_edge.store.names import Generations, ItemNames
 from langmem_edge.store.ranking import RANKINGS, Ranking
 from langmem_edge.store.search import SearchMixin
 from langmem_edge.store.ttl import TTLMixin
+from langmem_edge.store.upgrade import GET_PAGE, UpgradeMixin
 from langmem_edge.store.writes import WriteMixin
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ChromaStore"]
 
-DEFAULT_COLLECTION_PREFIX = "langmem_edge"
-"""Collections are named ``<prefix>-items`` and ``<prefix>-vectors``."""
 
-UPGRADE_PROGRESS_ROWS = 20_000
-"""Rows past which the schema 4 upgrade (:meth:`ChromaStore._add_keyword_fields`) reports its
-progress on stderr, one line a page."""
+DEFAULT_COLLECTION_PREFIX = "langmem_edge"
+"""Collections are named ``<prefix>-rows<dims>`` and ``<prefix>-vectors``."""
+
 
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
 """Largest value accepted, as UTF-8 JSON (4 MiB). Chroma stores it as a metadata string."""
@@ -94,8 +86,6 @@ rows, a k=10 query's recall@10 against exact goes from 0.54 to 0.99 unfiltered (
 and from 0.98 to 1.00 under a namespace ``where``; at 100,000 rows 0.10 to 0.59 unfiltered and
 0.53 to 0.99 filtered."""
 
-GET_PAGE = 5000
-"""Rows read per call when scanning items (filters, listing, sweeping)."""
 
 
 class ChromaStoreOptions(TypedDict, total=False):
@@ -114,7 +104,7 @@ class ChromaStoreOptions(TypedDict, total=False):
 
 class ChromaStore(
     NamespaceErrorsMixin, SearchMixin, HybridMixin, KeywordMixin, ListingMixin, WriteMixin,
-    TTLMixin, BaseStore,
+    TTLMixin, UpgradeMixin, BaseStore,
 ):
     """A LangGraph store on Chroma.
 
@@ -135,7 +125,8 @@ class ChromaStore(
         hybrid: :class:`~langmem_edge.retrieval.HybridConfig`: channel ``weights`` (vector 1,
             keyword 1, key 1.5), ``rrf_k`` (60), ``depth`` (50) and the ``keyword`` analyser
             and BM25 options. Keyword text comes from the index ``fields``.
-        collection_prefix: Collections are ``<prefix>-items`` and ``<prefix>-vectors``;
+        collection_prefix: Collections are ``<prefix>-rows<dims>`` (the items) and
+            ``<prefix>-vectors``;
             stores with different prefixes see nothing of each other.
         max_value_bytes: Largest value as UTF-8 JSON (default 4 MiB).
         ef_search: HNSW search breadth of the vectors collection (default 1000; Chroma's
@@ -192,18 +183,11 @@ class ChromaStore(
         self.hybrid_config = resolve_hybrid_config(hybrid)
         keyword = self.hybrid_config["keyword"]
         self._analyzer = Analyzer(language=keyword["language"], stopwords=keyword["stopwords"])
-        self._items, self._vectors = (
-            _chroma.open_collection(
-                client,
-                f"{collection_prefix}-{part}",
-                schema_version=layout.SCHEMA_VERSION,
-                reads_from=layout.READS_FROM,
-                call=self._call,
-                upgrade=self._upgrade_items if part == "items" else None,
-                ef_search=ef_search if part == "vectors" else None,
-            )
-            for part in ("items", "vectors")
-        )
+        dims = self.index_config["dims"] if self.index_config else None
+        self._items = self._open_rows(dims, ef_search)
+        self._vectors = _chroma.open_collection(
+            client, f"{collection_prefix}-vectors", schema_version=layout.SCHEMA_VERSION,
+            reads_from=layout.READS_FROM, call=self._call, ef_search=ef_search)
         self._write_lock = threading.RLock()
         self._max_batch = max(1, int(self._call(client.get_max_batch_size)))
         self._write_epoch = 0
@@ -218,87 +202,6 @@ class ChromaStore(
         self._clock: Callable[[], float] = time.time  # epoch seconds; tests may replace it
         self._statistics = PlannerStatistics.for_client(
             client, lambda: self._call(self._items.count))
-
-    def _upgrade_items(self, items: Any, found: int) -> None:
-        """Bring an items collection of schema ``found`` to :data:`layout.SCHEMA_VERSION`
-        (each step idempotent: a crash before the version is raised runs it again)."""
-        if found < 3:
-            self._flag_incomplete_mirrors(items, found)
-        if found < 4:
-            self._add_keyword_fields(items, found)
-
-    def _add_keyword_fields(self, items: Any, found: int) -> None:
-        """Upgrade from schema < 4: give every item row its keyword fields and document
-        (:mod:`langmem_edge.retrieval.keywords`), analysed from the indexed texts its old
-        document held, and drop the old change stamps (``kw``, ``ks``); then delete the old
-        ``<prefix>-sync`` collection of the change protocol. Rows that already carry
-        ``kl`` (rewritten by an upgrade that crashed) are skipped. One read of every row,
-        a page at a time, each page written back as one ``update``; past
-        :data:`UPGRADE_PROGRESS_ROWS` rows a progress line a page goes to stderr."""
-        total = int(self._call(items.count))
-        size = max(1, int(self._call(self._client.get_max_batch_size)))
-        done = rewritten = 0
-        offset = 0
-        while True:
-            page = self._call(items.get, include=["metadatas", "documents"], limit=GET_PAGE,
-                              offset=offset)
-            ids, metas, docs = [], [], []
-            for iid, meta, doc in zip(page["ids"], page["metadatas"],
-                                      page["documents"] or [None] * len(page["ids"]),
-                                      strict=True):
-                if LENGTH_FIELD in meta or "k" not in meta:
-                    continue
-                document, fields = keyword_fields(
-                    decode_text_document(doc), str(meta["k"]), self._analyzer)
-                ids.append(iid)
-                metas.append({**fields, "kw": None, "ks": None})
-                docs.append(document)
-            for start in range(0, len(ids), size):
-                end = start + size
-                self._call(items.update, ids=ids[start:end], metadatas=metas[start:end],
-                           documents=docs[start:end],
-                           embeddings=[layout.ITEM_VECTOR] * len(ids[start:end]))
-            rewritten += len(ids)
-            done += len(page["ids"])
-            if total > UPGRADE_PROGRESS_ROWS:
-                print(f"langmem_edge: upgrading {items.name} to schema "
-                      f"{layout.SCHEMA_VERSION}: {done:,} of {total:,} rows",
-                      file=sys.stderr, flush=True)
-            if len(page["ids"]) < GET_PAGE:
-                break
-            offset += GET_PAGE
-        sync_name = items.name[: -len("items")] + "sync"
-        try:
-            self._call(self._client.delete_collection, sync_name)
-        except Exception:  # absent (never created, or deleted by an earlier run)
-            logger.debug("no %s collection to delete", sync_name, exc_info=True)
-        logger.info("schema %d -> 4: keyword fields on %d item row(s)", found, rewritten)
-
-    def _flag_incomplete_mirrors(self, items: Any, found: int) -> None:
-        """Upgrade from schema < 3: set ``fx`` on item rows whose filter mirror is incomplete
-        (more than ``MAX_FILTER_FIELDS`` leaves, non-finite numeric strings), which older
-        layouts truncated silently, so pushed-down filters let them through. One read of
-        every row, once; only the rows concerned are written (``update`` merges fields)."""
-        ids, metas = [], []
-        offset = 0
-        while True:
-            page = self._call(items.get, include=["metadatas"], limit=GET_PAGE, offset=offset)
-            for iid, meta in zip(page["ids"], page["metadatas"], strict=True):
-                if "v" in meta and layout.INCOMPLETE_FIELD not in meta:
-                    value = json.loads(meta["v"])
-                    if isinstance(value, dict) and layout.filter_fields(value).get(
-                        layout.INCOMPLETE_FIELD
-                    ):
-                        ids.append(iid)
-                        metas.append({layout.INCOMPLETE_FIELD: True})
-            if len(page["ids"]) < GET_PAGE:
-                break
-            offset += GET_PAGE
-        for start in range(0, len(ids), GET_PAGE):
-            end = start + GET_PAGE
-            self._call(items.update, ids=ids[start:end], metadatas=metas[start:end])
-        if ids:
-            logger.info("schema %d -> 3: flagged %d item(s), mirrors incomplete", found, len(ids))
 
     # -- construction -------------------------------------------------------------------
 
@@ -325,14 +228,10 @@ class ChromaStore(
     def setup(self) -> None:
         """Make sure the collections exist. The constructor already did; kept so code written
         for ``SqliteStore``/``PostgresStore`` (which must call ``setup()``) runs unchanged."""
-        for collection in (self._items, self._vectors):
-            _chroma.open_collection(
-                self._client,
-                collection.name,
-                schema_version=layout.SCHEMA_VERSION,
-                call=self._call,
-                ef_search=self.ef_search if collection is self._vectors else None,
-            )
+        self._open(self._items.name, self.ef_search)
+        _chroma.open_collection(self._client, self._vectors.name,
+                                schema_version=layout.SCHEMA_VERSION, call=self._call,
+                                ef_search=self.ef_search)
 
     async def asetup(self) -> None:
         """``setup`` on a worker thread."""
@@ -378,9 +277,10 @@ class ChromaStore(
         if gets and puts:  # one read for both: the gets' rows and the rows the puts replace
             rows = self._get_rows(list(dict.fromkeys(
                 layout.item_id(*nk) for nk in [*((op.namespace, op.key) for _, op in gets),
-                                               *puts])), documents=True)
+                                               *puts])), documents=True,
+                vectors=self._row_dims > 0)
         if gets:
-            self._run_gets(gets, results, refresh, now, rows and rows[0])
+            self._run_gets(gets, results, refresh, now, rows and rows.metas)
         searches = [(i, op) for i, op in enumerate(ops) if isinstance(op, SearchOp)]
         if searches:
             self._run_searches(searches, results, refresh, now)
@@ -461,19 +361,19 @@ class ChromaStore(
 
         Expiry is checked in Python: a ``where`` next to ``ids`` makes Chroma scan every row.
         """
-        return self._get_rows(ids, now=now)[0]
+        return self._get_rows(ids, now=now).metas
 
     def _get_rows(
-        self, ids: list[str], *, now: float | None = None, documents: bool = False
-    ) -> tuple[dict[str, dict[str, Any]], dict[str, str | None]]:
+        self, ids: list[str], *, now: float | None = None, documents: bool = False,
+        vectors: bool = False,
+    ) -> layout.Rows:
         """Item rows by id (as :meth:`_get_items`) and, with ``documents``, their keyword
-        documents in the same ``get`` (empty otherwise)."""
+        documents, with ``vectors`` their embeddings, in the same ``get`` (empty otherwise)."""
         if not ids:
-            return {}, {}
-        res = self._call(
-            self._items.get, ids=ids, include=["metadatas", "documents"] if documents
-            else ["metadatas"]
-        )
+            return layout.Rows({}, {}, {})
+        include = ["metadatas", *(["documents"] if documents else []),
+                   *(["embeddings"] if vectors else [])]
+        res = self._call(self._items.get, ids=ids, include=include)
         self._names.learn(res["ids"], res["metadatas"])
         self._gens.learn(res["ids"], res["metadatas"])
         alive = [
@@ -481,9 +381,12 @@ class ChromaStore(
             if now is None or meta["exp"] > now
         ]
         docs = res.get("documents") or [] if documents else []
-        return (
+        embs = res.get("embeddings") if vectors else None
+        return layout.Rows(
             {iid: res["metadatas"][i] for i, iid in alive},
             {iid: docs[i] for i, iid in alive} if documents else {},
+            {iid: [float(x) for x in embs[i]] for i, iid in alive}
+            if embs is not None else {},
         )
 
     def _scan_items(

@@ -1,12 +1,18 @@
 """How ChromaStore lays items out in Chroma: pure functions, no I/O.
 
-Two collections per store (names ``<prefix>-items`` and ``<prefix>-vectors``), both carrying
+Two collections per store (names ``<prefix>-rows<D>`` and ``<prefix>-vectors``), both carrying
 ``SCHEMA_VERSION`` in their collection metadata so a later layout can migrate instead of
 breaking:
 
-``items``: one row per item (plus, since schema 3, ``vg``/``vt``/``fx`` below).
+``rows<D>``: one row per item. ``D`` is the dimension of its vectors: the index's ``dims``,
+or 0 for a store opened without an index (its rows hold the 1-d :data:`ITEM_VECTOR`); see
+:func:`rows_collection`.
     id        ``item_id(namespace, key)``: 32 hex of sha256 over the JSON of (namespace, key)
-    embedding a constant 1-d vector (Chroma needs one; items are never vector-searched)
+    embedding the item's first indexed text's vector (the row of ``j == 0`` below, copied
+              in the same row write that names its generation), or, for an item without
+              vectors (``nv == 0``) or in a ``rows0`` collection, a placeholder
+              (:func:`row_vector`); so one read of a namespace's rows returns its values and
+              their vectors together
     document  the keyword channel's analysed token stream of each indexed field and the
               key's segments (:func:`~langmem_edge.retrieval.keywords.keyword_fields`)
     metadata  ``ns`` (labels joined by ``_chroma.join_labels``), ``nd`` (depth) and
@@ -35,6 +41,9 @@ breaking:
               a namespace prefix narrows the vector query itself. Nothing else: Chroma reads
               every field of each row it returns or filters. (Schema 1 rows also carried
               ``i``, ``n*`` and the filter fields; they are read the same way.)
+
+Schema 4 and older kept the item rows in ``<prefix>-items`` with a constant 1-d vector; a
+store opened on such a folder copies them into ``rows<D>`` once (``store/upgrade.py``).
 """
 
 from __future__ import annotations
@@ -42,11 +51,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import (
     GetOp,
@@ -62,8 +72,10 @@ from langgraph.store.base import InvalidNamespaceError as _LanggraphNamespaceErr
 from langmem_edge._chroma import join_labels, split_labels
 from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitExceededError
 
-SCHEMA_VERSION = 4
-"""Version of this layout, stored in each collection's metadata. 4: the keyword channel in
+SCHEMA_VERSION = 5
+"""Version of this layout, stored in each collection's metadata. 5: the item rows in
+``<prefix>-rows<D>``, each with its first vector (:func:`rows_collection`), copied from
+``<prefix>-items`` by ``store/upgrade.py``. 4: the keyword channel in
 the item rows (``kt``, ``ky``, ``kl`` and the analysed document,
 :mod:`langmem_edge.retrieval.keywords`), no ``kw``/``ks`` stamps and no ``-sync``
 collection; opening a collection of 3 or less rewrites every item row once
@@ -79,8 +91,54 @@ writes nor reads (opening raises the version)."""
 EXP_NEVER = 1.0e15
 """``exp`` of an item that never expires (about 31 million years from now)."""
 
+LEGACY_SCHEMA = 4
+"""The last schema of ``<prefix>-items``; its upgrades run there before the copy."""
+
 ITEM_VECTOR = [1.0]
-"""The constant embedding of item rows."""
+"""The embedding of every row of a ``rows0`` collection (and of schema 4's item rows)."""
+
+
+class Rows(NamedTuple):
+    """Item rows read by id: metadata, and (when asked for) documents and embeddings, each
+    by item id."""
+
+    metas: dict[str, dict[str, Any]]
+    docs: dict[str, str | None]
+    vectors: dict[str, list[float]]
+
+
+NO_ROWS = Rows({}, {}, {})
+"""What a write that read nothing first passes as the rows it replaces."""
+
+
+def rows_collection(prefix: str, dims: int) -> str:
+    """The name of the item rows collection whose vectors have ``dims`` dimensions (0: a
+    store without an index, whose rows hold :data:`ITEM_VECTOR`). A collection's dimension
+    is fixed by its first row, hence one name per dimension."""
+    return f"{prefix}-rows{dims}"
+
+
+def rows_dims(prefix: str, name: str) -> int | None:
+    """The ``dims`` of a :func:`rows_collection` name, or None for any other name."""
+    head = f"{prefix}-rows"
+    tail = name[len(head):]
+    return int(tail) if name.startswith(head) and tail.isdigit() else None
+
+
+def row_vector(iid: str, dims: int, first: list[float] | None) -> list[float]:
+    """An item row's embedding in a collection of ``dims``: ``first`` (the vector of its
+    first indexed text) when it has one and ``dims`` > 0, else a placeholder: for ``dims`` 0
+    :data:`ITEM_VECTOR`; otherwise a unit vector drawn from the item id (the same for the
+    same id, and spread over the sphere, as HNSW needs: identical vectors degrade its
+    graph). A placeholder is never searched: rows with ``nv == 0`` have no vector."""
+    if dims <= 0:
+        return list(ITEM_VECTOR)
+    if first is not None:
+        return first
+    rng = random.Random(int(iid[:16], 16))
+    v = [rng.gauss(0.0, 1.0) for _ in range(dims)]
+    norm = math.sqrt(sum(x * x for x in v)) or 1.0
+    return [x / norm for x in v]
 
 KEYWORD_ONLY = "keyword:"
 """A put's ``index`` path starting with this feeds the keyword channel alone

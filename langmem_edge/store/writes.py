@@ -81,7 +81,8 @@ class WriteMixin:
     _last_written: dict[str, int]
     _names: ItemNames
     _gens: Generations
-    _get_rows: Callable[..., tuple[dict[str, dict[str, Any]], dict[str, str | None]]]
+    _get_rows: Callable[..., layout.Rows]
+    _row_dims: int
     _ttl_minutes: Callable[[Any], float | None]
     _statistics: PlannerStatistics
 
@@ -156,13 +157,15 @@ class WriteMixin:
         ids = [layout.item_id(op.namespace, op.key) for op in ops]
         with self._write_lock:
             now = self._clock()
-            old, _ = self._get_rows(list(dict.fromkeys(ids)), now=now)  # expired: gone
+            read = self._get_rows(list(dict.fromkeys(ids)), now=now,  # expired: gone
+                                  vectors=self._row_dims > 0)
+            old = read.metas
             present = {
                 iid: op._replace(ttl=float(old[iid].get("ttl") or 0.0) or None)
                 for iid, op in zip(ids, ops, strict=True) if iid in old
             }
             if present:
-                self._run_puts(list(present.values()), now, (old, {}), existing=True)
+                self._run_puts(list(present.values()), now, read, existing=True)
                 alive = set(self._call(self._items.get, ids=list(present), include=[])["ids"])
             else:
                 alive = set()
@@ -195,7 +198,7 @@ class WriteMixin:
         ops = self._value_puts(items, "put_new", (4,))
         if ops:
             with self._write_lock:
-                self._run_puts(ops, self._clock(), ({}, {}))
+                self._run_puts(ops, self._clock(), layout.NO_ROWS)
 
     async def aput_new(
         self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
@@ -233,12 +236,13 @@ class WriteMixin:
         self,
         puts: list[PutOp],
         now: float,
-        read: tuple[dict[str, dict[str, Any]], dict[str, str | None]] | None = None,
+        read: layout.Rows | None = None,
         *,
         existing: bool = False,
     ) -> None:
-        """Write ``puts`` (validated first); ``read``: their rows and documents, read already
-        (with the batch's gets; documents are needed only for ``index=False`` puts).
+        """Write ``puts`` (validated first); ``read``: their rows, read already (with the
+        batch's gets; documents are needed only for ``index=False`` puts, embeddings for items
+        whose vectors are kept).
         ``existing``: :meth:`put_existing`'s write (every put has a value and a row in
         ``read``; item rows are updated, never created)."""
         plans: list[tuple[PutOp, str | None, tuple[float | None, float] | None]] = []
@@ -257,8 +261,8 @@ class WriteMixin:
         ids = [layout.item_id(op.namespace, op.key) for op, _, _ in plans]
         if read is None:
             need_docs = any(op.index is False for op, _, _ in plans)
-            read = self._get_rows(ids, documents=need_docs)
-        old, old_docs = read
+            read = self._get_rows(ids, documents=need_docs, vectors=self._row_dims > 0)
+        old, old_docs, old_vecs = read
         texts: dict[str, list[tuple[str, str, str]]] = {}
         keyword_texts: dict[str, dict[str, str]] = {}
         for iid, (op, vj, _) in zip(ids, plans, strict=True):
@@ -286,6 +290,7 @@ class WriteMixin:
 
         vec_ids, vec_embs, vec_metas = [], [], []
         item_ids, item_metas, item_docs = [], [], []
+        firsts: dict[str, list[float] | None] = {}  # item id -> its first vector, if any
         stale: list[str] = []
         deletes: list[str] = []
         for iid, (op, value_json, ttl_exp) in zip(ids, plans, strict=True):
@@ -307,9 +312,11 @@ class WriteMixin:
                 assert prev is not None
                 n_vectors, gen = int(prev["nv"]), str(prev.get("vg", ""))
                 signature = str(prev.get("vt", ""))
+                firsts[iid] = old_vecs.get(iid) if n_vectors else None
             else:
                 n_vectors, gen = len(triples), layout.new_generation()
                 signature = layout.texts_signature(triples)
+                firsts[iid] = vectors[(iid, 0)] if triples else None
                 for j, (_, path, text) in enumerate(triples):
                     vec_ids.append(layout.vector_id(iid, gen, j))
                     vec_embs.append(vectors[(iid, j)])
@@ -339,9 +346,10 @@ class WriteMixin:
             item_ids.append(iid)
             item_metas.append(meta)
             item_docs.append(document)
+        item_embs = self._row_vectors(item_ids, item_metas, firsts)
         self._write(
             vectors=(vec_ids, vec_embs, vec_metas),
-            items=(item_ids, item_metas, item_docs),
+            items=(item_ids, item_metas, item_docs, item_embs),
             deletes=deletes,
             stale=stale,
             existing=existing,
@@ -352,7 +360,8 @@ class WriteMixin:
         self,
         *,
         vectors: tuple[list[str], list[list[float]], list[dict[str, Any]]] = ([], [], []),
-        items: tuple[list[str], list[dict[str, Any]], list[str]] = ([], [], []),
+        items: tuple[list[str], list[dict[str, Any]], list[str], list[list[float]]] = (
+            [], [], [], []),
         deletes: Sequence[str] = (),
         stale: Sequence[str] = (),
         delete_where: dict[str, Any] | None = None,
@@ -370,8 +379,9 @@ class WriteMixin:
            their generation in the item row (search admits a vector only of the item's
            current generation);
         2. deleted item rows;
-        3. item rows (value, filter mirror, keyword fields and document): each item switches
-           value, texts and vector generation in one row write; with ``existing``, a Chroma
+        3. item rows (value, filter mirror, keyword fields, document and first vector): each
+           item switches value, texts and vector generation in one row write; with
+           ``existing``, a Chroma
            ``update``, which skips items that are gone (their new vector rows are then
            removed with the stale ones);
         4. the vector rows no item names any more (old generations, deleted items): until
@@ -395,12 +405,11 @@ class WriteMixin:
                 if delete_where is not None:
                     kept = set(self._call(self._items.get, ids=list(deletes), include=[])["ids"])
                     stale = [v for v in stale if layout.parse_vector_id(v)[0] not in kept]
-            item_ids, item_metas, item_docs = items
+            item_ids, item_metas, item_docs, item_embs = items
             if item_ids and existing:
                 # embeddings given: Chroma would embed a document with its default function
                 self._chunked(self._items.update, ids=item_ids, metadatas=item_metas,
-                              documents=item_docs,
-                              embeddings=[layout.ITEM_VECTOR] * len(item_ids))
+                              documents=item_docs, embeddings=item_embs)
                 if vec_ids:  # new vector rows of items that vanished meanwhile: orphans
                     alive = set(self._call(self._items.get, ids=item_ids, include=[])["ids"])
                     stale = [*stale, *(v for v in vec_ids
@@ -409,7 +418,7 @@ class WriteMixin:
                 self._chunked(
                     self._items.upsert,
                     ids=item_ids,
-                    embeddings=[layout.ITEM_VECTOR] * len(item_ids),
+                    embeddings=item_embs,
                     metadatas=item_metas,
                     documents=item_docs,
                 )
@@ -422,6 +431,21 @@ class WriteMixin:
             if stale:
                 self._chunked(self._vectors.delete, ids=list(stale))
             return len(deletes) - len(kept) if deletes else 0
+
+    def _row_vectors(self, ids: list[str], metas: list[dict[str, Any]],
+                     firsts: dict[str, list[float] | None]) -> list[list[float]]:
+        """Each item row's embedding (:func:`layout.row_vector`): its first vector, known from
+        the write or the rows read; one the read did not return (rows read without their
+        embeddings) is read from its vector row."""
+        if self._row_dims > 0:
+            missing = {layout.vector_id(iid, str(meta.get("vg", "")), 0): iid
+                       for iid, meta in zip(ids, metas, strict=True)
+                       if int(meta.get("nv") or 0) and firsts.get(iid) is None}
+            if missing:
+                got = self._call(self._vectors.get, ids=list(missing), include=["embeddings"])
+                for vid, emb in zip(got["ids"], got["embeddings"], strict=True):
+                    firsts[missing[vid]] = [float(x) for x in emb]
+        return [layout.row_vector(iid, self._row_dims, firsts.get(iid)) for iid in ids]
 
     def _chunked(
         self, method: Callable[..., Any], *, where: dict[str, Any] | None = None, **columns: Any

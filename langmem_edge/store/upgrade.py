@@ -1,0 +1,237 @@
+"""Opening ``ChromaStore``'s item rows, and bringing older layouts up to date.
+
+The item rows live in ``<prefix>-rows<D>`` (:func:`layout.rows_collection`): ``D`` is the
+dimension of their vectors, fixed by Chroma at a collection's first row. Which one a store
+opens:
+
+- with an index of ``dims`` D: ``rows<D>``. If it does not exist yet, it is created and
+  filled by copying, once, from ``rows0`` (a store used without an index until now) or from
+  the schema 4 ``<prefix>-items`` collection; a ``rows<E>`` of another dimension E > 0 is
+  refused (:class:`~langmem_edge.errors.ConfigurationError`: the store was built with E).
+- without an index: the indexed ``rows<D>`` if there is one, else ``rows0`` (copied from
+  ``<prefix>-items`` when that exists).
+
+**The copy** (:meth:`UpgradeMixin._copy_rows`) reads the source a page at a time (metadata,
+documents, and for a source whose first vectors live in ``<prefix>-vectors``, those vectors by
+id) and upserts each page into the new collection with each row's vector
+(:func:`layout.row_vector`); past :data:`UPGRADE_PROGRESS_ROWS` rows it prints a progress line
+a page on stderr. The new collection carries ``langmem_edge:copying`` (the source's name)
+until the last page is written; then the source is deleted. A crash in between leaves the
+marker, and the next open copies again from the start (upserts of the same rows: idempotent).
+Every process of a store must run the same version: a process of an older version still
+writing ``<prefix>-items`` during the copy would lose its writes.
+
+Before copying, a schema 1-3 ``<prefix>-items`` is brought to schema 4 in place (keyword
+fields, incomplete-mirror flags), as earlier versions did.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from chromadb.api import ClientAPI
+
+from langmem_edge import _chroma
+from langmem_edge.errors import ConfigurationError
+from langmem_edge.retrieval.keywords import LENGTH_FIELD, decode_text_document, keyword_fields
+from langmem_edge.retrieval.text import Analyzer
+from langmem_edge.store import layout
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["COPYING_KEY", "GET_PAGE", "UPGRADE_PROGRESS_ROWS", "UpgradeMixin"]
+
+GET_PAGE = 5000
+"""Rows read per call when scanning items (filters, listing, sweeping, upgrades)."""
+
+UPGRADE_PROGRESS_ROWS = 20_000
+"""Rows past which an upgrade reports its progress on stderr, one line a page."""
+
+COPYING_KEY = "langmem_edge:copying"
+"""Metadata of a rows collection being filled by :meth:`UpgradeMixin._copy_rows`: the name
+of the collection it copies from."""
+
+
+class UpgradeMixin:
+    """Opens the item rows collection of ``ChromaStore`` (needs its client and caller)."""
+
+    _client: ClientAPI
+    _call: _chroma.ChromaCaller
+    _analyzer: Analyzer
+    collection_prefix: str
+    _row_dims: int
+
+    def _open_rows(self, dims: int | None, ef_search: int) -> Any:
+        """The item rows collection for an index of ``dims`` (None: no index), created and
+        filled from an older layout when needed (module docstring)."""
+        prefix = self.collection_prefix
+        names = [c.name for c in self._call(self._client.list_collections)]
+        existing = {d: n for n in names if (d := layout.rows_dims(prefix, n)) is not None}
+        indexed = sorted(d for d in existing if d > 0)
+        if dims is not None:
+            other = [d for d in indexed if d != dims]
+            if other:
+                raise ConfigurationError(
+                    f"this store's rows have {other[0]}-dimensional vectors "
+                    f"({layout.rows_collection(prefix, other[0])}); index['dims'] is {dims}. "
+                    "Open it with the index it was built with, or use a new "
+                    "collection_prefix (langmem-edge export / import moves the data).")
+            target = dims
+        elif len(indexed) > 1:
+            raise ConfigurationError(
+                f"this store has rows of several dimensions ({indexed}); open it with an "
+                "index config naming its dims")
+        else:
+            target = indexed[0] if indexed else 0
+        self._row_dims = target
+        name = layout.rows_collection(prefix, target)
+        legacy = f"{prefix}-items"
+        source: str | None = None
+        if name in existing:
+            rows = self._open(name, ef_search)
+            source = (rows.metadata or {}).get(COPYING_KEY)
+            if source is not None and source not in names:
+                source = None  # copied, but the marker's removal was lost: done
+        else:
+            if target > 0 and 0 in existing:
+                source = existing[0]
+            elif legacy in names:
+                source = legacy
+            rows = self._open(name, ef_search, copying=source)
+        if source is not None:
+            self._copy_rows(source, rows)
+        return rows
+
+    def _open(self, name: str, ef_search: int, *, copying: str | None = None) -> Any:
+        meta = {COPYING_KEY: copying} if copying else None
+        return _chroma.open_collection(
+            self._client, name, schema_version=layout.SCHEMA_VERSION,
+            reads_from=layout.SCHEMA_VERSION, call=self._call, metadata=meta,
+            ef_search=ef_search if self._row_dims > 0 else None)
+
+    def _copy_rows(self, source_name: str, rows: Any) -> None:
+        """Fill ``rows`` from ``source_name`` (``rows0`` or schema <= 4 ``<prefix>-items``),
+        then delete the source and the copying marker (module docstring)."""
+        if source_name.endswith("-items"):
+            source = _chroma.open_collection(
+                self._client, source_name, schema_version=layout.LEGACY_SCHEMA,
+                reads_from=layout.READS_FROM, call=self._call, upgrade=self._upgrade_items)
+        else:
+            source = self._call(self._client.get_collection, source_name)
+        vectors = self._call(self._client.get_or_create_collection,
+                             name=f"{self.collection_prefix}-vectors",
+                             embedding_function=None) if self._row_dims > 0 else None
+        total = int(self._call(source.count))
+        size = max(1, int(self._call(self._client.get_max_batch_size)))
+        done = offset = 0
+        while True:
+            page = self._call(source.get, include=["metadatas", "documents"],
+                              limit=GET_PAGE, offset=offset)
+            ids, metas = page["ids"], page["metadatas"]
+            docs = page["documents"] or [""] * len(ids)
+            firsts: dict[str, list[float]] = {}
+            if vectors is not None:
+                wanted = {layout.vector_id(i, str(m.get("vg", "")), 0): i
+                          for i, m in zip(ids, metas, strict=True) if int(m.get("nv", 0)) > 0}
+                for start in range(0, len(wanted), size):
+                    chunk = list(wanted)[start:start + size]
+                    got = self._call(vectors.get, ids=chunk, include=["embeddings"])
+                    for vid, emb in zip(got["ids"], got["embeddings"], strict=True):
+                        firsts[wanted[vid]] = [float(x) for x in emb]
+            embs = [layout.row_vector(i, self._row_dims, firsts.get(i)) for i in ids]
+            for start in range(0, len(ids), size):
+                end = start + size
+                self._call(rows.upsert, ids=ids[start:end], metadatas=metas[start:end],
+                           documents=docs[start:end], embeddings=embs[start:end])
+            done += len(ids)
+            if total > UPGRADE_PROGRESS_ROWS:
+                print(f"langmem_edge: copying {source_name} into {rows.name} (schema "
+                      f"{layout.SCHEMA_VERSION}): {done:,} of {total:,} rows",
+                      file=sys.stderr, flush=True)
+            if len(ids) < GET_PAGE:
+                break
+            offset += GET_PAGE
+        self._call(self._client.delete_collection, source_name)
+        kept = {k: v for k, v in (rows.metadata or {}).items()
+                if not k.startswith("hnsw:") and k != COPYING_KEY}
+        self._call(rows.modify, metadata=kept)
+        logger.info("copied %d item row(s) from %s into %s", done, source_name, rows.name)
+
+    # -- schema <= 3 of <prefix>-items, upgraded in place before the copy --------------------
+
+    def _upgrade_items(self, items: Any, found: int) -> None:
+        """Bring an items collection of schema ``found`` to :data:`layout.LEGACY_SCHEMA`
+        (each step idempotent: a crash before the version is raised runs it again)."""
+        if found < 3:
+            self._flag_incomplete_mirrors(items, found)
+        if found < 4:
+            self._add_keyword_fields(items, found)
+
+    def _add_keyword_fields(self, items: Any, found: int) -> None:
+        """Upgrade from schema < 4: give every item row its keyword fields and document
+        (:mod:`langmem_edge.retrieval.keywords`), analysed from the indexed texts its old
+        document held, and drop the old change stamps (``kw``, ``ks``); then delete the old
+        ``<prefix>-sync`` collection of the change protocol. Rows that already carry
+        ``kl`` (rewritten by an upgrade that crashed) are skipped."""
+        size = max(1, int(self._call(self._client.get_max_batch_size)))
+        rewritten = 0
+        for page in _pages(self._call, items, ["metadatas", "documents"]):
+            ids, metas, docs = [], [], []
+            for iid, meta, doc in zip(page["ids"], page["metadatas"],
+                                      page["documents"] or [None] * len(page["ids"]),
+                                      strict=True):
+                if LENGTH_FIELD in meta or "k" not in meta:
+                    continue
+                document, fields = keyword_fields(
+                    decode_text_document(doc), str(meta["k"]), self._analyzer)
+                ids.append(iid)
+                metas.append({**fields, "kw": None, "ks": None})
+                docs.append(document)
+            for start in range(0, len(ids), size):
+                end = start + size
+                self._call(items.update, ids=ids[start:end], metadatas=metas[start:end],
+                           documents=docs[start:end],
+                           embeddings=[layout.ITEM_VECTOR] * len(ids[start:end]))
+            rewritten += len(ids)
+        sync_name = items.name[: -len("items")] + "sync"
+        try:
+            self._call(self._client.delete_collection, sync_name)
+        except Exception:  # absent (never created, or deleted by an earlier run)
+            logger.debug("no %s collection to delete", sync_name, exc_info=True)
+        logger.info("schema %d -> 4: keyword fields on %d item row(s)", found, rewritten)
+
+    def _flag_incomplete_mirrors(self, items: Any, found: int) -> None:
+        """Upgrade from schema < 3: set ``fx`` on item rows whose filter mirror is incomplete
+        (more than ``MAX_FILTER_FIELDS`` leaves, non-finite numeric strings), which older
+        layouts truncated silently, so pushed-down filters let them through. Only the rows
+        concerned are written (``update`` merges fields)."""
+        ids, metas = [], []
+        for page in _pages(self._call, items, ["metadatas"]):
+            for iid, meta in zip(page["ids"], page["metadatas"], strict=True):
+                if "v" in meta and layout.INCOMPLETE_FIELD not in meta:
+                    value = json.loads(meta["v"])
+                    if isinstance(value, dict) and layout.filter_fields(value).get(
+                        layout.INCOMPLETE_FIELD
+                    ):
+                        ids.append(iid)
+                        metas.append({layout.INCOMPLETE_FIELD: True})
+        for start in range(0, len(ids), GET_PAGE):
+            end = start + GET_PAGE
+            self._call(items.update, ids=ids[start:end], metadatas=metas[start:end])
+        if ids:
+            logger.info("schema %d -> 3: flagged %d item(s), mirrors incomplete", found, len(ids))
+
+
+def _pages(call: Callable[..., Any], collection: Any, include: list[str]) -> Any:
+    """Every row of ``collection``, a page of :data:`GET_PAGE` at a time."""
+    offset = 0
+    while True:
+        page = call(collection.get, include=include, limit=GET_PAGE, offset=offset)
+        yield page
+        if len(page["ids"]) < GET_PAGE:
+            return
+        offset += GET_PAGE

@@ -1,0 +1,154 @@
+"""Opening stores written by older layouts: the copy into ``<prefix>-rows<dims>``
+(``langmem_edge/store/upgrade.py``), on a folder the previous release built
+(``tests/fixtures/schema4_store``, made by ``tests/fixtures/build_schema4_store.py``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langmem_edge import ChromaStore
+from langmem_edge._chroma import SCHEMA_KEY
+from langmem_edge.errors import ConfigurationError
+from langmem_edge.store import layout, upgrade
+from langmem_edge.testing import FakeEmbeddings
+
+FIXTURE = Path(__file__).parent / "fixtures" / "schema4_store"
+
+
+def index(dims: int = 16) -> dict[str, Any]:
+    return {"dims": dims, "embed": FakeEmbeddings(dims), "fields": ["text"]}
+
+
+def old_store(tmp_path: Path) -> str:
+    path = tmp_path / "old"
+    shutil.copytree(FIXTURE, path)
+    return str(path)
+
+
+def expected() -> dict[str, Any]:
+    return json.loads((FIXTURE.parent / "schema4_store.json").read_text())
+
+
+def collections(store: ChromaStore) -> set[str]:
+    return {c.name for c in store._client.list_collections()}
+
+
+def check_answers(store: ChromaStore) -> None:
+    want = expected()
+    items = sorted([list(it.namespace), it.key, it.value]
+                   for it in store.search(("users",), limit=1000))
+    assert items == want["items"]
+    for query, hits in want["searches"].items():
+        got = [[list(r.namespace), r.key, r.score] for r in store.search(("users",), query=query,
+                                                                           limit=5)]
+        assert [g[:2] for g in got] == [h[:2] for h in hits], query
+        assert [g[2] for g in got] == pytest.approx([h[2] for h in hits], abs=1e-4)
+
+
+def test_a_store_of_the_previous_release_is_copied_once_and_loses_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = old_store(tmp_path)
+    monkeypatch.setattr(upgrade, "UPGRADE_PROGRESS_ROWS", 10)
+    store = ChromaStore.from_path(path, index=index())
+    assert "copying langmem_edge-items into langmem_edge-rows16" in capsys.readouterr().err
+    assert collections(store) == {"langmem_edge-rows16", "langmem_edge-vectors"}
+    assert store._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
+    assert upgrade.COPYING_KEY not in store._items.metadata
+    check_answers(store)
+    # every item row holds its first vector; the one without vectors a unit placeholder
+    rows = store._items.get(include=["metadatas", "embeddings"])
+    for iid, meta, emb in zip(rows["ids"], rows["metadatas"], rows["embeddings"], strict=True):
+        if meta["nv"]:
+            vid = layout.vector_id(iid, str(meta["vg"]), 0)
+            first = store._vectors.get(ids=[vid], include=["embeddings"])["embeddings"][0]
+            assert list(emb) == pytest.approx(list(first))
+        else:
+            assert meta["k"] == "plain"
+            assert sum(x * x for x in emb) == pytest.approx(1.0, abs=1e-5)
+    store.close()
+
+    again = ChromaStore.from_path(path, index=index())
+    assert capsys.readouterr().err == ""  # copied once
+    check_answers(again)
+    again.put(("users", "u0", "notes"), "k0", {"text": "a new text"})
+    assert again.search(("users", "u0"), query="a new text", limit=1)[0].key == "k0"
+
+
+@pytest.mark.parametrize("kill_at", ["upsert", "delete_collection"])
+def test_a_copy_killed_before_it_finished_is_made_again_on_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_at: str
+) -> None:
+    """Killed after the first page of 50 rows, or after the last one but before the old
+    collection was deleted: the marker stays, and the next open copies again."""
+    path = old_store(tmp_path)
+    monkeypatch.setattr(upgrade, "GET_PAGE", 50)
+    original = upgrade.UpgradeMixin._copy_rows
+    copied: list[int] = []
+
+    def killed(self: Any, source_name: str, rows: Any) -> None:
+        inner, seen = self._call, []
+
+        def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            seen.append(fn.__name__)
+            if fn.__name__ == kill_at and seen.count(kill_at) == (2 if kill_at == "upsert"
+                                                                   else 1):
+                copied.append(rows.count())
+                raise KeyboardInterrupt("killed")
+            return inner(fn, *args, **kwargs)
+
+        self._call = call
+        try:
+            original(self, source_name, rows)
+        finally:
+            self._call = inner
+
+    monkeypatch.setattr(upgrade.UpgradeMixin, "_copy_rows", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ChromaStore.from_path(path, index=index())
+    assert copied == [50 if kill_at == "upsert" else 122]
+    monkeypatch.setattr(upgrade.UpgradeMixin, "_copy_rows", original)
+    store = ChromaStore.from_path(path, index=index())
+    assert collections(store) == {"langmem_edge-rows16", "langmem_edge-vectors"}
+    assert upgrade.COPYING_KEY not in store._items.metadata
+    check_answers(store)
+
+
+def test_a_store_used_without_an_index_is_copied_when_it_gets_one(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    plain = ChromaStore.from_path(path)
+    assert plain._items.name == "langmem_edge-rows0"
+    plain.put(("a",), "x", {"text": "red apples"})
+    plain.put(("a",), "y", {"text": "green pears"})
+    plain.close()
+
+    indexed = ChromaStore.from_path(path, index=index())
+    assert collections(indexed) == {"langmem_edge-rows16", "langmem_edge-vectors"}
+    assert indexed.get(("a",), "x").value == {"text": "red apples"}
+    # items written without an index have no vectors until they are written again
+    assert [r.score for r in indexed.search(("a",), query="red apples")] == [None, None]
+    indexed.put(("a",), "x", {"text": "red apples"})
+    assert indexed.search(("a",), query="red apples")[0].key == "x"
+    indexed.close()
+
+    # a later process without an index keeps using the indexed rows
+    again = ChromaStore.from_path(path)
+    assert again._items.name == "langmem_edge-rows16"
+    again.put(("a",), "z", {"text": "no vectors"})
+    again.put(("a",), "x", {"text": "red apples", "seen": 1}, index=False)  # keeps its vector
+    again.close()
+    last = ChromaStore.from_path(path, index=index())
+    assert last.search(("a",), query="red apples")[0].key == "x"
+    assert last.get(("a",), "z").value == {"text": "no vectors"}
+
+
+def test_a_store_opened_with_other_dims_is_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    ChromaStore.from_path(path, index=index(16)).close()
+    with pytest.raises(ConfigurationError, match="16-dimensional"):
+        ChromaStore.from_path(path, index=index(8))
