@@ -345,15 +345,28 @@ def _delete_after_read(monkeypatch: pytest.MonkeyPatch, store: BaseStore, target
         return (isinstance(op, SearchOp) and op.namespace_prefix[-1:] == ("memories",)
                 and any(it.key == target for it in result))
 
-    def batch(self: Any, ops: Any) -> Any:
-        ops = list(ops)
-        out = original(self, ops)
+    def after(ops: list[Any], out: list[Any]) -> None:
         if not fired[0] and any(reads(op, r) for op, r in zip(ops, out, strict=True)):
             fired[0] = True
             delete()
+
+    def batch(self: Any, ops: Any) -> Any:
+        ops = list(ops)
+        out = original(self, ops)
+        after(ops, out)
         return out
 
     monkeypatch.setattr(type(store), "batch", batch)
+    if hasattr(type(store), "batch_vectors"):  # a profile's read, vectors with its rows
+        with_vectors = type(store).batch_vectors
+
+        def batch_vectors(self: Any, ops: Any) -> Any:
+            ops = list(ops)
+            out, vectors = with_vectors(self, ops)
+            after(ops, out)
+            return out, vectors
+
+        monkeypatch.setattr(type(store), "batch_vectors", batch_vectors)
     return fired
 
 

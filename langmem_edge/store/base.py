@@ -265,6 +265,37 @@ class ChromaStore(
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ``ops``: reads first (in order), then writes (the last write to a key wins)."""
+        return self._batch(ops, None)
+
+    def batch_vectors(
+        self, ops: Sequence[Op], /
+    ) -> tuple[list[Result], dict[int, list[list[float] | None]]]:
+        """``batch``, and for each query-less search among ``ops`` (by its position) the
+        vector of each item it returned, in order: the vector of the item's first indexed
+        text, None for an item without vectors. The vectors come with the rows, in the same
+        Chroma ``get`` (each item row holds its first vector), so a caller that reads a
+        namespace whole and ranks it by vector in process needs no second read.
+
+        An item with several indexed texts gets its first one's vector only.
+        """
+        vectors: dict[str, list[float]] = {}
+        checked = [layout.checked_op(op) for op in ops]
+        results = self._batch(checked, vectors)
+        out: dict[int, list[list[float] | None]] = {}
+        for i, op in enumerate(checked):
+            if isinstance(op, SearchOp) and not op.query and results[i] is not None:
+                out[i] = [vectors.get(layout.item_id(it.namespace, it.key))
+                          for it in results[i]]  # type: ignore[union-attr]
+        return results, out
+
+    async def abatch_vectors(
+        self, ops: Sequence[Op], /
+    ) -> tuple[list[Result], dict[int, list[list[float] | None]]]:
+        """``batch_vectors`` on a worker thread."""
+        return await run_in_executor(None, self.batch_vectors, list(ops))
+
+    def _batch(self, ops: Iterable[Op], vectors: dict[str, list[float]] | None
+               ) -> list[Result]:
         ops = [layout.checked_op(op) for op in ops]
         now = self._clock()
         epoch = self._write_epoch
@@ -283,7 +314,7 @@ class ChromaStore(
             self._run_gets(gets, results, refresh, now, rows and rows.metas)
         searches = [(i, op) for i, op in enumerate(ops) if isinstance(op, SearchOp)]
         if searches:
-            self._run_searches(searches, results, refresh, now)
+            self._run_searches(searches, results, refresh, now, vectors)
         for i, op in enumerate(ops):
             if isinstance(op, ListNamespacesOp):
                 results[i] = self._list_namespaces(op, now)
@@ -390,9 +421,12 @@ class ChromaStore(
         )
 
     def _scan_items(
-        self, where: dict[str, Any] | None, now: float | None = None
+        self, where: dict[str, Any] | None, now: float | None = None,
+        vectors: dict[str, list[float]] | None = None,
     ) -> list[dict[str, Any]]:
-        """Every item row matching ``where``; with ``now``, only those alive then.
+        """Every item row matching ``where``; with ``now``, only those alive then. With
+        ``vectors``, the first vector of each row that has one is put there, by item id
+        (read in the same ``get``s).
 
         One page of ``GET_PAGE`` rows first; past it, every id again (a cheap id-only read,
         0.55 s for 100k) and then the rows not read yet by id, a page at a time: Chroma reads
@@ -402,14 +436,16 @@ class ChromaStore(
         row back by one, and an offset listing then skipped the row that moved into the first
         page's range (tests/test_store_chroma.py).
         """
-        res = self._call(self._items.get, where=where, include=["metadatas"], limit=GET_PAGE)
+        include = ["metadatas", "embeddings"] if vectors is not None and self._row_dims else [
+            "metadatas"]
+        res = self._call(self._items.get, where=where, include=include, limit=GET_PAGE)
         pages = [res]
         if len(res["ids"]) == GET_PAGE:
             seen = set(res["ids"])
             listed = self._call(self._items.get, where=where, include=[])
             rest = [i for i in listed["ids"] if i not in seen]
             pages.extend(
-                self._call(self._items.get, ids=rest[i : i + GET_PAGE], include=["metadatas"])
+                self._call(self._items.get, ids=rest[i : i + GET_PAGE], include=include)
                 for i in range(0, len(rest), GET_PAGE)
             )
         out: list[dict[str, Any]] = []
@@ -417,6 +453,12 @@ class ChromaStore(
             self._names.learn(page["ids"], page["metadatas"])
             self._gens.learn(page["ids"], page["metadatas"])
             out.extend(m for m in page["metadatas"] if now is None or m["exp"] > now)
+            if "embeddings" in include:
+                assert vectors is not None
+                for iid, m, emb in zip(page["ids"], page["metadatas"], page["embeddings"],
+                                       strict=True):
+                    if m.get("nv"):
+                        vectors[iid] = [float(x) for x in emb]
         return out
 
 def _prepare_index(

@@ -56,7 +56,7 @@ class ListingMixin:
     _search_where: Callable[[SearchOp], dict[str, Any] | None]
 
     def _search_unranked(
-        self, op: SearchOp, now: float
+        self, op: SearchOp, now: float, vectors: dict[str, list[float]] | None = None
     ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
         """Newest-updated first (then namespace, key): the page ``offset:offset + limit``.
 
@@ -76,7 +76,7 @@ class ListingMixin:
             return []
         key = _hint_key(op)
         far = op.offset >= MIN_OFFSET_BETWEEN and not op.filter
-        page = self._page_between(op, key, now) if far else None
+        page = self._page_between(op, key, now, vectors) if far else None
         if page is not None:
             return page
         where = self._search_where(op)
@@ -84,11 +84,12 @@ class ListingMixin:
         rows: list[dict[str, Any]] | None = None
         if threshold is not None:
             recent = layout.and_where([where, {"ua": {"$gte": threshold}}])
-            window = [m for m in self._scan_items(recent, now) if passes(m, op.filter)]
+            window = [m for m in self._scan_items(recent, now, vectors)
+                      if passes(m, op.filter)]
             if len(window) >= want:
                 rows = window
         if rows is None:
-            whole = [m for m in self._scan_items(where, now) if passes(m, op.filter)]
+            whole = [m for m in self._scan_items(where, now, vectors) if passes(m, op.filter)]
             return self._page_of_whole(op, whole)
         rows.sort(key=newest_first)
         self._listing_hints.refine(key, [float(m["ua"]) for m in rows])
@@ -104,7 +105,8 @@ class ListingMixin:
         return _page(rows, op.offset, op.limit)
 
     def _list_together(
-        self, ops: list[tuple[int, SearchOp]], now: float
+        self, ops: list[tuple[int, SearchOp]], now: float,
+        vectors: dict[str, list[float]] | None = None,
     ) -> dict[int, list[tuple[ExplainedItem, dict[str, Any]]]]:
         """The pages of the batch's whole-prefix listings (no query, no filter, ``offset +
         limit`` at least :data:`MIN_WHOLE_LISTING`, prefixes of one depth): one Chroma read
@@ -127,14 +129,15 @@ class ListingMixin:
             if len(set(joined.values())) < 2:
                 continue
             rows: dict[str, list[dict[str, Any]]] = {v: [] for v in joined.values()}
-            for m in self._scan_items({field: {"$in": sorted(rows)}}, now):
+            for m in self._scan_items({field: {"$in": sorted(rows)}}, now, vectors):
                 rows[m[field]].append(m)
             for i, op in group:
                 out[i] = self._page_of_whole(op, list(rows[joined[i]]))
         return out
 
     def _page_between(
-        self, op: SearchOp, key: tuple[tuple[str, ...], str], now: float
+        self, op: SearchOp, key: tuple[tuple[str, ...], str], now: float,
+        vectors: dict[str, list[float]] | None = None,
     ) -> list[tuple[ExplainedItem, dict[str, Any]]] | None:
         """A later page without a filter, reading about ``limit`` rows: the rows updated
         within ``[lo, hi]`` (the hinted update times at the page's first and last positions),
@@ -154,7 +157,7 @@ class ListingMixin:
         )
         before = len(newer["ids"])
         window = self._scan_items(
-            layout.and_where([prefix, {"ua": {"$gte": lo}}, {"ua": {"$lte": hi}}]), now
+            layout.and_where([prefix, {"ua": {"$gte": lo}}, {"ua": {"$lte": hi}}]), now, vectors
         )
         start = op.offset - before
         if start < 0 or start + op.limit > len(window):

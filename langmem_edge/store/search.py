@@ -110,14 +110,20 @@ class SearchMixin:
         results: list[Result],
         refresh: dict[str, dict[str, Any]],
         now: float,
+        rows_vectors: dict[str, list[float]] | None = None,
     ) -> None:
+        """Answer ``searches``; ``rows_vectors``: where query-less ones put the first vector
+        of each item they read (``batch_vectors``)."""
         for _, op in searches:
             validate_search_op(op)
         queries = sorted({op.query for _, op in searches if op.query})
         vectors = self._embed_queries(queries) if queries else {}
-        listed = self._list_together(searches, now) if len(searches) > 1 else {}
+        listed = (self._list_together(searches, now, rows_vectors) if len(searches) > 1
+                  else {})
         for i, op in searches:
             found = listed.get(i)
+            if found is None and not op.query:
+                found = self._search_unranked(op, now, rows_vectors)
             if found is None:
                 found = self._search_one(op, vectors, self.ranking, self.hybrid_config, now)
             results[i] = [e.item for e, _ in found]

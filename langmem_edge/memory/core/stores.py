@@ -12,7 +12,9 @@ Memory never imports the store layer (import-linter says so); a store that offer
 - rewriting items only while they exist (:class:`PutExisting`), for side-effect rewrites
   that must never bring back a record another writer deleted;
 - applying a batch of puts whole (:func:`atomic_put_limit`), which lets a write of the
-  episodic change log be one batch instead of three (``docs/architecture.md``).
+  episodic change log be one batch instead of three (``docs/architecture.md``);
+- returning each item's vector with its row (:class:`ListsVectors`), so an operation that
+  reads a profile whole ranks it by vector in process, with no second read.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from typing import Any, Protocol, runtime_checkable
 from langgraph.store.base import BaseStore, Op, PutOp
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-__all__ = ["KEYWORD_ONLY", "KeywordSearch", "NearestKeys", "PutExisting", "PutNew",
-           "atomic_put_limit", "distinct_text_batches", "ranks_keys"]
+__all__ = ["KEYWORD_ONLY", "KeywordSearch", "ListsVectors", "NearestKeys", "PutExisting",
+           "PutNew", "atomic_put_limit", "distinct_text_batches", "ranks_keys",
+           "reads_vectors"]
 
 KEYWORD_ONLY = "keyword:"
 """How a put's ``index`` names a path for a :class:`KeywordSearch` store's keyword channel
@@ -109,6 +112,32 @@ class PutNew(Protocol):
     async def aput_new(
         self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
     ) -> None: ...
+
+
+@runtime_checkable
+class ListsVectors(Protocol):
+    """A store that returns each item's vector with its row (``ChromaStore``).
+
+    :meth:`ChromaStore.batch_vectors` is ``batch`` plus, for each query-less search by its
+    position, the vector of each item returned (its first indexed text's; None without
+    one), read in the same database call. ``embeddings`` embeds queries as the store does,
+    so scores computed from these vectors are the store's own cosine similarities.
+    """
+
+    embeddings: Any
+
+    def batch_vectors(self, ops: Sequence[Op], /) -> tuple[list[Any], dict[int, list[Any]]]:
+        ...
+
+    async def abatch_vectors(self, ops: Sequence[Op], /
+                             ) -> tuple[list[Any], dict[int, list[Any]]]: ...
+
+
+def reads_vectors(store: BaseStore) -> bool:
+    """Whether ``store`` ranks keys by vector (:func:`ranks_keys`) and returns vectors with
+    its rows (:class:`ListsVectors`), with an embedding model to embed queries."""
+    return (ranks_keys(store) and isinstance(store, ListsVectors)
+            and getattr(store, "embeddings", None) is not None)
 
 
 def ranks_keys(store: BaseStore) -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -41,6 +41,7 @@ from langmem_edge.memory.index.columns import Columns, ended_at
 from langmem_edge.memory.records import KINDS
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.text import default_analyzer
+from langmem_edge.retrieval.vectors import cosine_distances
 
 __all__ = [
     "Admissible",
@@ -113,6 +114,10 @@ class ProfileIndex:
         """This process's writer of the profile's access counts (``AgentMemory`` keeps one
         per profile: :mod:`.access`)."""
         self.values: dict[str, dict[str, Any]] = {}
+        self.vectors: dict[str, list[float]] | None = None
+        """Each record's vector, read with the records on a store that returns them
+        (:class:`~langmem_edge.memory.core.stores.ListsVectors`); None when the read did not:
+        rank by vector with the store then."""
         self.bm25 = BM25Index(k1=recall.bm25_k1, b=recall.bm25_b)
         self.by_key: dict[tuple[str, str], set[str]] = {}
         self._key_terms: dict[str, set[tuple[str, str]]] = {}
@@ -190,13 +195,26 @@ class ProfileIndex:
                 return sorted(self.by_key.get((scope, key), ()))
             return sorted(i for (_, k), ids in self.by_key.items() if k == key for i in ids)
 
+    def nearest(self, query: Sequence[float], admit: Callable[[str], bool]
+                ) -> list[tuple[str, float]]:
+        """The records ``admit`` accepts that have a vector, by cosine similarity to
+        ``query`` (the store's score), best first, ties by id. Needs :attr:`vectors`."""
+        assert self.vectors is not None
+        ids = [mid for mid in self.vectors if admit(mid)]
+        if not ids:
+            return []
+        distances = cosine_distances([self.vectors[mid] for mid in ids], query)
+        return sorted(((mid, 1.0 - float(d)) for mid, d in zip(ids, distances, strict=True)),
+                      key=lambda h: (-h[1], h[0]))
+
     # -- applying ----------------------------------------------------------------------------
 
     def reset(self, values: Iterable[dict[str, Any]], counts: Iterable[Any], *,
-              complete: bool = True) -> None:
-        """Fill the index from one read: records (the whole profile when ``complete``), and
-        access-count items."""
+              complete: bool = True, vectors: dict[str, list[float]] | None = None) -> None:
+        """Fill the index from one read: records (the whole profile when ``complete``),
+        access-count items and (``vectors``, by memory id) the records' vectors."""
         with self.lock:
+            self.vectors = vectors
             for value in values:
                 self._set(value)
             by_memory: dict[str, list[Any]] = {}
@@ -219,6 +237,9 @@ class ProfileIndex:
             held = self.values.get(mid)
             if held is value or held == value:
                 return  # the same version
+            if self.vectors is not None and (
+                    held is None or _indexed_text(held) != _indexed_text(value)):
+                self.vectors = None  # a vector not read with the profile: ask the store
             self._set(value)
 
     def remove(self, mid: str) -> None:
@@ -232,6 +253,8 @@ class ProfileIndex:
             self._unkey(value)
             self.columns.drop(mid)
             self.bm25.remove(mid)
+            if self.vectors is not None:
+                self.vectors.pop(mid, None)
 
     def _set(self, value: dict[str, Any], terms: list[str] | None = None) -> None:
         mid = value["id"]

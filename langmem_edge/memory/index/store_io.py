@@ -8,7 +8,9 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
 **Reading** (:func:`plan_load`): one batch of two searches, every record and every count
 item, into a fresh :class:`~.profile_index.ProfileIndex` for the operation. A write that
 returned before the read began is in it, whichever process made it; nothing is cached, so
-nothing can be stale.
+nothing can be stale. On a store that returns each item's vector with its row
+(``ChromaStore``: one Chroma ``get``), the records' vectors come with them, and the
+operation ranks them by vector in process (:meth:`~.profile_index.ProfileIndex.nearest`).
 
 **Writing** (:func:`plan_write_records`): new records and deletions are plain puts, in one
 batch. A rewrite of a record the operation read (supersession, ``forget``, ``end_session``)
@@ -36,14 +38,15 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
 
 from langmem_edge.memory.core.plans import Call, Plan, batch
-from langmem_edge.memory.core.stores import PutExisting, PutNew
+from langmem_edge.memory.core.stores import ListsVectors, PutExisting, PutNew, reads_vectors
 from langmem_edge.memory.index.profile_index import ProfileIndex
 
 __all__ = ["DELETED", "LOAD_LIMIT", "WHOLE_READ_MAX", "SizeHints", "fill", "load_ops",
-           "plan_load", "plan_write_records", "rewrites_existing"]
+           "plan_load", "plan_query_vector", "plan_read_batch", "plan_write_records",
+           "rewrites_existing"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,24 +78,47 @@ def load_ops(index: ProfileIndex, *, counts: bool = True, limit: int = LOAD_LIMI
 
 
 def fill(index: ProfileIndex, records: Sequence[Any], counts: Sequence[Any] = (), *,
-         complete: bool = True) -> None:
+         complete: bool = True, vectors: Sequence[Any] | None = None) -> None:
     """Fill ``index`` with what :func:`load_ops` read (items of another profile skipped);
-    ``complete=False`` when the records are only some of the profile's."""
+    ``complete=False`` when the records are only some of the profile's; ``vectors``: the
+    records' vectors in the same order, when the store returned them (:func:`plan_load`)."""
     values = []
-    for item in records:
+    by_id: dict[str, Any] | None = {} if vectors is not None else None
+    for i, item in enumerate(records):
         if item.value.get("profile") == index.profile and item.value.get("id") == item.key:
             values.append(item.value)
+            if by_id is not None and vectors is not None and vectors[i] is not None:
+                by_id[item.key] = vectors[i]
         else:
             logger.warning("skipped foreign record %r in profile %r", item.key, index.profile)
-    index.reset(values, counts, complete=complete)
+    index.reset(values, counts, complete=complete, vectors=by_id)
+
+
+def plan_read_batch(store: BaseStore, ops: Sequence[Op]) -> Plan[tuple[list[Any], Any]]:
+    """``ops`` in one batch whose first is :func:`load_ops`' records search: the results, and
+    the records' vectors read with them on a store that returns them (:func:`reads_vectors`;
+    None elsewhere), for :func:`fill`'s ``vectors``."""
+    if reads_vectors(store):
+        lists = cast(ListsVectors, store)
+        got, vectors = yield Call(lists.batch_vectors, lists.abatch_vectors, (list(ops),))
+        return list(got), vectors.get(0)
+    return list((yield batch(store, list(ops)))), None
 
 
 def plan_load(store: BaseStore, index: ProfileIndex, *, counts: bool = True) -> Plan[None]:
     """Read the whole profile into ``index`` (empty, made for this operation): one batch,
-    the records and (``counts``: what recall and reads that show counts need; writes do not)
-    the access-count items."""
-    found = yield batch(store, load_ops(index, counts=counts))
-    fill(index, *found)
+    the records (with their vectors on a store that returns them) and (``counts``: what
+    recall and reads that show counts need; writes do not) the access-count items."""
+    found, vectors = yield from plan_read_batch(store, load_ops(index, counts=counts))
+    fill(index, *found, vectors=vectors)
+
+
+def plan_query_vector(store: BaseStore, text: str) -> Plan[list[float]]:
+    """``text`` embedded as ``store`` embeds its queries (a :class:`ListsVectors` store), to
+    rank an index's :attr:`~ProfileIndex.vectors` by (:meth:`ProfileIndex.nearest`)."""
+    embeddings = cast(ListsVectors, store).embeddings
+    vector = yield Call(embeddings.embed_query, embeddings.aembed_query, (text,))
+    return [float(x) for x in vector]
 
 
 class SizeHints:

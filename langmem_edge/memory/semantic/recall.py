@@ -51,6 +51,8 @@ from langmem_edge.memory.index.store_io import (
     WHOLE_READ_MAX,
     load_ops,
     plan_load,
+    plan_query_vector,
+    plan_read_batch,
 )
 from langmem_edge.memory.index.store_io import fill as fill_index
 from langmem_edge.memory.records import (
@@ -233,6 +235,11 @@ def _plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
     are admissible, the store had more to give and the last ones still clear
     ``vector_min_score``."""
     floor = ctx.config.recall.vector_min_score
+    if ctx.index.vectors is not None and ctx.index.complete:  # read with the profile
+        query = yield from plan_query_vector(ctx.store, text)
+        ranked = [h for h in ctx.index.nearest(query, accept) if h[1] >= floor]
+        ranked.sort(key=lambda h: (-h[1], -_confidence(ctx.index, h[0]), h[0]))
+        return ranked[:depth]
     ask = depth + depth // 4 + 5
     near = cast(NearestKeys, ctx.store)
     while True:
@@ -332,7 +339,8 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
                                    else WHOLE_READ_MAX + 1)
     results: list[Any] = []
     try:
-        got = yield batch(ctx.store, [*load, *ops])
+        got, vectors = ((yield from plan_read_batch(ctx.store, [*load, *ops])) if load
+                        else ((yield batch(ctx.store, ops)), None))
         results = got[len(load):]
         if load:
             records = got[0]
@@ -340,7 +348,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
                 big = len(records) > WHOLE_READ_MAX
                 hints.saw(ctx.profile, big)
             if not big:
-                fill_index(ctx.index, *got[: len(load)])
+                fill_index(ctx.index, *got[: len(load)], vectors=vectors)
     except Exception as e:
         if not ops:
             raise

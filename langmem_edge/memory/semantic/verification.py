@@ -46,6 +46,7 @@ from langmem_edge.memory.config import VerificationConfig
 from langmem_edge.memory.core.models import structured_runnable
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
 from langmem_edge.memory.core.stores import NearestKeys
+from langmem_edge.memory.index.store_io import plan_query_vector
 from langmem_edge.memory.records import MemoryRecord
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.retrieval.text import default_analyzer
@@ -227,7 +228,12 @@ def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable
 
     found: list[tuple[str, float, dict[str, Any]]] = []
     try:
-        if ctx.nearest:
+        if ctx.index.vectors is not None and ctx.index.complete:  # read with the profile
+            query = yield from plan_query_vector(ctx.store, record.text)
+            values = ctx.index.values
+            found = [(mid, score, values[mid]) for mid, score in ctx.index.nearest(
+                query, lambda mid: mid not in skip and admits(values.get(mid)))]
+        elif ctx.nearest:
             near = cast(NearestKeys, ctx.store)
             hits = yield Call(near.nearest_keys, near.anearest_keys,
                               (ctx.layout.memories, record.text),
