@@ -4,18 +4,33 @@ today's code and open them again."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from langmem_edge._chroma import SCHEMA_KEY
+from langgraph.store.base import PutOp
+
+from langmem_edge._chroma import SCHEMA_KEY, split_labels
+from langmem_edge.embeddings import text_hash
 from langmem_edge.store import layout
 from langmem_edge.store.base import ChromaStore
 
 
 def to_schema_4(store: ChromaStore) -> Any:
-    """Copy ``store``'s item rows into ``<prefix>-items`` (schema 4), delete its rows
-    collection, and return the new items collection. The store must not be used after."""
+    """Copy ``store``'s item rows into ``<prefix>-items`` (schema 4), with each item's first
+    vector back in ``<prefix>-vectors`` as row ``j == 0``; delete its rows collection; return
+    the new items collection. The store must not be used after."""
     client = store._client
-    got = store._items.get(include=["metadatas", "documents"])
+    got = store._items.get(include=["metadatas", "documents", "embeddings"])
+    firsts = [(iid, meta, emb) for iid, meta, emb in zip(
+        got["ids"], got["metadatas"], got["embeddings"], strict=True) if meta["nv"]]
+    if firsts:
+        metas = []
+        for _, meta, _ in firsts:
+            namespace = split_labels(meta["ns"])
+            path, _, text = store._texts(PutOp(namespace, meta["k"], json.loads(meta["v"])))[0][0]
+            metas.append(layout.vector_metadata(namespace, meta["k"], path, text_hash(text)))
+        store._vectors.add(ids=[layout.vector_id(i, str(m["vg"]), 0) for i, m, _ in firsts],
+                           embeddings=[list(e) for _, _, e in firsts], metadatas=metas)
     items = client.create_collection(
         f"{store.collection_prefix}-items", embedding_function=None,
         metadata={"hnsw:space": "cosine", SCHEMA_KEY: layout.LEGACY_SCHEMA})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
@@ -246,3 +247,80 @@ def test_a_large_profile_is_recalled_from_the_stores_candidates(tmp_path, monkey
     assert p.recall("hens roof", fill=False).candidates[0].id == hens.id
     assert bees.id not in [c.id for c in p.recall("bees roof", fill=False).candidates]
     store.close()
+
+
+def test_a_recall_ranks_the_vectors_read_with_the_profile_as_the_store_does(
+        tmp_path, monkeypatch) -> None:
+    """On ChromaStore a profile's read brings its records' vectors (``batch_vectors``): a
+    recall is one Chroma call and a remember three (the read and the record's row, then the
+    key's settling read only under a key), and both rank exactly as the store's own vector
+    ranking (``nearest_keys``) does: same memories, same order, same scores."""
+    from langmem_edge import ChromaStore
+    from langmem_edge.memory.index import store_io
+    from langmem_edge.testing import FakeEmbeddings
+
+    store = ChromaStore.from_path(str(tmp_path / "s"), index={
+        "dims": 32, "embed": FakeEmbeddings(32), "fields": ["text"]})
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    p.remember_many([f"Note {i} about gardening, tools and {w}" for i, w in
+                     enumerate(["bees", "roses", "soil", "rain", "sheds", "hens"] * 3)])
+    calls: list[str] = []
+    inner = store._call
+
+    def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(fn.__name__)
+        return inner(fn, *args, **kwargs)
+
+    store._call = counted  # type: ignore[method-assign]
+    queries = ["bees on the roof", "garden soil after rain", "tools in the shed"]
+    def vector_ranking(q: str) -> list[tuple[str, float | None]]:
+        out = []
+        for c in p.recall(q, fill=False).candidates:
+            channel = c.breakdown.channels.get("vector")
+            out.append((c.id, channel.raw if channel else None))
+        return out
+
+    read = {q: vector_ranking(q) for q in queries}
+    assert calls == ["get"] * len(queries)  # one read a recall: records, counts, vectors
+    store._call = inner  # type: ignore[method-assign]
+    with monkeypatch.context() as m:
+        m.setattr(store_io, "reads_vectors", lambda store: False)
+        by_store = {q: vector_ranking(q) for q in queries}
+    for q in queries:
+        assert [i for i, _ in read[q]] == [i for i, _ in by_store[q]]
+        assert [s or 0.0 for _, s in read[q]] == pytest.approx(
+            [s or 0.0 for _, s in by_store[q]], abs=1e-6)
+    memory.flush()  # the recalls' access counts (written behind, with the next write)
+    store._call = counted  # type: ignore[method-assign]
+    calls.clear()
+    p.remember("Planted tulips by the gate")
+    assert calls == ["get", "upsert"]  # the read, then the record's row
+    store.close()
+
+
+def test_batch_vectors_returns_each_listed_items_first_vector(tmp_path) -> None:
+    from langgraph.store.base import GetOp, SearchOp
+
+    from langmem_edge import ChromaStore
+    from langmem_edge.testing import FakeEmbeddings
+
+    model = FakeEmbeddings(16)
+    store = ChromaStore.from_path(str(tmp_path / "s"), index={
+        "dims": 16, "embed": model, "fields": ["text"]})
+    store.put(("a",), "x", {"text": "red apples"})
+    store.put(("a",), "y", {"note": "no text"})
+    store.put(("a",), "z", {"text": "green pears", "more": "ripe"}, index=["text", "more"])
+    results, vectors = store.batch_vectors(
+        [SearchOp(("a",), limit=10), GetOp(("a",), "x"), SearchOp(("a",), query="red")])
+    assert set(vectors) == {0}
+    by_key = {it.key: v for it, v in zip(results[0], vectors[0], strict=True)}
+    assert by_key["y"] is None
+    assert by_key["x"] == pytest.approx(model.embed_documents(["red apples"])[0], abs=1e-6)
+    assert by_key["z"] == pytest.approx(model.embed_documents(["green pears"])[0], abs=1e-6)
+    assert results[1].value == {"text": "red apples"} and results[2][0].key == "x"
+    store.close()
+    plain = ChromaStore.from_path(str(tmp_path / "p"))
+    plain.put(("a",), "x", {"text": "red apples"})
+    assert plain.batch_vectors([SearchOp(("a",))])[1] == {0: [None]}
+    plain.close()

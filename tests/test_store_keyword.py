@@ -170,32 +170,44 @@ def test_the_row_carries_its_terms_and_the_cap(chroma_store_factory: Any,
     assert store.keyword_search(("c",), late) == []  # past the cap: documented
 
 
-def test_a_new_items_put_is_one_read_and_its_two_rows(chroma_store_factory: Any) -> None:
+def test_a_new_items_put_is_one_read_and_one_row(chroma_store_factory: Any) -> None:
+    """An item of one indexed text is one row, its vector in it; the rows of texts after the
+    first go to ``-vectors`` first, and a changed text's old ones are deleted last."""
     store = chroma_store_factory(index=index())
     store.put(("p",), "warm", {"text": "warm up"})
     calls = Calls(store)
     store.put(("p",), "new", {"text": "a brand new fact"})
-    assert calls.seen == [("items", "get"), ("vectors", "upsert"), ("items", "upsert")]
+    assert calls.seen == [("items", "get"), ("items", "upsert")]
     calls.seen.clear()
     store.put(("p",), "new", {"text": "a brand new fact", "n": 2})  # same text
     assert calls.seen == [("items", "get"), ("items", "upsert")]
     calls.seen.clear()
-    store.put(("p",), "new", {"text": "another fact"})  # new text: the old vectors go
+    store.put(("p",), "new", {"text": "another fact"})  # new text: the row's vector changes
+    assert calls.seen == [("items", "get"), ("items", "upsert")]
+    calls.seen.clear()
+    two = {"text": "first text", "more": "second text"}
+    store.put(("p",), "two", two, index=["text", "more"])
+    assert calls.seen == [("items", "get"), ("vectors", "upsert"), ("items", "upsert")]
+    calls.seen.clear()
+    store.put(("p",), "two", {**two, "more": "changed"}, index=["text", "more"])
     assert calls.seen == [("items", "get"), ("vectors", "get"), ("vectors", "upsert"),
                           ("items", "upsert"), ("vectors", "delete")]
+    assert store.search(("p",), query="changed", limit=1)[0].key == "two"
+    assert store.search(("p",), query="first text", limit=1)[0].key == "two"
+    assert len(store._vectors.get(include=[])["ids"]) == 1  # the second text's row
 
 
 # ------------------------------------------------------------------------------ put_new
 
 
-def test_put_new_writes_its_two_rows_without_a_read(chroma_store_factory: Any) -> None:
+def test_put_new_writes_its_rows_without_a_read(chroma_store_factory: Any) -> None:
     store = chroma_store_factory(index=index())
     assert isinstance(store, PutNew)
     store.put(("p",), "warm", {"text": "warm up"})
     calls = Calls(store)
     store.put_new([(("p",), "a", {"text": "lisbon flight"}, None),
                    (("p",), "b", {"text": "dark coffee"}, False)])
-    assert calls.seen == [("vectors", "upsert"), ("items", "upsert")]
+    assert calls.seen == [("items", "upsert")]
     assert store.get(("p",), "a").value == {"text": "lisbon flight"}
     assert store.search(("p",), query="lisbon flight", limit=1)[0].key == "a"
     assert store.get(("p",), "b").value == {"text": "dark coffee"}
@@ -272,7 +284,7 @@ def test_put_existing_with_changed_text_replaces_the_vectors(chroma_store_factor
     assert store.search(("m",), query="black coffee")[0].score == pytest.approx(1.0, abs=1e-4)
     assert [h.key for h in store.keyword_search(("m",), "coffee")] == ["x"]
     assert store.keyword_search(("m",), "green") == []
-    assert len(store._vectors.get(include=[])["ids"]) == 1  # the old rows are gone
+    assert store._vectors.get(include=[])["ids"] == []  # one text: its vector is in the row
 
 
 def test_put_existing_counts_an_expired_item_as_gone(chroma_store_factory: Any) -> None:

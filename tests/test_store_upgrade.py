@@ -61,16 +61,18 @@ def test_a_store_of_the_previous_release_is_copied_once_and_loses_nothing(
     assert store._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
     assert upgrade.COPYING_KEY not in store._items.metadata
     check_answers(store)
-    # every item row holds its first vector; the one without vectors a unit placeholder
+    # every item row holds its first text's vector (the one without vectors a placeholder);
+    # -vectors keeps the rows of later texts only
     rows = store._items.get(include=["metadatas", "embeddings"])
-    for iid, meta, emb in zip(rows["ids"], rows["metadatas"], rows["embeddings"], strict=True):
+    model = FakeEmbeddings(16)
+    for meta, emb in zip(rows["metadatas"], rows["embeddings"], strict=True):
         if meta["nv"]:
-            vid = layout.vector_id(iid, str(meta["vg"]), 0)
-            first = store._vectors.get(ids=[vid], include=["embeddings"])["embeddings"][0]
-            assert list(emb) == pytest.approx(list(first))
+            first = model.embed_documents([json.loads(meta["v"])["text"]])[0]
+            assert list(emb) == pytest.approx(first, abs=1e-6)
         else:
             assert meta["k"] == "plain"
-            assert sum(x * x for x in emb) == pytest.approx(1.0, abs=1e-5)
+            assert layout.placeholders([emb]).tolist() == [True]
+    assert len(store._vectors.get(include=[])["ids"]) == 1  # "multi"'s second text
     store.close()
 
     again = ChromaStore.from_path(path, index=index())

@@ -8,11 +8,11 @@ breaking:
 or 0 for a store opened without an index (its rows hold the 1-d :data:`ITEM_VECTOR`); see
 :func:`rows_collection`.
     id        ``item_id(namespace, key)``: 32 hex of sha256 over the JSON of (namespace, key)
-    embedding the item's first indexed text's vector (the row of ``j == 0`` below, copied
-              in the same row write that names its generation), or, for an item without
-              vectors (``nv == 0``) or in a ``rows0`` collection, a placeholder
-              (:func:`row_vector`); so one read of a namespace's rows returns its values and
-              their vectors together
+    embedding the item's first indexed text's vector, written with the row (so value, texts
+              and first vector switch together), or, for an item without vectors
+              (``nv == 0``) or in a ``rows0`` collection, a placeholder (:func:`row_vector`);
+              one read of a namespace's rows returns its values and vectors together, and a
+              vector search queries this collection (and ``vectors`` for later texts)
     document  the keyword channel's analysed token stream of each indexed field and the
               key's segments (:func:`~langmem_edge.retrieval.keywords.keyword_fields`)
     metadata  ``ns`` (labels joined by ``_chroma.join_labels``), ``nd`` (depth) and
@@ -32,8 +32,10 @@ or 0 for a store opened without an index (its rows hold the 1-d :data:`ITEM_VECT
               ``kl`` (the number of analysed terms), which a keyword search matches and
               counts (:mod:`langmem_edge.retrieval.keywords`).
 
-``vectors``: one row per indexed text of an item (``a[*].b`` yields one row per element).
-    id        ``<item id>:<vg>:<j>``, j in ``range(nv)`` (``<item id>:<j>`` before schema 3)
+``vectors``: one row per indexed text of an item after its first (``a[*].b`` yields one
+text per element); the first text's vector is the item row's own.
+    id        ``<item id>:<vg>:<j>``, j in ``range(1, nv)`` (``<item id>:<j>`` before schema
+              3; schema 4 and older also kept ``j == 0`` here)
     metadata  ``ns``, ``nd`` and ``k`` (the item's name, so ids never seen are resolved from
               this small row), ``p`` (the JSON path, ``path.j`` for list elements as
               InMemoryStore names them), ``h`` (sha256 of the text: an unchanged text keeps
@@ -51,13 +53,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import random
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+import numpy as np
 from langgraph.store.base import (
     GetOp,
     Item,
@@ -128,17 +130,27 @@ def rows_dims(prefix: str, name: str) -> int | None:
 def row_vector(iid: str, dims: int, first: list[float] | None) -> list[float]:
     """An item row's embedding in a collection of ``dims``: ``first`` (the vector of its
     first indexed text) when it has one and ``dims`` > 0, else a placeholder: for ``dims`` 0
-    :data:`ITEM_VECTOR`; otherwise a unit vector drawn from the item id (the same for the
-    same id, and spread over the sphere, as HNSW needs: identical vectors degrade its
-    graph). A placeholder is never searched: rows with ``nv == 0`` have no vector."""
+    :data:`ITEM_VECTOR`; otherwise a corner of the hypercube, every component
+    ``+-1/sqrt(dims)`` with signs drawn from the item id: a unit vector, different for
+    different items (HNSW handles a set of equal vectors badly), and recognisable
+    (:func:`placeholders`): no embedding model gives all components one magnitude."""
     if dims <= 0:
         return list(ITEM_VECTOR)
     if first is not None:
         return first
-    rng = random.Random(int(iid[:16], 16))
-    v = [rng.gauss(0.0, 1.0) for _ in range(dims)]
-    norm = math.sqrt(sum(x * x for x in v)) or 1.0
-    return [x / norm for x in v]
+    bits = int(hashlib.sha256(iid.encode("ascii")).hexdigest(), 16)
+    step = 1.0 / math.sqrt(dims)
+    return [step if (bits >> (j % 256)) & 1 else -step for j in range(dims)]
+
+
+def placeholders(embeddings: Any) -> np.ndarray:
+    """A mask of the rows of ``embeddings`` (one per row) that are :func:`row_vector`
+    placeholders: vectors of an item without vectors, never to be ranked."""
+    rows = np.abs(np.asarray(embeddings, dtype=np.float64))
+    if rows.ndim != 2 or rows.shape[1] < 2:
+        return np.ones(len(rows), dtype=bool)
+    return np.all(np.abs(rows - 1.0 / math.sqrt(rows.shape[1])) < 1e-6, axis=1)
+
 
 KEYWORD_ONLY = "keyword:"
 """A put's ``index`` path starting with this feeds the keyword channel alone
@@ -221,8 +233,19 @@ def item_id(namespace: tuple[str, ...], key: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 
+ROW_GEN = "*"
+"""The generation a vector hit on an item row's own vector (its first text's) is reported
+under (:func:`parse_vector_id`): current whenever the item has vectors at all, since the row
+and its vector are one write."""
+
+NO_VECTORS = "-"
+"""What stands for an item's current generation when it has no vectors (``nv == 0``): a hit
+on its row is on a placeholder, never current."""
+
+
 def vector_id(iid: str, gen: str, j: int) -> str:
-    """The Chroma id of the ``j``-th vector row of generation ``gen`` of an item.
+    """The Chroma id of the ``j``-th vector row of generation ``gen`` of an item (``j >= 1``:
+    the first vector is in the item row).
 
     A generation names one set of vector rows: a put that changes an item's indexed texts
     writes a new generation beside the old one, then switches the item row's ``vg`` to it,
@@ -234,7 +257,10 @@ def vector_id(iid: str, gen: str, j: int) -> str:
 
 
 def parse_vector_id(vid: str) -> tuple[str, str, int]:
-    """``(item id, generation, j)`` of a vector row id (the inverse of :func:`vector_id`)."""
+    """``(item id, generation, j)`` of a vector row id (the inverse of :func:`vector_id`); an
+    item row's id is its own first vector: ``(id, ROW_GEN, 0)``."""
+    if ":" not in vid:
+        return vid, ROW_GEN, 0
     parts = vid.split(":")
     if len(parts) == 3:
         return parts[0], parts[1], int(parts[2])
@@ -260,9 +286,16 @@ def texts_signature(triples: Iterable[tuple[str, str, str]]) -> str:
 
 
 def vector_ids(iid: str, meta: Mapping[str, Any]) -> list[str]:
-    """The ids of an item's current vector rows, from its item row."""
+    """The ids of an item's vector rows in ``<prefix>-vectors`` (its texts after the first),
+    from its item row."""
     gen = str(meta.get("vg", ""))
-    return [vector_id(iid, gen, j) for j in range(int(meta["nv"]))]
+    return [vector_id(iid, gen, j) for j in range(1, int(meta["nv"]))]
+
+
+def current_generation(meta: Mapping[str, Any]) -> str:
+    """The generation whose vector rows score an item: its row's ``vg``, or
+    :data:`NO_VECTORS` when it has none."""
+    return str(meta.get("vg", "")) if int(meta.get("nv") or 0) else NO_VECTORS
 
 
 def namespace_fields(namespace: tuple[str, ...]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langmem_edge._chroma import split_labels
+from langmem_edge.store.layout import current_generation
 
 __all__ = ["DEFAULT_CAPACITY", "Generations", "ItemNames"]
 
@@ -92,11 +93,12 @@ class Generations:
         return self._gens.get(iid)
 
     def learn(self, ids: Iterable[str], metas: Iterable[Mapping[str, Any]]) -> None:
-        """Remember the generations named by item rows (``vg``; ``""`` for older rows)."""
+        """Remember the generations named by item rows (``vg``; ``""`` for older rows;
+        :data:`~langmem_edge.store.layout.NO_VECTORS` for an item without vectors)."""
         if len(self._gens) >= self.capacity:
             self._gens.clear()
         for iid, meta in zip(ids, metas, strict=True):
-            self._gens[iid] = str(meta.get("vg", ""))
+            self._gens[iid] = current_generation(meta)
 
     def forget(self, ids: Iterable[str]) -> None:
         """Drop ``ids`` (deleted items)."""

@@ -20,7 +20,7 @@ from langgraph.store.base import SearchItem, SearchOp
 
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.store import layout
-from langmem_edge.store.layout import parse_vector_id
+from langmem_edge.store.layout import NO_VECTORS, ROW_GEN, parse_vector_id
 
 Ranking = Literal["vector", "hybrid"]
 RANKINGS: tuple[str, ...] = ("vector", "hybrid")
@@ -101,17 +101,22 @@ def pool_vector_hits(vector_ids: Sequence[str], distances: Sequence[float]) -> l
 def current_hits(hits: Sequence[Hit], current: Mapping[str, str]) -> list[Hit]:
     """The hits scored by their item's current vector generation only, re-ranked.
 
-    ``current`` maps item ids to the generation their item row names (``vg``); a hit whose
-    item is not in it, or none of whose rows is of that generation (rows a crashed write left
+    ``current`` maps item ids to the generation their item row names
+    (:func:`layout.current_generation`); a hit scores by the item row's own vector
+    (:data:`~langmem_edge.store.layout.ROW_GEN`) and the rows of that generation; a hit whose
+    item is not in it, has no vectors, or has no row of those (rows a crashed write left
     behind), is dropped.
     """
     kept: dict[str, tuple[float, dict[str, float], str]] = {}
     for h in hits:
         gen = current.get(h.item_id)
-        if gen is None or gen not in h.gens:
+        if gen is None or gen == NO_VECTORS:
             continue
-        score = h.gens[gen]
-        kept[h.item_id] = (score, {gen: score}, h.row if score == h.score else "")
+        gens = {g: s for g, s in h.gens.items() if g in (gen, ROW_GEN)}
+        if not gens:
+            continue
+        score = max(gens.values())
+        kept[h.item_id] = (score, gens, h.row if score == h.score else "")
     return _ranked(kept)
 
 

@@ -88,6 +88,7 @@ class SearchMixin:
     hybrid_config: HybridConfig
     _call: _chroma.ChromaCaller
     _clock: Callable[[], float]
+    _items: Any
     _vectors: Any
     _fields: list[tuple[str, Any]]
     _get_items: Callable[..., dict[str, dict[str, Any]]]
@@ -305,8 +306,9 @@ class SearchMixin:
     def _vector_round(
         self, op: SearchOp, query: list[float], n: int, *, filtered: bool
     ) -> tuple[list[Hit], int]:
-        """One vector query for ``n`` neighbours, ids and distances only: the pooled hits,
-        and how many rows Chroma returned (fewer than ``n``: nothing more to find).
+        """One vector query for ``n`` neighbours, ids and distances only, on the item rows
+        (first texts) and on the later texts' rows: the pooled hits, and how many rows Chroma
+        returned at most (fewer than ``n``: nothing more to find).
 
         A prefix of at most :data:`LOCAL_RANK_ROWS` vector rows is ranked exactly in process,
         filtered or not (HNSW is approximate: among many near-equal vectors it missed a
@@ -319,36 +321,52 @@ class SearchMixin:
             local = self._rank_in_process(prefix, layout.prefix_where(prefix), query, n)
             if local is not None:
                 return local
-        res = self._call(
-            self._vectors.query,
-            query_embeddings=[query],
-            n_results=n,
-            where=sent,
-            include=["distances"],
-        )
-        ids = (res.get("ids") or [[]])[0]
-        dists = res["distances"][0] if ids else []
-        return pool_vector_hits(ids, dists), len(ids)
+        ids: list[str] = []
+        dists: list[float] = []
+        returned = 0
+        for collection in (self._items, self._vectors):  # first texts, then later ones
+            res = self._call(
+                collection.query,
+                query_embeddings=[query],
+                n_results=n,
+                where=sent,
+                include=["distances"],
+            )
+            found = (res.get("ids") or [[]])[0]
+            ids += found
+            dists += res["distances"][0] if found else []
+            returned = max(returned, len(found))
+        return pool_vector_hits(ids, dists), returned
 
     def _rank_in_process(
         self, prefix: tuple[str, ...], where: dict[str, Any], query: list[float], n: int
     ) -> tuple[list[Hit], int] | None:
-        """``_vector_round``'s filtered query answered in process: the prefix's vector rows
-        read by ``where`` (at most :data:`LOCAL_RANK_ROWS`), scored by exact cosine distance
+        """``_vector_round``'s filtered query answered in process: the prefix's item rows'
+        vectors (placeholders left out) and later texts' rows, read by ``where`` (at most
+        :data:`LOCAL_RANK_ROWS` of each), scored by exact cosine distance
         (Chroma's own measure, so scores agree to float32 rounding), the best ``n`` pooled.
         None when the prefix holds more rows (remembered: later rounds ask Chroma at once)."""
-        res = self._call(
-            self._vectors.get, where=where, include=["embeddings"], limit=LOCAL_RANK_ROWS + 1
-        )
-        ids = res["ids"]
-        if len(ids) > LOCAL_RANK_ROWS:
-            if len(self._large_prefixes) >= MAX_SHARES_KEPT:
-                self._large_prefixes.clear()
-            self._large_prefixes[prefix] = len(ids)
-            return None
+        ids: list[str] = []
+        embeddings: list[Any] = []
+        for collection in (self._items, self._vectors):  # first texts, then later ones
+            res = self._call(
+                collection.get, where=where, include=["embeddings"], limit=LOCAL_RANK_ROWS + 1
+            )
+            if len(res["ids"]) > LOCAL_RANK_ROWS:
+                if len(self._large_prefixes) >= MAX_SHARES_KEPT:
+                    self._large_prefixes.clear()
+                self._large_prefixes[prefix] = len(res["ids"])
+                return None
+            if collection is self._items and res["ids"]:  # rows without vectors: not ranked
+                keep = ~layout.placeholders(res["embeddings"])
+                res = {"ids": [i for i, k in zip(res["ids"], keep, strict=True) if k],
+                       "embeddings": [e for e, k in zip(res["embeddings"], keep, strict=True)
+                                      if k]}
+            ids += res["ids"]
+            embeddings += list(res["embeddings"])
         if not ids:
             return [], 0
-        distances = cosine_distances(res["embeddings"], query)
+        distances = cosine_distances(embeddings, query)
         best = sorted(range(len(ids)), key=lambda i: (distances[i], ids[i]))[:n]
         return pool_vector_hits([ids[i] for i in best], [distances[i] for i in best]), len(best)
 
@@ -366,6 +384,10 @@ class SearchMixin:
     def _learn_names(self, vector_ids: list[str]) -> None:
         """Name the items of ``vector_ids`` from those (small) vector rows; items whose row
         lacks the name (schema 1) or is gone, from their item rows."""
+        rows = [v for v in vector_ids if ":" not in v]  # hits on item rows: read those
+        vector_ids = [v for v in vector_ids if ":" in v]
+        if rows:
+            self._get_items(ids=rows)
         if not vector_ids:
             return
         res = self._call(self._vectors.get, ids=vector_ids, include=["metadatas"])
@@ -388,7 +410,8 @@ class SearchMixin:
         hit shows a generation it does not name (which also drops deleted items)."""
         unsure = [
             h.item_id for h in hits
-            if (gen := self._gens.get(h.item_id)) is None or set(h.gens) != {gen}
+            if (gen := self._gens.get(h.item_id)) is None
+            or not set(h.gens) <= {gen, layout.ROW_GEN}
         ]
         if unsure:
             rows = self._get_items(ids=unsure)
@@ -410,6 +433,7 @@ class SearchMixin:
         of 10 reads about 15 rows rather than every candidate's.
         """
         kept: list[Hit] = []
+        current: dict[str, str] = {}
         start = 0
         while start < len(hits) and len(kept) < want:
             chunk = hits[start : start + max(want - len(kept), 1) + ADMIT_SLACK]
@@ -418,14 +442,15 @@ class SearchMixin:
             if missing:
                 rows.update(self._get_items(ids=missing))
             alive = {
-                h.item_id: str(meta.get("vg", ""))
+                h.item_id: layout.current_generation(meta)
                 for h in chunk
                 if (meta := rows.get(h.item_id)) is not None
                 and meta["exp"] > now
                 and passes(meta, op.filter)
             }
+            current.update(alive)
             # scored by the generation the row names: rows a crashed write left are ignored
             kept.extend(current_hits(chunk, alive))
         # re-ranked as one list (a hit rescored by its current generation may move)
-        ranked = current_hits(kept, {h.item_id: next(iter(h.gens)) for h in kept})
+        ranked = current_hits(kept, current)
         return [(h, rows[h.item_id]) for h in ranked]

@@ -12,12 +12,14 @@ opens:
   ``<prefix>-items`` when that exists).
 
 **The copy** (:meth:`UpgradeMixin._copy_rows`) reads the source a page at a time (metadata,
-documents, and for a source whose first vectors live in ``<prefix>-vectors``, those vectors by
-id) and upserts each page into the new collection with each row's vector
+documents, and for an indexed target each item's first vector, by id from
+``<prefix>-vectors``) and upserts each page into the new collection with each row's vector
 (:func:`layout.row_vector`); past :data:`UPGRADE_PROGRESS_ROWS` rows it prints a progress line
-a page on stderr. The new collection carries ``langmem_edge:copying`` (the source's name)
-until the last page is written; then the source is deleted. A crash in between leaves the
-marker, and the next open copies again from the start (upserts of the same rows: idempotent).
+a page on stderr. Then the first vectors' rows are deleted from ``<prefix>-vectors`` (the
+rows hold them now) and the source collection is deleted. The new collection carries
+``langmem_edge:copying`` (the source's name) until then. A crash in between leaves the
+marker, and the next open copies again from the start (upserts of the same rows: idempotent;
+a first vector already moved is taken from the row it was copied into).
 Every process of a store must run the same version: a process of an older version still
 writing ``<prefix>-items`` during the copy would lose its writes.
 
@@ -142,6 +144,12 @@ class UpgradeMixin:
                     got = self._call(vectors.get, ids=chunk, include=["embeddings"])
                     for vid, emb in zip(got["ids"], got["embeddings"], strict=True):
                         firsts[wanted[vid]] = [float(x) for x in emb]
+                # a copy that ran before moved them already (and then deleted them)
+                moved = [i for i in wanted.values() if i not in firsts]
+                if moved:
+                    got = self._call(rows.get, ids=moved, include=["embeddings"])
+                    for iid, emb in zip(got["ids"], got["embeddings"], strict=True):
+                        firsts[iid] = [float(x) for x in emb]
             embs = [layout.row_vector(i, self._row_dims, firsts.get(i)) for i in ids]
             for start in range(0, len(ids), size):
                 end = start + size
@@ -155,6 +163,11 @@ class UpgradeMixin:
             if len(ids) < GET_PAGE:
                 break
             offset += GET_PAGE
+        if vectors is not None:  # first vectors now live in the rows
+            listed = self._call(vectors.get, include=[])["ids"]
+            firsts_left = [v for v in listed if ":" in v and v.rsplit(":", 1)[1] == "0"]
+            for start in range(0, len(firsts_left), size):
+                self._call(vectors.delete, ids=firsts_left[start:start + size])
         self._call(self._client.delete_collection, source_name)
         kept = {k: v for k, v in (rows.metadata or {}).items()
                 if not k.startswith("hnsw:") and k != COPYING_KEY}

@@ -3,11 +3,11 @@
 each ordered so that every prefix of its Chroma calls is a state reads answer right
 (docs/store.md, "Crash safety").
 
-A put is its rows: one ``get`` of the rows it replaces (ids and metadata: an existing item
-keeps its ``created_at``, its vector rows when its indexed texts are unchanged, and has its
-stale vector rows deleted), the vector upsert (new or changed texts only), the item upsert
-(value, filter mirror and keyword fields in one row), and a delete of stale vector rows
-(changed texts only)."""
+A put is its rows: one ``get`` of the rows it replaces (metadata and embeddings: an existing
+item keeps its ``created_at``, its vectors when its indexed texts are unchanged, and has its
+stale vector rows deleted) and the item upsert (value, filter mirror, keyword fields and first
+vector in one row); an item with several indexed texts also upserts the vector rows of the
+later ones first, and a changed one deletes its stale ones last."""
 
 from __future__ import annotations
 
@@ -318,6 +318,8 @@ class WriteMixin:
                 signature = layout.texts_signature(triples)
                 firsts[iid] = vectors[(iid, 0)] if triples else None
                 for j, (_, path, text) in enumerate(triples):
+                    if j == 0:
+                        continue  # the item row's own vector
                     vec_ids.append(layout.vector_id(iid, gen, j))
                     vec_embs.append(vectors[(iid, j)])
                     vec_metas.append(
@@ -435,16 +437,15 @@ class WriteMixin:
     def _row_vectors(self, ids: list[str], metas: list[dict[str, Any]],
                      firsts: dict[str, list[float] | None]) -> list[list[float]]:
         """Each item row's embedding (:func:`layout.row_vector`): its first vector, known from
-        the write or the rows read; one the read did not return (rows read without their
-        embeddings) is read from its vector row."""
+        the write or the rows read with their embeddings; one they lack (never expected:
+        every write's read takes the embeddings) is read from the row."""
         if self._row_dims > 0:
-            missing = {layout.vector_id(iid, str(meta.get("vg", "")), 0): iid
-                       for iid, meta in zip(ids, metas, strict=True)
-                       if int(meta.get("nv") or 0) and firsts.get(iid) is None}
+            missing = [iid for iid, meta in zip(ids, metas, strict=True)
+                       if int(meta.get("nv") or 0) and firsts.get(iid) is None]
             if missing:
-                got = self._call(self._vectors.get, ids=list(missing), include=["embeddings"])
-                for vid, emb in zip(got["ids"], got["embeddings"], strict=True):
-                    firsts[missing[vid]] = [float(x) for x in emb]
+                got = self._call(self._items.get, ids=missing, include=["embeddings"])
+                for iid, emb in zip(got["ids"], got["embeddings"], strict=True):
+                    firsts[iid] = [float(x) for x in emb]
         return [layout.row_vector(iid, self._row_dims, firsts.get(iid)) for iid in ids]
 
     def _chunked(
@@ -507,7 +508,8 @@ class WriteMixin:
         """A vector for every (item id, j): reused when the text is unchanged, else embedded."""
         if not any(texts.values()):
             return {}
-        reuse: dict[str, list[float]] = {}
+        reuse: dict[str, list[float]] = {}  # by text hash: texts after the first only (the
+        # item row keeps no hash of its first text, which a changed item embeds again)
         old_vec_ids = [
             vid for iid in texts if iid in old for vid in layout.vector_ids(iid, old[iid])
         ]
