@@ -1,30 +1,20 @@
 """What a ``ChromaStore.put`` costs against raw Chroma upserts of the same rows (issues 33, 34).
 
 Issue 33 asks a put to cost at most 1.2x "one raw Chroma upsert of the same rows"; issue 34
-asks ">= 0.8x a raw Chroma upsert of the same rows, taken in turn". The other benchmarks'
-floor (``store_peers.py``'s ``RawChroma``) upserts a *lighter* row (value and namespace only),
-so it cannot answer that. This script records the rows each put writes and writes them again,
-raw, with fresh ids, right after it; and it times the one-collection layout issue 33 names
-("the item in its vector row"), built from the same rows, so the choice between layouts is a
-measurement.
+asks "a put is one upsert of its rows plus at most one delete of stale ones (>= 0.8x a raw
+Chroma upsert of the same rows, taken in turn)". This script records the rows each put writes
+and writes them again, raw, with fresh ids, right after it.
 
 Candidates, interleaved call by call in a shuffled order each round, on one store of
 ``--items`` items (10 namespaces, 384-d seeded random vectors, never a model):
 
-- ``store put (new)``: ``ChromaStore.put`` of a new key (a read, the vector upsert, the item
-  upsert: the store's Chroma calls are listed in the output).
+- ``store put (new)``: ``ChromaStore.put`` of a new key (the store's Chroma calls are listed
+  in the output: since schema 5 a read and one upsert of the item row, its vector in it).
 - ``raw: the same upserts``: the upserts that put made, replayed raw with fresh ids.
-- ``raw: item row alone`` / ``raw: vector row alone``: each of them on its own.
-- ``one collection: get + upsert``: the layout with the item in its vector row (the item
-  row's metadata and document with the real vector, in a third collection holding a copy of
-  every item so built): the put's read, then its one upsert.
-- ``one collection: upsert alone``: that layout's floor.
-- ``store put (changed text)``: a put over an existing key with a new text (a read, the new
-  generation's vector upsert, the item upsert, the delete of the old vector row).
-- Reads, for the layout question: the store's vector search (k=10 in one namespace of
-  ``--items / 10``), today's two raw calls under it (the vector query with the namespace
-  ``where``, then the item rows by id), and the one-collection layout's single query that
-  returns the item rows with their distances.
+- ``raw: get + the same upserts``: the put's floor with its read (a ``get`` of one id).
+- ``store put (changed text)``: a put over an existing key with a new text.
+- Reads: the store's vector search (k=10 in one namespace of ``--items / 10``) against one
+  raw query with the namespace ``where`` that returns the rows with their distances.
 
 Run (a few minutes on 2 cores)::
 
@@ -76,36 +66,20 @@ class Recorder:
         return recorded
 
 
-def build(args: argparse.Namespace, store: ChromaStore, embed: LookupEmbeddings) -> Any:
-    """Load ``--items`` items; copy them into a one-collection layout; return that collection."""
+def build(args: argparse.Namespace, store: ChromaStore, embed: LookupEmbeddings) -> None:
+    """Load ``--items`` items."""
     rng = random.Random(7)
     items = [(("users", f"u{i % 10}"), f"k{i}", make_value(rng, i)) for i in range(args.items)]
     embed.prepare([v["text"] for _, _, v in items]
                   + [f"probe {j}" for j in range(args.rounds)])
     for start in range(0, len(items), 500):
         store.batch([PutOp(ns, k, v) for ns, k, v in items[start:start + 500]])
-    one = store._client.create_collection(
-        "one-layout", embedding_function=None, metadata={"hnsw:space": "cosine"})
-    offset = 0
-    while True:
-        rows = store._items.get(limit=500, offset=offset, include=["metadatas", "documents"])
-        if not rows["ids"]:
-            break
-        vecs = store._vectors.get(
-            where={"k": {"$in": [m["k"] for m in rows["metadatas"]]}},
-            include=["metadatas", "embeddings"])
-        by_item = {(m["ns"], m["k"]): e for m, e in zip(vecs["metadatas"], vecs["embeddings"],
-                                                       strict=True)}
-        one.upsert(ids=rows["ids"], metadatas=rows["metadatas"], documents=rows["documents"],
-                   embeddings=[by_item[(m["ns"], m["k"])] for m in rows["metadatas"]])
-        offset += 500
-    return one
 
 
 def run(args: argparse.Namespace, store: ChromaStore, label: str) -> None:
     embed = store.embeddings
     assert isinstance(embed, LookupEmbeddings)
-    one = build(args, store, embed)
+    build(args, store, embed)
     log: list[tuple[str, str, dict]] = []
     raw_items, raw_vectors = store._items, store._vectors
     store._items = Recorder(raw_items, "items", log)  # type: ignore[assignment]
@@ -121,23 +95,11 @@ def run(args: argparse.Namespace, store: ChromaStore, label: str) -> None:
         calls["new"] = [f"{n}.{m}" for n, m, _ in log]
         last["rows"] = [(n, kw) for n, m, kw in log if m == "upsert"]
 
-    def replay(j: int, which: set[str], tag: str) -> None:
+    def replay(j: int, tag: str, read: bool = False) -> None:
+        if read:
+            raw_items.get(ids=[f"{tag}{j}-x"], include=["metadatas", "embeddings"])
         for name, kw in last.get("rows", []):
-            if name in which:
-                raw[name].upsert(**{**kw, "ids": [f"{tag}{j}-{i}" for i in kw["ids"]]})
-
-    def one_row(j: int) -> dict[str, Any]:
-        item = next(kw for n, kw in last["rows"] if n == "items")
-        vec = next(kw for n, kw in last["rows"] if n == "vectors")
-        return {"metadatas": item["metadatas"], "documents": item.get("documents"),
-                "embeddings": vec["embeddings"]}
-
-    def one_get_upsert(j: int) -> None:
-        one.get(ids=[f"one{j}"], include=["metadatas", "embeddings"])
-        one.upsert(ids=[f"one{j}"], **one_row(j))
-
-    def one_upsert(j: int) -> None:
-        one.upsert(ids=[f"onu{j}"], **one_row(j))
+            raw[name].upsert(**{**kw, "ids": [f"{tag}{j}-{i}" for i in kw["ids"]]})
 
     def changed(j: int) -> None:
         log.clear()
@@ -148,26 +110,16 @@ def run(args: argparse.Namespace, store: ChromaStore, label: str) -> None:
     def search(j: int) -> None:
         store.search(("users", f"u{j % 10}"), query=f"probe {j}", limit=10)
 
-    def raw_two(j: int) -> None:
-        where = {"p2": join_labels(("users", f"u{j % 10}"))}
-        hits = raw_vectors.query(query_embeddings=[embed.vector(f"probe {j}").tolist()],
-                                 n_results=10, where=where, include=["distances"])
-        raw_items.get(ids=[h.split(":")[0] for h in hits["ids"][0]], include=["metadatas"])
-
-    def one_query(j: int) -> None:
-        one.query(query_embeddings=[embed.vector(f"probe {j}").tolist()], n_results=10,
-                  where={"p2": join_labels(("users", f"u{j % 10}"))},
-                  include=["metadatas", "distances"])
+    def raw_query(j: int) -> None:
+        raw_items.query(query_embeddings=[embed.vector(f"probe {j}").tolist()], n_results=10,
+                        where={"p2": join_labels(("users", f"u{j % 10}"))},
+                        include=["metadatas", "distances"])
 
     cases: dict[str, Callable[[int], None]] = {
         "store vector search (k=10, one namespace)": search,
-        "raw: vector query, then item rows (2 calls)": raw_two,
-        "one collection: one query, item rows returned": one_query,
-        "raw: the same upserts": lambda j: replay(j, {"items", "vectors"}, "both"),
-        "raw: item row alone": lambda j: replay(j, {"items"}, "item"),
-        "raw: vector row alone": lambda j: replay(j, {"vectors"}, "vec"),
-        "one collection: get + upsert": one_get_upsert,
-        "one collection: upsert alone": one_upsert,
+        "raw: one query, rows returned": raw_query,
+        "raw: the same upserts": lambda j: replay(j, "both"),
+        "raw: get + the same upserts": lambda j: replay(j, "read", read=True),
         "store put (changed text)": changed,
     }
     times: dict[str, list[float]] = {"store put (new)": [], **{k: [] for k in cases}}

@@ -11,10 +11,9 @@ of fields costs a read.
 The rows are real: ``--profiles`` profiles of ``--memories`` memories written through
 ``AgentMemory.remember_many`` on a ``ChromaStore`` (fake 64-d embeddings), then one profile's
 item rows copied into in-memory collections that keep only some fields. Every variant is read
-by the same ids, ``--reads`` times, interleaved; p50 ms and microseconds per row. Two more
-rows compare what a recall reads today (the item rows, then the vector rows' embeddings: two
-calls) with one ``get`` of metadata and embeddings from a collection holding each item in its
-vector row (the layout issue 33 names).
+by the same ids, ``--reads`` times, interleaved; p50 ms and microseconds per row. One more
+row is what a recall reads since schema 5: the store's rows with their embeddings, one
+``get``.
 
 Run::
 
@@ -87,19 +86,9 @@ def main() -> None:
             name: (lambda col=col, n=n: col.get(ids=rows["ids"],
                                                 include=["metadatas"] if n else []))
             for name, (col, n) in cols.items()}
-        # what a recall reads: today the item rows, then the vector rows' embeddings (two
-        # calls); with the item in its vector row, one get of both from one collection
-        vec_ids = store._vectors.get(where={f"p{depth}": first[f"p{depth}"]}, include=[])["ids"]
-        vecs = store._vectors.get(ids=vec_ids, include=["embeddings", "metadatas"])
-        by_key = {m["k"]: e for m, e in zip(vecs["metadatas"], vecs["embeddings"], strict=True)}
-        merged = client.create_collection("merged", embedding_function=None)
-        merged.upsert(ids=rows["ids"], metadatas=rows["metadatas"],
-                      embeddings=[by_key[m["k"]] for m in rows["metadatas"]])
-        reads["recall's reads today: item rows, then vector rows (2 calls)"] = lambda: (
-            items.get(ids=rows["ids"], include=["metadatas"]),
-            store._vectors.get(ids=vec_ids, include=["embeddings"]))
-        reads["item in its vector row: one get, metadata and embeddings"] = lambda: (
-            merged.get(ids=rows["ids"], include=["metadatas", "embeddings"]))
+        # what a recall reads: the item rows with their vectors (schema 5: one get)
+        reads["a recall's read: the rows with their vectors (one get)"] = lambda: (
+            items.get(ids=rows["ids"], include=["metadatas", "embeddings"]))
         cols.update({name: (None, 0) for name in reads if name not in cols})
         times: dict[str, list[float]] = {name: [] for name in reads}
         load = os.getloadavg()

@@ -114,19 +114,15 @@ for line in sys.stdin:
         times = []
         for ns, key, text in cmd["items"]:
             store_id = item_id(("bench", ns), key)
-            got = store._items.get(ids=[store_id], include=["metadatas", "documents"])
-            meta, doc = got["metadatas"][0], got["documents"][0]
-            vec = store._vectors.get(where={"k": key}, include=["metadatas", "embeddings"],
-                                     limit=1)
+            got = store._items.get(ids=[store_id],
+                                   include=["metadatas", "documents", "embeddings"])
+            meta, doc, emb = got["metadatas"][0], got["documents"][0], got["embeddings"][0]
             new_id = "raw" + store_id[3:]
             t = time.perf_counter()
-            store._items.upsert(ids=[new_id], embeddings=[[1.0]], metadatas=[meta],
+            store._items.upsert(ids=[new_id], embeddings=[emb], metadatas=[meta],
                                 documents=[doc])
-            store._vectors.upsert(ids=[new_id + ":0"], embeddings=[vec["embeddings"][0]],
-                                  metadatas=[vec["metadatas"][0]])
             times.append(time.perf_counter() - t)
             store._items.delete(ids=[new_id])
-            store._vectors.delete(ids=[new_id + ":0"])
         reply({"times": times})
     elif op == "hybrid":
         times, results, keyword = [], [], []

@@ -153,16 +153,18 @@ OLD, NEW = "likes green tea", "prefers black coffee"
 
 
 def test_an_update_cut_anywhere_ranks_the_value_it_holds(chroma_store_factory: Any) -> None:
+    two = ["text", "parts[*]"]  # two texts: the second has a row in -vectors
+
     def setup(store: Any) -> None:
-        store.put(NS, "drink", {"text": OLD, "parts": [OLD]})
+        store.put(NS, "drink", {"text": OLD, "parts": [OLD]}, index=two)
         store.put(NS, "other", {"text": "walks the dog"})
 
     def update(store: Any) -> None:
-        store.put(NS, "drink", {"text": NEW})
+        store.put(NS, "drink", {"text": NEW, "parts": [NEW]}, index=two)
 
     make = lambda name: chroma_store_factory(name, index=index())  # noqa: E731
     total = _count_writes(make, setup, update)
-    assert total >= 3  # vectors, item row, old vectors
+    assert total == 3  # the new second text's row, the item row, the old second text's row
     for n in range(1, total + 1):
         fresh = _faulted(make, f"u{n}", setup, update, n)
         text = fresh.get(NS, "drink").value["text"]
@@ -172,7 +174,7 @@ def test_an_update_cut_anywhere_ranks_the_value_it_holds(chroma_store_factory: A
             assert hit.score == pytest.approx(cosine(query, text), abs=1e-4), (n, query, text)
             near = {h.key: h.score for h in fresh.nearest_keys(NS, query, limit=5)}
             assert near["drink"] == pytest.approx(cosine(query, text), abs=1e-4)
-        fresh.put(NS, "drink", {"text": NEW})  # a retry completes the write
+        fresh.put(NS, "drink", {"text": NEW, "parts": [NEW]}, index=two)  # a retry completes
         assert fresh.search(NS, query=NEW)[0].key == "drink"
 
 
@@ -234,17 +236,19 @@ def test_a_writer_dying_mid_update_is_seen_by_running_readers(
 
     reader = chroma_store_factory("shared", index=index())
     writer = chroma_store_factory("shared", index=index())
-    writer.put(NS, "probe", {"text": "first words"})
-    writer.put(NS, "dying", {"text": "plain words"})
-    assert keyword_keys(reader, "zeppelin") == []  # the reader's index is loaded and synced
+    two = ["text", "more"]  # a second text: its old row is deleted last
+    writer.put(NS, "probe", {"text": "first words", "more": "x"}, index=two)
+    writer.put(NS, "dying", {"text": "plain words", "more": "x"}, index=two)
+    assert keyword_keys(reader, "zeppelin") == []
     counter = FaultyCaller(writer._call)
     writer._call = counter
-    writer.put(NS, "probe", {"text": "second words"})  # an update of the same shape
-    assert keyword_keys(reader, "second") == ["probe"]  # the reader applied it
+    writer.put(NS, "probe", {"text": "second words", "more": "y"}, index=two)  # same shape
+    assert counter.calls[-1] == "delete"
+    assert keyword_keys(reader, "second") == ["probe"]
     writer._call = FaultyCaller(counter.inner, fail_at=len(counter.calls))
     with pytest.raises(InjectedFault):
-        writer.put(NS, "dying", {"text": "a zeppelin over the bay"})
-    assert reader.get(NS, "dying").value == {"text": "a zeppelin over the bay"}
+        writer.put(NS, "dying", {"text": "a zeppelin over the bay", "more": "y"}, index=two)
+    assert reader.get(NS, "dying").value == {"text": "a zeppelin over the bay", "more": "y"}
     assert keyword_keys(reader, "zeppelin") == ["dying"]
     assert keyword_keys(reader, "plain") == []
 
@@ -253,12 +257,14 @@ def test_delete_prefix_is_literal_and_reads_no_values(chroma_store_factory: Any)
     store = chroma_store_factory(index=index())
     for ns in [("users", "*"), ("users", "*", "notes"), ("users", "bob"), ("users", "**")]:
         store.put(ns, "k", {"text": f"in {ns}"})
+    store.put(("users", "*"), "two", {"text": "a", "more": "b"}, index=["text", "more"])
     counter = FaultyCaller(store._call)
     store._call = counter
-    assert store.delete_prefix(("users", "*")) == 2
+    assert store.delete_prefix(("users", "*")) == 3
     assert sorted(store.list_namespaces(prefix=("users",))) == [("users", "**"), ("users", "bob")]
     assert [h.key for h in store.search(("users",), query="in")] == ["k", "k"]
-    assert counter.calls == ["delete", "delete"]  # items, vectors
+    assert counter.calls == ["delete", "delete"]  # item rows, later texts' rows
+    assert store._vectors.get(include=[])["ids"] == []
 
 
 def test_more_puts_in_one_batch_than_chroma_takes_in_one_call(chroma_store_factory: Any) -> None:
