@@ -269,32 +269,35 @@ class ChromaStore(
 
     def batch_vectors(
         self, ops: Sequence[Op], /
-    ) -> tuple[list[Result], dict[int, list[list[float] | None]]]:
+    ) -> tuple[list[Result], dict[int, list[Any]]]:
         """``batch``, and for each query-less search among ``ops`` (by its position) the
         vector of each item it returned, in order: the vector of the item's first indexed
-        text, None for an item without vectors. The vectors come with the rows, in the same
-        Chroma ``get`` (each item row holds its first vector), so a caller that reads a
-        namespace whole and ranks it by vector in process needs no second read.
+        text (as Chroma returns it: a numpy array), None for an item without vectors. The
+        vectors come with the rows, in the same Chroma ``get`` (each item row holds its first
+        vector), so a caller that reads a namespace whole and ranks it by vector in process
+        needs no second read.
 
         An item with several indexed texts gets its first one's vector only.
         """
-        vectors: dict[str, list[float]] = {}
+        vectors: dict[tuple[str, str], Any] = {}
         checked = [layout.checked_op(op) for op in ops]
         results = self._batch(checked, vectors)
-        out: dict[int, list[list[float] | None]] = {}
+        out: dict[int, list[Any]] = {}
+        joined: dict[tuple[str, ...], str] = {}
         for i, op in enumerate(checked):
             if isinstance(op, SearchOp) and not op.query and results[i] is not None:
-                out[i] = [vectors.get(layout.item_id(it.namespace, it.key))
-                          for it in results[i]]  # type: ignore[union-attr]
+                out[i] = [vectors.get((joined.get(it.namespace) or joined.setdefault(
+                    it.namespace, _chroma.join_labels(it.namespace)), it.key))
+                    for it in results[i]]  # type: ignore[union-attr]
         return results, out
 
     async def abatch_vectors(
         self, ops: Sequence[Op], /
-    ) -> tuple[list[Result], dict[int, list[list[float] | None]]]:
+    ) -> tuple[list[Result], dict[int, list[Any]]]:
         """``batch_vectors`` on a worker thread."""
         return await run_in_executor(None, self.batch_vectors, list(ops))
 
-    def _batch(self, ops: Iterable[Op], vectors: dict[str, list[float]] | None
+    def _batch(self, ops: Iterable[Op], vectors: dict[tuple[str, str], Any] | None
                ) -> list[Result]:
         ops = [layout.checked_op(op) for op in ops]
         now = self._clock()
@@ -422,11 +425,11 @@ class ChromaStore(
 
     def _scan_items(
         self, where: dict[str, Any] | None, now: float | None = None,
-        vectors: dict[str, list[float]] | None = None,
+        vectors: dict[tuple[str, str], Any] | None = None,
     ) -> list[dict[str, Any]]:
         """Every item row matching ``where``; with ``now``, only those alive then. With
-        ``vectors``, the first vector of each row that has one is put there, by item id
-        (read in the same ``get``s).
+        ``vectors``, the first vector of each row that has one is put there, by its ``(ns,
+        k)`` (read in the same ``get``s).
 
         One page of ``GET_PAGE`` rows first; past it, every id again (a cheap id-only read,
         0.55 s for 100k) and then the rows not read yet by id, a page at a time: Chroma reads
@@ -455,10 +458,9 @@ class ChromaStore(
             out.extend(m for m in page["metadatas"] if now is None or m["exp"] > now)
             if "embeddings" in include:
                 assert vectors is not None
-                for iid, m, emb in zip(page["ids"], page["metadatas"], page["embeddings"],
-                                       strict=True):
+                for m, emb in zip(page["metadatas"], page["embeddings"], strict=True):
                     if m.get("nv"):
-                        vectors[iid] = [float(x) for x in emb]
+                        vectors[(m["ns"], m["k"])] = emb
         return out
 
 def _prepare_index(

@@ -56,7 +56,7 @@ class ListingMixin:
     _search_where: Callable[[SearchOp], dict[str, Any] | None]
 
     def _search_unranked(
-        self, op: SearchOp, now: float, vectors: dict[str, list[float]] | None = None
+        self, op: SearchOp, now: float, vectors: dict[tuple[str, str], Any] | None = None
     ) -> list[tuple[ExplainedItem, dict[str, Any]]]:
         """Newest-updated first (then namespace, key): the page ``offset:offset + limit``.
 
@@ -106,7 +106,7 @@ class ListingMixin:
 
     def _list_together(
         self, ops: list[tuple[int, SearchOp]], now: float,
-        vectors: dict[str, list[float]] | None = None,
+        vectors: dict[tuple[str, str], Any] | None = None,
     ) -> dict[int, list[tuple[ExplainedItem, dict[str, Any]]]]:
         """The pages of the batch's whole-prefix listings (no query, no filter, ``offset +
         limit`` at least :data:`MIN_WHOLE_LISTING`, prefixes of one depth): one Chroma read
@@ -137,7 +137,7 @@ class ListingMixin:
 
     def _page_between(
         self, op: SearchOp, key: tuple[tuple[str, ...], str], now: float,
-        vectors: dict[str, list[float]] | None = None,
+        vectors: dict[tuple[str, str], Any] | None = None,
     ) -> list[tuple[ExplainedItem, dict[str, Any]]] | None:
         """A later page without a filter, reading about ``limit`` rows: the rows updated
         within ``[lo, hi]`` (the hinted update times at the page's first and last positions),

@@ -111,7 +111,7 @@ class SearchMixin:
         results: list[Result],
         refresh: dict[str, dict[str, Any]],
         now: float,
-        rows_vectors: dict[str, list[float]] | None = None,
+        rows_vectors: dict[tuple[str, str], Any] | None = None,
     ) -> None:
         """Answer ``searches``; ``rows_vectors``: where query-less ones put the first vector
         of each item they read (``batch_vectors``)."""

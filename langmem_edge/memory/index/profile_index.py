@@ -114,7 +114,7 @@ class ProfileIndex:
         """This process's writer of the profile's access counts (``AgentMemory`` keeps one
         per profile: :mod:`.access`)."""
         self.values: dict[str, dict[str, Any]] = {}
-        self.vectors: dict[str, list[float]] | None = None
+        self.vectors: dict[str, Sequence[float]] | None = None
         """Each record's vector, read with the records on a store that returns them
         (:class:`~langmem_edge.memory.core.stores.ListsVectors`); None when the read did not:
         rank by vector with the store then."""
@@ -203,14 +203,15 @@ class ProfileIndex:
         ids = [mid for mid in self.vectors if admit(mid)]
         if not ids:
             return []
-        distances = cosine_distances([self.vectors[mid] for mid in ids], query)
+        distances = cosine_distances(np.stack([np.asarray(self.vectors[mid]) for mid in ids]),
+                                     query)
         return sorted(((mid, 1.0 - float(d)) for mid, d in zip(ids, distances, strict=True)),
                       key=lambda h: (-h[1], h[0]))
 
     # -- applying ----------------------------------------------------------------------------
 
     def reset(self, values: Iterable[dict[str, Any]], counts: Iterable[Any], *,
-              complete: bool = True, vectors: dict[str, list[float]] | None = None) -> None:
+              complete: bool = True, vectors: dict[str, Sequence[float]] | None = None) -> None:
         """Fill the index from one read: records (the whole profile when ``complete``),
         access-count items and (``vectors``, by memory id) the records' vectors."""
         with self.lock:
