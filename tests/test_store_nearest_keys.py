@@ -196,3 +196,22 @@ def test_a_small_prefix_is_ranked_in_process_as_chroma_ranks_it(
     assert [round(r.score or 0.0, 5) for r in found] == exact[:5]
     assert all(round(1.0 - cosine_distances([vectors[r.key]], vector)[0], 5)
                == round(r.score or 0.0, 5) for r in found)
+
+
+def test_an_item_that_gets_vectors_is_ranked_by_a_process_that_saw_it_without(
+    chroma_store_factory: Any,
+) -> None:
+    """Process b read an item while it had no vectors (its row held a placeholder); a then
+    gave it a text: b's ``nearest_keys`` ranks it by that text, not by what b saw."""
+    a = chroma_store_factory("shared", index=index())
+    b = chroma_store_factory("shared", index=index())
+    a.put(("n",), "x", {"other": 1})
+    a.put(("n",), "y", {"text": "unrelated words"})
+    assert [h.key for h in b.nearest_keys(("n",), "red apples", limit=5)] == ["y"]
+    assert b.get(("n",), "x") is not None  # b learns that x has no vectors
+    a.put(("n",), "x", {"text": "red apples"})
+    best = b.nearest_keys(("n",), "red apples", limit=1)[0]
+    assert (best.key, best.score) == ("x", pytest.approx(1.0, abs=1e-4))
+    b._large_prefixes[("n",)] = 0  # the same through Chroma's query
+    best = b.nearest_keys(("n",), "red apples", limit=1)[0]
+    assert (best.key, best.score) == ("x", pytest.approx(1.0, abs=1e-4))

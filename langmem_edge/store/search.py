@@ -408,9 +408,9 @@ class SearchMixin:
         """Hits scored by their items' current vector generation (:func:`current_hits`),
         from this process's hint; item rows are read for items the hint does not know or whose
         hit shows a generation it does not name (which also drops deleted items)."""
-        unsure = [
+        unsure = [  # a hit on the row of an item seen without vectors: it may have some now
             h.item_id for h in hits
-            if (gen := self._gens.get(h.item_id)) is None
+            if (gen := self._gens.get(h.item_id)) is None or gen == layout.NO_VECTORS
             or not set(h.gens) <= {gen, layout.ROW_GEN}
         ]
         if unsure:
