@@ -25,7 +25,7 @@ from langmem_edge import (
     LimitExceededError,
 )
 from langmem_edge._chroma import SCHEMA_KEY, join_labels, split_labels
-from langmem_edge.store import layout
+from langmem_edge.store import filters, layout
 from langmem_edge.testing import FakeEmbeddings
 
 DIMS = 32
@@ -449,7 +449,7 @@ def test_schema_1_stores_are_read_and_raised_to_the_current_schema(tmp_path: Any
         value = json.loads(items.get(ids=[vid.split(":")[0]])["metadatas"][0]["v"])
         old_rows.append({"i": vid.rpartition(":")[0], "p": meta["p"], "h": meta["h"],
                          **{f"n{i}": label for i, label in enumerate(ns)},
-                         **layout.namespace_fields(ns), **layout.filter_fields(value)})
+                         **layout.namespace_fields(ns), **filters.filter_fields(value)})
     store._vectors.update(ids=rows["ids"], metadatas=old_rows)  # update merges: drop the name
     for vid in rows["ids"]:
         store._vectors.update(ids=[vid], metadatas=[{"ns": None, "nd": None, "k": None}])

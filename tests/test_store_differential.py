@@ -44,7 +44,7 @@ Found on the code of issue 10 (each the first failure once the ones before it ar
 with ``LANGMEM_EDGE_DIFF_EXCLUDE``; all ChromaStore bugs, InMemoryStore being the reference):
 
 - ``wide``: a filter on a field past a value's 64th leaf misses the item
-  (``layout.MAX_FILTER_FIELDS``: the field is not mirrored, yet the filter is pushed down);
+  (``filters.MAX_FILTER_FIELDS``: the field is not mirrored, yet the filter is pushed down);
 - ``empty_keys``: the same for a field under an empty-string key (``{"": 1}``, ``{"a": {"":
   1}}``): mirrored fields skip ``""`` keys, pushed-down filters do not;
 - ``empty_item_key``: ``put(ns, "", value)`` (and a delete of key ``""``) raises

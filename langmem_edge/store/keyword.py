@@ -52,7 +52,7 @@ from langmem_edge.retrieval.keywords import (
     rank_keys,
 )
 from langmem_edge.retrieval.text import Analyzer, key_tokens
-from langmem_edge.store import layout
+from langmem_edge.store import filters, layout
 from langmem_edge.store.names import ItemNames
 from langmem_edge.store.ranking import ADMIT_SLACK, KeyHit, passes
 
@@ -122,7 +122,7 @@ class KeywordMixin:
             raise InvalidInputError(f"limit must be an integer >= 0, got {limit!r}")
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-        layout.validate_filter(filter)
+        filters.validate_filter(filter)
         if limit == 0:
             return []
         ranked = self._keyword_rankings(prefix, query, {"keyword"},

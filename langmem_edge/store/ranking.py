@@ -19,7 +19,7 @@ from typing import Any, Literal, NamedTuple
 from langgraph.store.base import SearchItem, SearchOp
 
 from langmem_edge.errors import InvalidInputError
-from langmem_edge.store import layout
+from langmem_edge.store import filters, layout
 from langmem_edge.store.layout import NO_VECTORS, ROW_GEN, parse_vector_id
 
 Ranking = Literal["vector", "hybrid"]
@@ -129,7 +129,7 @@ def _ranked(scored: Mapping[str, tuple[float, dict[str, float], str]]) -> list[H
 
 
 def validate_search_op(op: SearchOp) -> None:
-    layout.validate_filter(op.filter)
+    filters.validate_filter(op.filter)
     if op.limit < 0 or op.offset < 0:
         raise InvalidInputError(
             f"search limit and offset must be >= 0, got limit={op.limit}, offset={op.offset}"
@@ -138,7 +138,7 @@ def validate_search_op(op: SearchOp) -> None:
 
 def passes(meta: dict[str, Any], filter: dict[str, Any] | None) -> bool:
     """Whether an item row's value passes ``filter`` (decoded only when there is one)."""
-    return not filter or layout.matches_filter(_value(meta), filter)
+    return not filter or filters.matches_filter(_value(meta), filter)
 
 
 def _value(meta: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from langmem_edge import _chroma
 from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
 from langmem_edge.retrieval import HybridConfig
 from langmem_edge.retrieval.vectors import cosine_distances
-from langmem_edge.store import layout
+from langmem_edge.store import filters, layout
 from langmem_edge.store.listing import newest_first
 from langmem_edge.store.names import Generations, ItemNames
 from langmem_edge.store.ranking import (
@@ -216,7 +216,7 @@ class SearchMixin:
 
     def _search_where(self, op: SearchOp) -> dict[str, Any] | None:
         return layout.and_where(
-            [layout.prefix_where(op.namespace_prefix), layout.pushdown_where(op.filter)]
+            [layout.prefix_where(op.namespace_prefix), filters.pushdown_where(op.filter)]
         )
 
     # -- vector --------------------------------------------------------------------------------

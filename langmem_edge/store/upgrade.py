@@ -41,7 +41,7 @@ from langmem_edge import _chroma
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.retrieval.keywords import LENGTH_FIELD, decode_text_document, keyword_fields
 from langmem_edge.retrieval.text import Analyzer
-from langmem_edge.store import layout
+from langmem_edge.store import filters, layout
 
 logger = logging.getLogger(__name__)
 
@@ -225,13 +225,13 @@ class UpgradeMixin:
         ids, metas = [], []
         for page in _pages(self._call, items, ["metadatas"]):
             for iid, meta in zip(page["ids"], page["metadatas"], strict=True):
-                if "v" in meta and layout.INCOMPLETE_FIELD not in meta:
+                if "v" in meta and filters.INCOMPLETE_FIELD not in meta:
                     value = json.loads(meta["v"])
-                    if isinstance(value, dict) and layout.filter_fields(value).get(
-                        layout.INCOMPLETE_FIELD
+                    if isinstance(value, dict) and filters.filter_fields(value).get(
+                        filters.INCOMPLETE_FIELD
                     ):
                         ids.append(iid)
-                        metas.append({layout.INCOMPLETE_FIELD: True})
+                        metas.append({filters.INCOMPLETE_FIELD: True})
         for start in range(0, len(ids), GET_PAGE):
             end = start + GET_PAGE
             self._call(items.update, ids=ids[start:end], metadatas=metas[start:end])

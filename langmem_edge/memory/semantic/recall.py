@@ -1,11 +1,12 @@
 """Recall: fused channels over one profile, relevance fill, an answer from the candidates.
 
-Channels (each yields up to ``depth[thinking_level]`` hits; 20 / 50 / 150):
+Channels (each yields up to ``depth[thinking_level]`` hits; 20 / 50 / 150; built in
+:mod:`.channels`):
 
-* ``vector``: ``store.search(query=...)`` on the profile's memories, filtered on profile,
-  status and scope (one search per scope); hits under ``vector_min_score`` are not matches.
-* ``keyword``: BM25 over the profile index (``retrieval.bm25``); :func:`keyword_channel` is the
-  seam where a store-side keyword search (ChromaStore's hybrid channels) can replace it.
+* ``vector``: the profile's vectors read with it, ranked in process (a store that returns
+  them: ChromaStore), else the store's key ranking or ``store.search(query=...)`` filtered on
+  profile, status and scope; hits under ``vector_min_score`` are not matches.
+* ``keyword``: BM25 over the profile index (``retrieval.bm25``).
 * ``key``: memories whose key is the query, or whose key words all occur in the query.
 * ``temporal``: when the query holds a relative date ("last week", anchored on
   ``reference_date``), memories whose ``valid_from`` falls in that window, newest first.
@@ -31,27 +32,24 @@ the answer is ``""``: never invented.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from langgraph.store.base import GetOp, SearchOp
+from langgraph.store.base import SearchOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.config import MemoryConfig
-from langmem_edge.memory.core.dates import DateWindow, find_window, iso_to_epoch
+from langmem_edge.memory.core.dates import find_window, iso_to_epoch
 from langmem_edge.memory.core.models import message_text
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
-from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys
 from langmem_edge.memory.core.validate import check_optional_name, check_text
-from langmem_edge.memory.index.profile_index import Admissible, ProfileIndex, ended_at
 from langmem_edge.memory.index.store_io import (
     LOAD_LIMIT,
     WHOLE_READ_MAX,
     load_ops,
     plan_load,
-    plan_query_vector,
     plan_read_batch,
 )
 from langmem_edge.memory.index.store_io import fill as fill_index
@@ -65,6 +63,17 @@ from langmem_edge.memory.records import (
     scope_of,
     utcnow,
 )
+from langmem_edge.memory.semantic.channels import (
+    Scope,
+    confidence,
+    key_channel,
+    keyword_channel,
+    plan_nearest,
+    plan_store_candidates,
+    temporal_channel,
+    vector_hits,
+    vector_ops,
+)
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.prompts import answer_messages, hyde_messages
 from langmem_edge.memory.semantic.scoring import composite, recency, tag_overlap
@@ -72,7 +81,7 @@ from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, plan_flush_access
 from langmem_edge.retrieval.fusion import rrf_fuse
 from langmem_edge.retrieval.vectors import cosine_distances
 
-__all__ = ["RecallRequest", "keyword_channel", "plan_count_access", "plan_lookup", "plan_recall"]
+__all__ = ["RecallRequest", "plan_count_access", "plan_lookup", "plan_recall"]
 
 logger = logging.getLogger(__name__)
 
@@ -96,39 +105,6 @@ class RecallRequest:
     as_of: datetime | None = None
     fill: bool | None = None
     use_model: bool | None = None
-
-
-@dataclass
-class _Scope:
-    """What a recall may return."""
-
-    profile: str
-    scopes: tuple[str, ...]
-    kinds: tuple[str, ...] | None
-    writer: str | None
-    min_confidence: float
-    t: float
-    as_of: bool
-
-    def admits(self, v: dict[str, Any]) -> bool:
-        """Whether a stored value may be returned (for values fresh from the store; the
-        index's own records use the vectorised :class:`Admissible` mask)."""
-        if v.get("profile") != self.profile or v.get("scope") not in self.scopes:
-            return False
-        if (self.kinds is not None and v.get("kind") not in self.kinds) or (
-            self.writer is not None and v.get("writer") != self.writer
-        ):
-            return False
-        if float(v.get("confidence", 0.0)) < self.min_confidence:
-            return False
-        if not self.as_of and v.get("status") != "active":
-            return False
-        t = self.t
-        if ended_at(v, "superseded") <= t or ended_at(v, "forgotten") <= t:
-            return False
-        if iso_to_epoch(v.get("valid_until")) <= t:
-            return False
-        return not self.as_of or iso_to_epoch(v.get("valid_from"), 0.0) <= t
 
 
 def _check_limit(limit: int | None, default: int, most: int) -> int:
@@ -163,136 +139,6 @@ def _check(ctx: ProfileContext, req: RecallRequest) -> RecallRequest:
                    thinking_level=level)
 
 
-def keyword_channel(index: ProfileIndex, query: str, depth: int, accept: Admissible
-                    ) -> list[tuple[str, float]]:
-    """BM25 hits of the profile index (the seam a store-side keyword search replaces)."""
-    hits = index.keyword(query, limit=depth, admissible=accept)
-    return sorted(hits, key=lambda h: (-h[1], -_confidence(index, h[0])))  # stable
-
-
-def _confidence(index: ProfileIndex, mid: str) -> float:
-    """Equal channel scores rank the more confident memory first (a reflection's learning,
-    0.85, before a per-turn fact saying the same, 0.5), then the older."""
-    return float(index.values.get(mid, {}).get("confidence", 0.0))
-
-
-def key_channel(index: ProfileIndex, query: str, depth: int, accept: Callable[[str], bool]
-                ) -> list[tuple[str, float]]:
-    """Memories whose key matches the query (:meth:`ProfileIndex.match_keys`): 2 when the
-    key is the query; else, when a word of the key's last segment (``ui_theme`` in
-    ``preference.ui_theme``) occurs in the query, the share of all the key's words that do."""
-    hits: list[tuple[str, float]] = []
-    for sk, score in index.match_keys(query):
-        hits.extend((mid, score) for mid in index.by_key.get(sk, ()) if accept(mid))
-    hits.sort(key=lambda h: (h[1], h[0]), reverse=True)  # ids are time-ordered: newest first
-    return hits[:depth]
-
-
-def temporal_channel(index: ProfileIndex, window: DateWindow, depth: int,
-                     accept: Callable[[str], bool]) -> list[tuple[str, float]]:
-    """Admissible memories whose ``valid_from`` falls in ``window``, newest first."""
-    hits = [(mid, ts) for mid, ts in index.valid_from_between(window.start.timestamp(),
-                                                              window.end.timestamp())
-            if accept(mid)]
-    hits.sort(key=lambda h: (-h[1], h[0]))
-    return hits[:depth]
-
-
-def _vector_ops(ctx: ProfileContext, scope: _Scope, text: str, depth: int) -> list[SearchOp]:
-    ops = []
-    for s in scope.scopes:
-        flt: dict[str, Any] = {"profile": ctx.profile, "scope": s}
-        if not scope.as_of:
-            flt["status"] = "active"
-        if scope.kinds is not None and len(scope.kinds) == 1:
-            flt["kind"] = scope.kinds[0]
-        if scope.writer is not None:
-            flt["writer"] = scope.writer
-        ops.append(SearchOp(ctx.layout.memories, filter=flt, limit=depth, query=text))
-    return ops
-
-
-def _vector_hits(ctx: ProfileContext, results: Sequence[Any], scope: _Scope, depth: int
-                 ) -> list[tuple[str, float]]:
-    floor = ctx.config.recall.vector_min_score
-    best: dict[str, float] = {}
-    for items in results:
-        for item in items:
-            if item.score is None or item.score < floor:
-                continue
-            # the copy read with the search is the one to judge (one batch read both)
-            v = ctx.index.values.get(item.key)
-            if v is not None and scope.admits(v):
-                best[item.key] = max(best.get(item.key, -1.0), float(item.score))
-    return sorted(best.items(), key=lambda h: (-h[1], -_confidence(ctx.index, h[0]), h[0]))[:depth]
-
-
-def _plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
-                  ) -> Plan[list[tuple[str, float]]]:
-    """The vector channel on a :class:`NearestKeys` store: keys only, admitted by the index.
-
-    Asks for ``depth`` keys and a quarter more (plus 5), and four times more while too few
-    are admissible, the store had more to give and the last ones still clear
-    ``vector_min_score``."""
-    floor = ctx.config.recall.vector_min_score
-    if ctx.index.vectors is not None and ctx.index.complete:  # read with the profile
-        query = yield from plan_query_vector(ctx.store, text)
-        ranked = [h for h in ctx.index.nearest(query, accept) if h[1] >= floor]
-        ranked.sort(key=lambda h: (-h[1], -_confidence(ctx.index, h[0]), h[0]))
-        return ranked[:depth]
-    ask = depth + depth // 4 + 5
-    near = cast(NearestKeys, ctx.store)
-    while True:
-        found = yield Call(near.nearest_keys, near.anearest_keys,
-                           (ctx.layout.memories, text), {"limit": ask})
-        hits = [(h.key, float(h.score)) for h in found
-                if h.score >= floor and h.namespace == ctx.layout.memories and accept(h.key)]
-        if (len(hits) >= depth or len(found) < ask or found[-1].score < floor
-                or ask >= len(ctx.index.values)):
-            hits.sort(key=lambda h: (-h[1], -_confidence(ctx.index, h[0]), h[0]))
-            return hits[:depth]
-        ask *= 4
-
-
-def _plan_store_candidates(ctx: ProfileContext, req: RecallRequest,
-                     vector_texts: Sequence[tuple[str, str]], depth: int
-                     ) -> Plan[dict[str, list[tuple[str, float]]]]:
-    """A large profile's recall (``index/store_io.py`` ``WHOLE_READ_MAX``): the store ranks
-    its memories by vector (``nearest_keys``) and by keyword (``keyword_search``, BM25 with
-    the profile's statistics); an exact key is a filtered search, and the most recently
-    written memories stand in for the relevance fill's pool. Those candidates are read (with
-    the profile's access counts) into ``ctx.index``, so every channel and the fill work on
-    them as on a whole profile. Returns the store's rankings, by channel, to be admitted."""
-    ask = 2 * depth + 10
-    layout = ctx.layout
-    out: dict[str, list[tuple[str, float]]] = {}
-    for label, text in vector_texts:
-        try:
-            near = cast(NearestKeys, ctx.store)
-            found = yield Call(near.nearest_keys, near.anearest_keys,
-                               (layout.memories, text), {"limit": ask})
-            out[label] = [(h.key, float(h.score)) for h in found
-                          if h.namespace == layout.memories
-                          and h.score >= ctx.config.recall.vector_min_score]
-        except Exception as e:
-            logger.warning("vector search failed (%s); channel %s skipped", e, label)
-    if ctx.config.recall.keyword_source == "local":
-        ranked = cast(KeywordSearch, ctx.store)
-        found = yield Call(ranked.keyword_search, ranked.akeyword_search,
-                           (layout.memories, req.query), {"limit": ask})
-        out["keyword"] = [(h.key, float(h.score)) for h in found
-                          if h.namespace == layout.memories]
-    wanted = {k for hits in out.values() for k, _ in hits}
-    key_op = SearchOp(layout.memories, filter={"key": req.query.strip()}, limit=ask)
-    recent_op = SearchOp(layout.memories, limit=max(ask, (req.limit or 0) * 2))
-    got = yield batch(ctx.store, [key_op, recent_op, SearchOp(layout.access, limit=LOAD_LIMIT),
-                                  *(GetOp(layout.memories, k) for k in sorted(wanted))])
-    keyed, recent, counts, *items = got
-    fill_index(ctx.index, [it for it in [*keyed, *recent, *items] if it is not None], counts,
-               complete=False)
-    return out
-
-
 def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResult]:
     """Recall memories for ``request.query`` (see the module docstring)."""
     req = _check(ctx, request)
@@ -303,7 +149,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     t = now if as_of is None else as_of
     reference = req.reference_date or req.as_of or now_dt
     scopes = (scope_of(req.contact), "agent") if req.contact is not None else ("agent",)
-    scope = _Scope(ctx.profile, scopes, req.kind, req.writer,  # type: ignore[arg-type]
+    scope = Scope(ctx.profile, scopes, req.kind, req.writer,  # type: ignore[arg-type]
                    cfg.min_confidence, t, as_of is not None)
     assert req.limit is not None and req.thinking_level is not None
     depth = cfg.depth[req.thinking_level] * (cfg.at_depth_factor if as_of is not None else 1)
@@ -324,7 +170,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
                     if text and ctx.has_vectors]
     if not ctx.nearest:
         for label, text in vector_texts:
-            new = _vector_ops(ctx, scope, text, depth)
+            new = vector_ops(ctx, scope, text, depth)
             ops += new
             labels += [label] * len(new)
     if ctx.has_vectors and use_model:
@@ -357,7 +203,8 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
             yield from plan_load(ctx.store, ctx.index)
     hits: dict[str, list[tuple[str, float]]] = {}
     if big:  # a large profile: the store ranks, its candidates are read
-        hits = yield from _plan_store_candidates(ctx, req, vector_texts, depth)
+        hits = yield from plan_store_candidates(ctx, req.query, req.limit, vector_texts,
+                                                depth)
     # one admissibility mask serves every local channel
     accept = ctx.index.admissible(t=t, as_of=as_of is not None, scopes=scopes,
                                   kinds=scope.kinds, writer=req.writer,
@@ -370,13 +217,13 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
             pass  # ranked by the store above
         elif ctx.nearest:
             try:
-                channels[label] = yield from _plan_nearest(ctx, text, depth, accept)
+                channels[label] = yield from plan_nearest(ctx, text, depth, accept)
             except Exception as e:
                 logger.warning("vector search failed (%s); channel %s skipped", e, label)
         else:
             found = [r for r, lab in zip(results, labels, strict=False) if lab == label]
             if found:
-                channels[label] = _vector_hits(ctx, found, scope, depth)
+                channels[label] = vector_hits(ctx, found, scope, depth)
     for r, lab in zip(results, labels, strict=False):
         if lab == "messages":
             for item in r:
@@ -403,7 +250,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     scored = sorted((_score(ctx, req, doc_id, fused_score, messages, cosines, t)
                      for doc_id, (fused_score, _) in fused.items()),
                     key=lambda x: (not x.in_contact, -x.score,
-                                   -_confidence(ctx.index, x.doc_id), x.doc_id))[: req.limit]
+                                   -confidence(ctx.index, x.doc_id), x.doc_id))[: req.limit]
     matched = [_candidate(ctx, req, x, fused[x.doc_id][1], messages) for x in scored]
     fill = cfg.relevance_fill if req.fill is None else req.fill
     filled: list[Candidate] = []
