@@ -31,20 +31,25 @@ def test_a_deleted_memory_never_comes_back_through_the_access_count_flush(
     rec = pa.remember("Builds model railways")
     pa.recall("model railways")  # a pending access bump in process a
     # process b deletes the memory while process a flushes: right after the flush's first
-    # store call (before the fix, the read of the record it would write back)
-    original = type(store).batch
+    # store call, its read of the profile (before the fix, the read of the record it would
+    # write back), whichever read a store offers
     armed = [True]
 
-    def batch(self: Any, ops: Any) -> Any:
-        out = original(self, ops)
-        if armed[0]:
-            armed[0] = False
-            assert pb.delete(rec.id)
-        return out
+    def deleting_after(original: Any) -> Any:
+        def call(self: Any, ops: Any) -> Any:
+            out = original(self, ops)
+            if armed[0]:
+                armed[0] = False
+                assert pb.delete(rec.id)
+            return out
+        return call
 
-    monkeypatch.setattr(type(store), "batch", batch)
-    a.flush()
-    monkeypatch.setattr(type(store), "batch", original)
+    with monkeypatch.context() as patched:
+        for name in ("batch", "batch_vectors"):
+            if hasattr(type(store), name):
+                patched.setattr(type(store), name, deleting_after(getattr(type(store), name)))
+        a.flush()
+    assert not armed[0]  # the delete did land during the flush
     fresh = AgentMemory(make_store(path="shared")).profile("p")  # a new process
     assert fresh.get(rec.id) is None
     assert fresh.list(status="all").memories == []
@@ -149,8 +154,9 @@ def test_an_ingests_memories_ride_in_its_messages_write(
 
 def test_an_ingest_whose_memory_supersedes_one_writes_it_after_its_messages(
         memory: AgentMemory) -> None:
-    """A memory that supersedes a stored one by key is written by remember's path (after
-    the messages, then the mark moves): the old one ends superseded, one stays active."""
+    """A memory that supersedes a stored one by key rides in the messages' write and the
+    store then marks the old one (``ChromaStore``), or is written by remember's path after
+    the messages (other stores): either way the old one ends superseded, one stays active."""
     p = memory.profile("p")
     first = p.ingest([{"role": "user", "content": "My name is Ana."}], session_id="s1")
     second = p.ingest([{"role": "user", "content": "My name is Bea."}], session_id="s2")

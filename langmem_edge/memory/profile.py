@@ -49,13 +49,11 @@ from langmem_edge.memory.semantic.bulk import (
     plan_finish_riding,
     plan_remember_many,
     plan_riding_puts,
+    riding_failed,
     written_texts,
 )
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
-from langmem_edge.memory.semantic.recall import RecallRequest, plan_lookup, plan_recall
-from langmem_edge.memory.semantic.write import (
-    MAX_NAME_CHARS,
-    WriteSpec,
+from langmem_edge.memory.semantic.edits import (
     plan_delete,
     plan_end_session,
     plan_forget,
@@ -63,8 +61,9 @@ from langmem_edge.memory.semantic.write import (
     plan_history,
     plan_list,
     plan_update,
-    plan_write,
 )
+from langmem_edge.memory.semantic.recall import RecallRequest, plan_lookup, plan_recall
+from langmem_edge.memory.semantic.write import MAX_NAME_CHARS, WriteSpec, plan_write
 from langmem_edge.memory.view import ProfileView, plan_summary
 from langmem_edge.memory.working.api import ProfileWorking
 
@@ -420,8 +419,12 @@ class Profile(ContactMethods):
             specs = _extracted_specs(memories, contact, writer)
             return plan_riding_puts(self._ctx, specs, resumed, riding)
 
-        outcome = yield Call(tier._ingest_with, tier._aingest_with,
-                             (messages, session_id, contact, strict, extract, memory_puts))
+        try:
+            outcome = yield Call(tier._ingest_with, tier._aingest_with,
+                                 (messages, session_id, contact, strict, extract, memory_puts))
+        except Exception as e:
+            riding_failed(riding, e)
+            raise
         if riding.records is not None:
             written = yield from plan_finish_riding(riding)
         else:

@@ -77,7 +77,8 @@ from langmem_edge.memory.reflective.tier import (
     window_reflection_id,
 )
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
-from langmem_edge.memory.semantic.write import WriteSpec, plan_delete, plan_write
+from langmem_edge.memory.semantic.edits import plan_delete
+from langmem_edge.memory.semantic.write import WriteSpec, plan_write
 
 __all__ = [
     "LEARNING_KEY_PREFIX",

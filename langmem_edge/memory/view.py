@@ -25,8 +25,8 @@ from langmem_edge.memory.records import (
     utcnow,
 )
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
+from langmem_edge.memory.semantic.edits import plan_list, valid_at
 from langmem_edge.memory.semantic.recall import RecallRequest, plan_recall
-from langmem_edge.memory.semantic.write import plan_list, valid_at
 
 __all__ = ["KIND_TITLES", "ProfileView", "plan_summary"]
 

@@ -11,9 +11,10 @@ later ones first, and a changed one deletes its stale ones last."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -121,7 +122,8 @@ class WriteMixin:
         return await run_in_executor(None, self.delete_prefix, tuple(namespace_prefix))
 
     def put_existing(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
+        merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
     ) -> list[bool]:
         """Rewrite each ``(namespace, key, value)`` whose item exists; never create one.
 
@@ -137,8 +139,15 @@ class WriteMixin:
         rows first, as a put does). The item rows are written with Chroma's ``update``,
         which skips ids that are gone, so a delete that lands at any moment wins.
 
+        ``merge``: ``value`` holds changes, applied to the value stored (read in the same
+        call: a field another writer changed meanwhile is kept). ``when``: a rewrite only of
+        the items whose stored value has these top-level fields equal (``{"status":
+        "active"}``), as read before the write. Both spare a caller the read of its own.
+
         Returns, for each item in order, True if it was rewritten: its row was read before
-        the write and is still there after it (a second read by id). The race, stated: an
+        the write (and matched ``when``) and, with ``confirm``, is still there after it (a
+        second read by id; ``confirm=False`` spares that read and reports True for an item
+        deleted between the first read and the write, which stays deleted). The race, stated: an
         item deleted between the first read and the write stays deleted (False); one deleted
         after the write but before the second read was rewritten and then deleted (False:
         either way it is gone); one deleted and put again by another writer between the
@@ -148,10 +157,13 @@ class WriteMixin:
 
         Raises:
             InvalidInputError: A value that is not a dict (a rewrite never deletes), a bad
-                key; nothing is written then.
+                key, a ``when`` that is not a mapping, a merged value too large; nothing is
+                written then.
             InvalidNamespaceError: A bad namespace.
         """
         ops = self._value_puts(items, "put_existing", (3, 4))
+        if when is not None and not isinstance(when, Mapping):
+            raise InvalidInputError(f"when must be a mapping of fields, got {when!r}")
         if not ops:
             return []
         ids = [layout.item_id(op.namespace, op.key) for op in ops]
@@ -160,22 +172,28 @@ class WriteMixin:
             read = self._get_rows(list(dict.fromkeys(ids)), now=now,  # expired: gone
                                   vectors=self._row_dims > 0)
             old = read.metas
+            stored = {iid: json.loads(meta["v"]) for iid, meta in old.items()}
             present = {
-                iid: op._replace(ttl=float(old[iid].get("ttl") or 0.0) or None)
-                for iid, op in zip(ids, ops, strict=True) if iid in old
+                iid: op._replace(ttl=float(old[iid].get("ttl") or 0.0) or None,
+                                 value={**stored[iid], **op.value} if merge else op.value)
+                for iid, op in zip(ids, ops, strict=True)
+                if iid in old and all(stored[iid].get(k) == v for k, v in (when or {}).items())
             }
             if present:
                 self._run_puts(list(present.values()), now, read, existing=True)
-                alive = set(self._call(self._items.get, ids=list(present), include=[])["ids"])
+                alive = (set(self._call(self._items.get, ids=list(present), include=[])["ids"])
+                         if confirm else set(present))
             else:
                 alive = set()
         return [iid in alive for iid in ids]
 
     async def aput_existing(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
+        merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
     ) -> list[bool]:
         """``put_existing`` on a worker thread."""
-        return await run_in_executor(None, self.put_existing, list(items))
+        return await run_in_executor(None, lambda: self.put_existing(
+            list(items), merge=merge, when=when, confirm=confirm))
 
     def put_new(
         self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /

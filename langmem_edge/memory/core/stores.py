@@ -82,16 +82,21 @@ class PutExisting(Protocol):
 
     :meth:`ChromaStore.put_existing` takes ``(namespace, key, value)`` triples (or with a
     fourth element, the put's ``index``) and returns,
-    for each, whether it was rewritten; an item deleted meanwhile stays deleted. On a plain
+    for each, whether it was rewritten; an item deleted meanwhile stays deleted. With
+    ``merge=True`` the value holds changes applied to the value stored, and ``when`` rewrites
+    only items whose stored fields equal it, both judged on the store's own read (the caller
+    reads nothing first); ``confirm=False`` spares the read-back after the write. On a plain
     ``BaseStore`` a caller reads then puts, and a delete between the two is undone.
     """
 
     def put_existing(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
+        merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
     ) -> list[bool]: ...
 
     async def aput_existing(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /
+        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
+        merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
     ) -> list[bool]: ...
 
 

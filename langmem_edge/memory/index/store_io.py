@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
@@ -164,6 +164,8 @@ def plan_write_records(
     *,
     reindex: bool = False,
     fresh: bool = False,
+    patches: Mapping[str, dict[str, Any]] | None = None,
+    blind: Sequence[PutOp] = (),
 ) -> Plan[list[str]]:
     """Write ``new`` records and ``rewrites`` of stored ones (``(value, index_arg)`` pairs)
     and delete ids; returns the ids of rewrites that found their record gone (deleted since
@@ -176,6 +178,12 @@ def plan_write_records(
     the rest of the operation. ``fresh``: the ``new`` records' ids were just made (random):
     on a :class:`~langmem_edge.memory.core.stores.PutNew` store they are written without the
     read a put makes first.
+
+    ``patches`` (``{id: changes}``, on a :func:`rewrites_existing` store only): changes
+    applied by the store to the stored value of each record that is still active (judged on
+    the store's own read: the caller reads nothing first); the ids not patched are returned
+    with the gone. ``blind``: puts of items only this writer writes (access counts), in the
+    same call as the new records.
     """
     new, rewrites = list(new), list(rewrites)
     deletes = list(dict.fromkeys(deletes))
@@ -188,15 +196,31 @@ def plan_write_records(
         ops += [PutOp(graves, mid, {"profile": index.profile, "id": mid, "at": time.time()},
                       index=False) for mid in deletes]
     if fresh and guarded and not ops and not deletes and isinstance(store, PutNew):
-        if new:
+        if new or blind:
             yield Call(store.put_new, store.aput_new,
-                       ([(layout.memories, v["id"], v, ix) for v, ix in new],))
+                       ([(layout.memories, v["id"], v, ix) for v, ix in new]
+                        + [(op.namespace, op.key, op.value, op.index) for op in blind],))
     else:
         ops += [PutOp(layout.memories, v["id"], v, index=ix) for v, ix in plain]
         ops += [PutOp(layout.memories, mid, None) for mid in deletes]
+        ops += blind
         if ops:
             yield batch(store, ops)
     gone: list[str] = []
+    patched: dict[str, dict[str, Any]] = {}
+    if patches:
+        assert guarded, "patches need a store that rewrites only what exists"
+        # a record stored without a vector is rewritten without one (as below)
+        items = [(layout.memories, mid, changes)
+                 if index.values.get(mid, {}).get("embedding_status", "complete") == "complete"
+                 else (layout.memories, mid, changes, False) for mid, changes in patches.items()]
+        rewriting = cast(PutExisting, store)
+        done = yield Call(rewriting.put_existing, rewriting.aput_existing, (items,),
+                          {"merge": True, "when": {"status": "active", "profile": index.profile},
+                           "confirm": False})
+        patched = {mid: changes for (mid, changes), ok in zip(patches.items(), done, strict=True)
+                   if ok}
+        gone += [mid for mid in patches if mid not in patched]
     if guarded and rewrites:
         # a record stored without a vector (pending, failed, a task) is rewritten without
         # one; the others keep theirs (their text is unchanged)
@@ -213,14 +237,17 @@ def plan_write_records(
         if gone:
             yield batch(store, [PutOp(layout.memories, mid, None) for mid in gone])
     if gone:
-        logger.info("records %s of %r were deleted while being rewritten; left deleted",
-                    gone, index.profile)
+        logger.info("records %s of %r were deleted or changed while being rewritten; left "
+                    "as they were", gone, index.profile)
     with index.lock:
         for value, _ in [*new, *rewrites]:
             if value["id"] in gone:
                 index.remove(value["id"])
             else:
                 index.apply(value)
+        for mid, changes in patched.items():
+            if mid in index.values:
+                index.apply({**index.values[mid], **changes})
         for mid in deletes:
             index.remove(mid)
     return gone

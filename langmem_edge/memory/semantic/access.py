@@ -1,23 +1,78 @@
 """Access counts of recalled memories: each process writes its own cumulative count of a
 memory to its own item, never the memory's record (so a count cannot bring a deleted memory
-back)."""
+back).
+
+A flush is written blind: on a :class:`~langmem_edge.memory.core.stores.PutNew` store
+(``ChromaStore``) one write and no read (a count item is this process's own, so the
+cumulative count it writes is right whatever the row held). A write that has rows of its own
+(``remember``, an ingest's messages) carries the pending counts in the same call
+(:func:`take_access`, :func:`access_written`): no call of their own.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 
 from langgraph.store.base import BaseStore, PutOp
 
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.core.plans import Call, Plan, batch
+from langmem_edge.memory.core.stores import PutNew
 from langmem_edge.memory.index.access import AccessWriter
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.semantic.context import ProfileContext
 
-__all__ = ["plan_flush_access", "plan_write_access"]
+__all__ = ["AccessFlush", "access_failed", "access_written", "plan_flush_access",
+           "plan_put_blind", "plan_write_access", "take_access"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class AccessFlush:
+    """Access counts taken for a write (:func:`take_access`): the items to put and what
+    to give back if that write fails."""
+
+    counter: AccessWriter
+    index: ProfileIndex
+    writer: str
+    taken: dict[str, tuple[int, str]]
+    written: list[tuple[str, int, str]]
+    puts: list[PutOp] = field(default_factory=list)
+
+
+def take_access(layout: ProfileLayout, counter: AccessWriter, index: ProfileIndex
+                ) -> AccessFlush | None:
+    """The profile's pending bumps of the memories ``index`` holds, taken for one write
+    (None: nothing pending); after the write, :func:`access_written` (or, on failure,
+    ``counter.release``)."""
+    writer, taken, written = counter.start_flush(
+        index.values, index.read_at if index.complete else float("-inf"))
+    if not taken:
+        return None
+    puts = [PutOp(layout.access_of(mid), writer,
+                  {"profile": layout.profile, "id": mid, "writer": writer, "count": total,
+                   "last": last}, index=False) for mid, total, last in written]
+    return AccessFlush(counter, index, writer, taken, written, puts)
+
+
+def access_written(flush: AccessFlush | None) -> int:
+    """Record that ``flush``'s counts were written; returns how many memories they count."""
+    if flush is None:
+        return 0
+    for mid, total, last in flush.written:
+        flush.index.set_counts(mid, [(flush.writer, total, last)])
+    return len(flush.written)
+
+
+def access_failed(flush: AccessFlush | None, error: Exception) -> None:
+    """Give ``flush``'s counts back after its write failed (they stay pending)."""
+    if flush is not None:
+        flush.counter.release(flush.taken, time.time())
+        logger.warning("writing access counts of %r failed (%s); kept pending",
+                       flush.index.profile, error)
 
 
 def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
@@ -40,19 +95,24 @@ def plan_write_access(store: BaseStore, layout: ProfileLayout, counter: AccessWr
                       index: ProfileIndex) -> Plan[int]:
     """:func:`plan_flush_access` for a profile's access writer and an index read from the
     store in this operation."""
-    writer, taken, written = counter.start_flush(
-        index.values, index.read_at if index.complete else float("-inf"))
-    if not taken:
+    flush = take_access(layout, counter, index)
+    if flush is None:
         return 0
     try:
-        yield batch(store, [PutOp(layout.access_of(mid), writer,
-                                  {"profile": layout.profile, "id": mid, "writer": writer,
-                                   "count": total, "last": last}, index=False)
-                            for mid, total, last in written])
+        yield from plan_put_blind(store, flush.puts)
     except Exception as e:
-        counter.release(taken, time.time())
-        logger.warning("writing access counts of %r failed (%s); kept pending", layout.profile, e)
+        access_failed(flush, e)
         return 0
-    for mid, total, last in written:
-        index.set_counts(mid, [(writer, total, last)])
-    return len(written)
+    return access_written(flush)
+
+
+def plan_put_blind(store: BaseStore, puts: list[PutOp]) -> Plan[None]:
+    """Put items whose writer owns them (no one else writes them): on a ``PutNew`` store
+    without reading them first, else as puts."""
+    if not puts:
+        return
+    if isinstance(store, PutNew):
+        yield Call(store.put_new, store.aput_new,
+                   ([(op.namespace, op.key, op.value, op.index) for op in puts],))
+    else:
+        yield batch(store, puts)

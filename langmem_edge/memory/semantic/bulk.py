@@ -36,11 +36,13 @@ succeeded.
 **Riding in an ingest's write** (:func:`plan_riding_puts`): the memories an ingest extracts
 are new records too. On a store that applies a batch whole (``ChromaStore``), their rows go in
 the batch that writes the messages and the session record, which moves the session's
-extraction mark in the same write: one read of the profile, one verification search per
-memory, no write of their own and no confirmation write after it (a 2-message ingest with one
-memory: 6 Chroma calls instead of 11). Where ``remember``'s path is needed (a supersession,
-two memories under one key, a profile too large to read whole) they are written by it, after
-the messages, as before.
+extraction mark in the same write, with the profile's pending access counts: one read of the
+profile, one verification search per memory, no write of their own and no confirmation write
+after it (a 2-message ingest with one memory: 4 Chroma calls). A memory that supersedes a
+stored one rides too; the store then marks the old one as ``remember`` does (one read and one
+update, and the key's settling read). Where ``remember``'s path is needed (two memories under
+one key or superseding one record, a supersession on a store that cannot rewrite only what
+exists, a profile too large to read whole) they are written by it, after the messages.
 """
 
 from __future__ import annotations
@@ -55,7 +57,14 @@ from langgraph.store.base import PutOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.core.plans import Plan
+from langmem_edge.memory.index.store_io import plan_write_records, rewrites_existing
 from langmem_edge.memory.records import SUPERSEDABLE_KINDS, MemoryRecord, utcnow
+from langmem_edge.memory.semantic.access import (
+    AccessFlush,
+    access_failed,
+    access_written,
+    take_access,
+)
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.write import (
     WriteSpec,
@@ -65,13 +74,15 @@ from langmem_edge.memory.semantic.write import (
     plan_flush_access,
     plan_fresh_active,
     plan_settle_keys,
+    plan_unname_missed,
     plan_verify,
     prepare,
+    superseded_changes,
     superseded_value,
 )
 
 __all__ = ["ITEM_FIELDS", "BulkItem", "Riding", "bulk_specs", "plan_finish_riding",
-           "plan_remember_many", "plan_riding_puts", "written_texts"]
+           "plan_remember_many", "plan_riding_puts", "riding_failed", "written_texts"]
 
 logger = logging.getLogger(__name__)
 
@@ -220,18 +231,23 @@ class Riding:
     records: list[MemoryRecord] | None = None
     """The records put (plaintext); None: nothing rode, the caller writes them itself."""
     now: datetime | None = None
+    patches: dict[str, dict[str, Any]] | None = None
+    """The stored records they supersede: ``{id: changes}``, applied after the write."""
+    flush: AccessFlush | None = None
+    """Access counts whose items rode too."""
 
 
 def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: bool,
                      riding: Riding) -> Plan[list[PutOp] | None]:
     """The puts of new memories to write in another write's batch, or None (then nothing is
     decided: the caller writes them through ``remember``'s path) when that path is needed:
-    one of them supersedes a stored record (by key, or by verification), two share a key and
-    scope, or the profile is too large to read whole. Reads the profile once (with
-    ``resumed``, a memory whose session already holds one of the same text is left out) and
-    verifies each memory against the stored ones, not against each other (as a bulk chunk
-    does). An invalid memory is logged and left out. After the write:
-    :func:`plan_finish_riding`."""
+    two share a key and scope, two supersede one record, one supersedes a stored record (by
+    key, or by verification) on a store that cannot rewrite only what exists, or the profile
+    is too large to read whole. Reads the profile once (with ``resumed``, a memory whose
+    session already holds one of the same text is left out) and verifies each memory against
+    the stored ones, not against each other (as a bulk chunk does). An invalid memory is
+    logged and left out. The profile's pending access counts ride too. After the write:
+    :func:`plan_finish_riding` (it marks the superseded records)."""
     if ctx.hints is not None and ctx.hints.big(ctx.profile):
         return None
     now = utcnow()
@@ -249,19 +265,31 @@ def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: b
     alike = {(r.scope, r.kind, r.text): r for r in reversed(records)}  # the first of each
     records = [r for r in records if alike[(r.scope, r.kind, r.text)] is r]
     keys = [(r.scope, r.key) for r in records if r.kind in SUPERSEDABLE_KINDS and r.key]
-    if len(set(keys)) < len(keys) or any(key_superseded(ctx, r) for r in records):
+    guarded = rewrites_existing(ctx.store)
+    if len(set(keys)) < len(keys) or (not guarded and any(key_superseded(ctx, r)
+                                                          for r in records)):
         return None
     checked = []
+    patches: dict[str, dict[str, Any]] = {}
     for record in records:
+        olds = key_superseded(ctx, record)
         contradicts: list[str] = []
         if ctx.config.verification.enabled:
-            replaces, contradicts = yield from plan_verify(ctx, record, [])
-            if replaces:
+            replaces, contradicts = yield from plan_verify(ctx, record, olds)
+            if replaces and not guarded:
                 return None
-        checked.append(record.model_copy(update={"contradicts": contradicts}))
+            olds += replaces
+        if patches.keys() & olds:
+            return None
+        patches.update((mid, superseded_changes(record.id, now)) for mid in olds)
+        checked.append(record.model_copy(update={"contradicts": contradicts,
+                                                 "supersedes": olds}))
     records, puts = new_puts(ctx, checked)
+    flush = take_access(ctx.layout, ctx.index.access_writer, ctx.index)
     riding.ctx, riding.records, riding.now = ctx, records, now
-    return [PutOp(ctx.layout.memories, value["id"], value, index=ix) for value, ix in puts]
+    riding.patches, riding.flush = patches, flush
+    return [PutOp(ctx.layout.memories, value["id"], value, index=ix) for value, ix in puts] + (
+        flush.puts if flush is not None else [])
 
 
 def written_texts(ctx: ProfileContext) -> set[tuple[str | None, str | None]]:
@@ -274,6 +302,16 @@ def plan_finish_riding(riding: Riding) -> Plan[list[MemoryRecord]]:
     """After the write that carried :func:`plan_riding_puts`' rows: their keys settled (as
     ``remember`` settles one) and access counts flushed; returns the records as stored."""
     assert riding.ctx is not None and riding.records is not None and riding.now is not None
-    records = yield from plan_settle_keys(riding.ctx, riding.records, riding.now)
-    yield from plan_flush_access(riding.ctx)
-    return records
+    ctx, records = riding.ctx, riding.records
+    access_written(riding.flush)
+    if riding.patches:
+        gone = yield from plan_write_records(ctx.store, ctx.index, patches=riding.patches)
+        records = yield from plan_unname_missed(ctx, records, set(gone))
+    return (yield from plan_settle_keys(ctx, records, riding.now))
+
+
+def riding_failed(riding: Riding, error: Exception) -> None:
+    """The write that carried :func:`plan_riding_puts`' rows failed: the access counts that
+    rode are pending again."""
+    access_failed(riding.flush, error)
+    riding.flush = None

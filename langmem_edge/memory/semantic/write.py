@@ -8,11 +8,17 @@ Writing a memory (``plan_write``):
    accumulate.
 3. Verification (``verification.py``) of facts, events and instructions, unless disabled.
 4. The write (``index/store_io.py``): the new record (embedded from ``text`` unless it is a
-   task, encrypted, or the store has no vector index) in one batch, and the superseded
-   records, read fresh (``status="superseded"``, ``superseded_by``, ``superseded_at``; rows
-   kept), rewritten only where they still exist. If the batch fails while embedding, it is
-   made again without the embedding: the memory is stored with ``embedding_status="pending"``
-   (the keyword and key channels still find it) and ``AgentMemory.reembed()`` backfills it.
+   task, encrypted, or the store has no vector index) in one batch, with the profile's
+   pending access counts (``access.py``), then the superseded records marked
+   (``status="superseded"``, ``superseded_by``, ``superseded_at``; rows kept). On a store
+   that rewrites only what exists (``ChromaStore.put_existing``) the marks are changes the
+   store applies to each record as stored, if it is still active, on its own read (one read
+   and one update for all of them; a record another writer forgot, superseded or deleted
+   meanwhile is left as it is, and the new record is rewritten without naming it); on
+   other stores the records are read fresh and put. If the batch fails while embedding, it
+   is made again without the embedding: the memory is stored with
+   ``embedding_status="pending"`` (the keyword and key channels still find it) and
+   ``AgentMemory.reembed()`` backfills it.
 5. Settling the key (``plan_settle_keys``): writers that raced under one key and scope both
    left their record active; after its write each reads the key again (one filtered search)
    and keeps the greatest id.
@@ -41,10 +47,7 @@ from langgraph.store.base import GetOp, SearchOp
 from langmem_edge.errors import (
     BackendError,
     InvalidInputError,
-    LimitExceededError,
-    NotFoundError,
 )
-from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import (
     check_metadata,
@@ -53,37 +56,28 @@ from langmem_edge.memory.core.validate import (
     check_text,
     to_utc,
 )
-from langmem_edge.memory.index.profile_index import ended_at
-from langmem_edge.memory.index.store_io import LOAD_LIMIT, plan_write_records
+from langmem_edge.memory.index.store_io import LOAD_LIMIT, plan_write_records, rewrites_existing
 from langmem_edge.memory.records import (
     FACT_TYPES_BY_KIND,
     KIND_OF_FACT_TYPE,
     KINDS,
-    NOT_PROVIDED,
     SOURCES,
     SUPERSEDABLE_KINDS,
-    MemoryPage,
     MemoryRecord,
     new_memory_id,
-    scope_of,
     utcnow,
 )
-from langmem_edge.memory.semantic.access import plan_flush_access
-from langmem_edge.memory.semantic.context import ProfileContext, aad, plan_read, plan_read_keyed
+from langmem_edge.memory.semantic.access import (
+    AccessFlush,
+    access_failed,
+    access_written,
+    plan_flush_access,
+    take_access,
+)
+from langmem_edge.memory.semantic.context import ProfileContext, aad, plan_read_keyed
 from langmem_edge.memory.semantic.verification import plan_candidates, plan_verdicts
 
-__all__ = [
-    "WriteSpec",
-    "plan_delete",
-    "plan_end_session",
-    "plan_flush_access",
-    "plan_forget",
-    "plan_get",
-    "plan_history",
-    "plan_list",
-    "plan_update",
-    "plan_write",
-]
+__all__ = ["WriteSpec", "plan_flush_access", "plan_write"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,15 +87,6 @@ MAX_NAME_CHARS = 200
 SETTLE_SEARCHES_MAX = 20
 """Keys a settling reads by one filtered search each; more (a bulk chunk) read the profile
 once instead."""
-
-MAX_COUNT_WRITERS = 10_000
-"""Access-count items (one per writer) read for one memory at most."""
-
-UPDATABLE = frozenset(
-    {"text", "key", "kind", "fact_type", "confidence", "tags", "metadata", "valid_from",
-     "valid_until"}
-)
-"""Fields ``update`` may change (the rest is carried over)."""
 
 
 @dataclass(frozen=True)
@@ -231,11 +216,16 @@ def key_superseded(ctx: ProfileContext, record: MemoryRecord) -> list[str]:
     ]
 
 
+def superseded_changes(new_id: str, now: datetime) -> dict[str, Any]:
+    """The fields that mark a stored value superseded by ``new_id`` at ``now``."""
+    stamp = now.isoformat()
+    return {"status": "superseded", "superseded_by": new_id, "superseded_at": stamp,
+            "updated_at": stamp}
+
+
 def superseded_value(old: dict[str, Any], new_id: str, now: datetime) -> dict[str, Any]:
     """``old`` (a stored value) marked superseded by ``new_id`` at ``now``."""
-    stamp = now.isoformat()
-    return {**old, "status": "superseded", "superseded_by": new_id, "superseded_at": stamp,
-            "updated_at": stamp}
+    return {**old, **superseded_changes(new_id, now)}
 
 
 def plan_verify(ctx: ProfileContext, record: MemoryRecord, exclude: Sequence[str]
@@ -281,30 +271,60 @@ def plan_commit_new(
     ctx: ProfileContext,
     records: Sequence[MemoryRecord],
     others: Sequence[dict[str, Any]] = (),
+    *,
+    patches: dict[str, dict[str, Any]] | None = None,
+    flush: AccessFlush | None = None,
 ) -> Plan[list[MemoryRecord]]:
     """Write new records (embedded as :func:`new_puts` says) and rewritten ``others``
     (``index/store_io.py``: a rewrite of a record deleted meanwhile is not written). If the
     write fails while embedding, it is made again without embedding: the new records are
     stored ``embedding_status="pending"`` (keyword and key channels find them; ``reembed()``
     backfills). Their ids are random (:func:`~langmem_edge.memory.records.new_memory_id`):
-    they are written as new (``fresh``). Returns the records as stored (plaintext)."""
+    they are written as new (``fresh``). Returns the records as stored (plaintext).
+
+    ``patches`` (a ``PutExisting`` store only): ``{id: changes}`` applied by the store to
+    the records still active (:func:`~..index.store_io.plan_write_records`); a new record
+    whose ``supersedes`` names one that was not is rewritten without it. ``flush``: access
+    counts written in the new records' call."""
     records, puts = new_puts(ctx, records)
     embed = [ix is not False for _, ix in puts]
     rest: list[tuple[dict[str, Any], Any]] = [(o, ctx.index_arg(o)) for o in others]
+    blind = flush.puts if flush is not None else []
     try:
-        yield from plan_write_records(ctx.store, ctx.index, puts, rest, fresh=True)
-        return records
+        try:
+            gone = yield from plan_write_records(ctx.store, ctx.index, puts, rest, fresh=True,
+                                                 patches=patches, blind=blind)
+        except Exception as e:
+            if not any(embed) or isinstance(e, (BackendError, InvalidInputError)):
+                raise
+            records = [r.model_copy(update={"embedding_status": "pending",
+                                            "embedding_attempts": 1})
+                       if e_ else r for r, e_ in zip(records, embed, strict=True)]
+            gone = yield from plan_write_records(
+                ctx.store, ctx.index, [(store_value(ctx, r), False) for r in records], rest,
+                fresh=True, patches=patches, blind=blind)
+            logger.warning("embedding %d memories of %r failed (%s); stored as pending",
+                           sum(embed), ctx.profile, e)
     except Exception as e:
-        if not any(embed) or isinstance(e, (BackendError, InvalidInputError)):
-            raise
-        records = [r.model_copy(update={"embedding_status": "pending", "embedding_attempts": 1})
-                   if e_ else r for r, e_ in zip(records, embed, strict=True)]
-        yield from plan_write_records(ctx.store, ctx.index,
-                                      [(store_value(ctx, r), False) for r in records], rest,
-                                      fresh=True)
-        logger.warning("embedding %d memories of %r failed (%s); stored as pending",
-                       sum(embed), ctx.profile, e)
-        return records
+        access_failed(flush, e)
+        raise
+    access_written(flush)
+    return (yield from plan_unname_missed(ctx, records, set(gone).intersection(patches or ())))
+
+
+def plan_unname_missed(ctx: ProfileContext, records: Sequence[MemoryRecord],
+                       missed: set[str]) -> Plan[list[MemoryRecord]]:
+    """``records`` (written) without the ids in ``missed`` in their ``supersedes``: records
+    their patches found no longer active (another writer superseded or deleted them first:
+    not ours to name). Those that named one are rewritten (where they still exist)."""
+    fixed = {r.id: r.model_copy(update={"supersedes": [m for m in r.supersedes
+                                                         if m not in missed]})
+             for r in records if missed.intersection(r.supersedes)}
+    if fixed:
+        values = [store_value(ctx, r) for r in fixed.values()]
+        yield from plan_write_records(ctx.store, ctx.index, (),
+                                      [(v, ctx.index_arg(v)) for v in values])
+    return [fixed.get(r.id, r) for r in records]
 
 
 def plan_write(
@@ -323,11 +343,20 @@ def plan_write(
     if ctx.config.verification.enabled if verify is None else verify:
         replaces, contradicts = yield from plan_verify(ctx, record, superseded)
         superseded += replaces
-    olds = [superseded_value(o, record.id, now)
-            for o in (yield from plan_fresh_active(ctx, superseded))]
-    record = record.model_copy(update={"supersedes": [o["id"] for o in olds],
+    if rewrites_existing(ctx.store):  # the store judges which are still active: no read
+        olds = [mid for mid in dict.fromkeys(superseded) if isinstance(mid, str) and mid]
+        record = record.model_copy(update={"supersedes": olds, "contradicts": contradicts})
+        flush = take_access(ctx.layout, ctx.index.access_writer, ctx.index)
+        (record,) = yield from plan_commit_new(
+            ctx, [record], patches={mid: superseded_changes(record.id, now) for mid in olds},
+            flush=flush)
+        (record,) = yield from plan_settle_keys(ctx, [record], now)
+        return record
+    values = [superseded_value(o, record.id, now)
+              for o in (yield from plan_fresh_active(ctx, superseded))]
+    record = record.model_copy(update={"supersedes": [o["id"] for o in values],
                                        "contradicts": contradicts})
-    (record,) = yield from plan_commit_new(ctx, [record], olds)
+    (record,) = yield from plan_commit_new(ctx, [record], values)
     (record,) = yield from plan_settle_keys(ctx, [record], now)
     yield from plan_flush_access(ctx)
     return record
@@ -377,224 +406,12 @@ def plan_settle_keys(ctx: ProfileContext, records: Sequence[MemoryRecord], now: 
     if not winner_of:
         return list(records)
     losers = [held[mid] for mid in sorted(winner_of) if mid in held]
-    yield from plan_commit_new(ctx, [], [superseded_value(o, winner_of[o["id"]], now)
-                                         for o in losers])
+    if rewrites_existing(ctx.store):  # applied to the records as stored, if still active
+        yield from plan_commit_new(ctx, [], patches={
+            o["id"]: superseded_changes(winner_of[o["id"]], now) for o in losers})
+    else:
+        yield from plan_commit_new(ctx, [], [superseded_value(o, winner_of[o["id"]], now)
+                                             for o in losers])
     return [r.model_copy(update={"status": "superseded", "superseded_by": winner_of[r.id],
                                  "superseded_at": now}) if r.id in winner_of else r
             for r in records]
-
-
-def _plan_fresh(ctx: ProfileContext, memory_id: str) -> Plan[dict[str, Any] | None]:
-    if not isinstance(memory_id, str) or not memory_id:
-        raise InvalidInputError(f"memory_id must be a non-empty string, got {memory_id!r}")
-    (item,) = yield batch(ctx.store, [GetOp(ctx.layout.memories, memory_id)])
-    if item is None or item.value.get("profile") != ctx.profile:
-        return None
-    return dict(item.value)
-
-
-def plan_get(ctx: ProfileContext, memory_id: str) -> Plan[MemoryRecord | None]:
-    """One memory of this profile by id (any status), or ``None``; its access count read
-    fresh too (every process's count items)."""
-    if not isinstance(memory_id, str) or not memory_id:
-        raise InvalidInputError(f"memory_id must be a non-empty string, got {memory_id!r}")
-    item, counts = yield batch(ctx.store, [
-        GetOp(ctx.layout.memories, memory_id),
-        SearchOp(ctx.layout.access_of(memory_id), limit=MAX_COUNT_WRITERS)])
-    if item is None or item.value.get("profile") != ctx.profile:
-        return None
-    ctx = ctx.fresh()
-    ctx.index.set_counts(memory_id, counts)
-    return ctx.record(dict(item.value))
-
-
-def plan_update(ctx: ProfileContext, memory_id: str, changes: dict[str, Any]
-                ) -> Plan[MemoryRecord]:
-    """A new version of an active memory with ``changes``; it supersedes the old one."""
-    unknown = set(changes) - UPDATABLE
-    if unknown:
-        raise InvalidInputError(f"cannot update {sorted(unknown)}; updatable: {sorted(UPDATABLE)}")
-    value = yield from _plan_fresh(ctx, memory_id)
-    if value is None:
-        raise NotFoundError(f"no memory {memory_id!r} in profile {ctx.profile!r}")
-    if value.get("status") != "active":
-        raise InvalidInputError(
-            f"memory {memory_id} is {value.get('status')}"
-            + (f" (by {value.get('superseded_by')})" if value.get("superseded_by") else "")
-            + "; only the active version can be updated"
-        )
-    old = ctx.record(value)
-    # valid_from is not carried: the new version is valid from now, so at(ts) shows the old
-    # version before the edit and the new one after it.
-    fields = {f: getattr(old, f) for f in UPDATABLE - {"valid_from"}}
-    if "kind" in changes and "fact_type" not in changes:
-        fields["fact_type"] = None
-    fields.update(changes)
-    spec = WriteSpec(
-        source=old.source, writer=old.writer, contact=old.contact, session_id=old.session_id,
-        encrypted=old.encrypted,
-        extra={"access_count": old.access_count, "last_accessed_at": old.last_accessed_at},
-        **fields,
-    )
-    return (yield from plan_write(ctx, spec, verify=False, supersede=[memory_id]))
-
-
-def plan_forget(ctx: ProfileContext, memory_id: str, reason: str | None) -> Plan[MemoryRecord]:
-    """Mark a memory forgotten: kept in the store and in ``history``, never recalled."""
-    if reason is not None:
-        check_text(reason, "reason", ctx.config.limits.max_text_chars, allow_empty=True)
-    ctx = ctx.fresh()
-    value = yield from _plan_fresh(ctx, memory_id)
-    if value is None:
-        raise NotFoundError(f"no memory {memory_id!r} in profile {ctx.profile!r}")
-    if value.get("status") != "forgotten":
-        stamp = utcnow().isoformat()
-        value.update(status="forgotten", forgotten_at=stamp, forgotten_reason=reason,
-                     updated_at=stamp)
-        # deleted meanwhile by another process: it stays deleted
-        yield from plan_write_records(ctx.store, ctx.index,
-                                      rewrites=[(value, ctx.index_arg(value))])
-    return ctx.record(value)
-
-
-def plan_delete(ctx: ProfileContext, memory_ids: Sequence[str]
-                ) -> Plan[list[dict[str, Any]]]:
-    """Remove memories for good; returns the stored values of those that existed."""
-    for mid in memory_ids:
-        if not isinstance(mid, str) or not mid:
-            raise InvalidInputError(f"memory_id must be a non-empty string, got {mid!r}")
-    if not memory_ids:
-        return []
-    ctx = ctx.fresh()
-    got = yield batch(ctx.store, [GetOp(ctx.layout.memories, mid) for mid in memory_ids])
-    found = [dict(it.value) for it in got
-             if it is not None and it.value.get("profile") == ctx.profile]
-    if found:
-        yield from plan_write_records(ctx.store, ctx.index, deletes=[v["id"] for v in found])
-    return found
-
-
-def plan_end_session(ctx: ProfileContext, session_id: str) -> Plan[int]:
-    """Mark the task memories of a session as ended (they rank lower); returns how many."""
-    check_text(session_id, "session_id", MAX_NAME_CHARS)
-    ctx = ctx.fresh()
-    (got,) = yield batch(ctx.store, [SearchOp(
-        ctx.layout.memories, filter={"kind": "task", "session_id": session_id},
-        limit=LOAD_LIMIT)])
-    stamp = utcnow().isoformat()
-    values = [{**item.value, "session_ended_at": stamp, "updated_at": stamp}
-              for item in got if item.value.get("profile") == ctx.profile
-              and item.value.get("id") == item.key and item.value.get("kind") == "task"
-              and item.value.get("session_id") == session_id
-              and not item.value.get("session_ended_at")]
-    if not values:
-        return 0
-    gone = yield from plan_write_records(ctx.store, ctx.index,
-                                         rewrites=[(v, ctx.index_arg(v)) for v in values])
-    return len(values) - len(gone)
-
-
-def plan_history(ctx: ProfileContext, key_or_id: str, contact: Any = NOT_PROVIDED
-                 ) -> Plan[list[MemoryRecord]]:
-    """The supersession chain of a key (or of the memory with that id), oldest first.
-
-    Starts from every record under the key (in ``contact``'s scope when given, all scopes
-    otherwise) or from the memory with that id, and follows ``supersedes`` / ``superseded_by``
-    both ways, so versions written under another key or by verification are included.
-    """
-    check_text(key_or_id, "key", ctx.config.limits.max_key_chars)
-    ctx = yield from plan_read(ctx)
-    values = ctx.index.values
-    scope = None if contact is NOT_PROVIDED else scope_of(contact)
-    start = set(ctx.index.key_ids(key_or_id, scope))
-    if not start and key_or_id in values:
-        start = {key_or_id}
-    seen: set[str] = set()
-    todo = list(start)
-    while todo:
-        mid = todo.pop()
-        if mid in seen or mid not in values:
-            continue
-        seen.add(mid)
-        v = values[mid]
-        todo.extend(v.get("supersedes") or ())
-        if v.get("superseded_by"):
-            todo.append(v["superseded_by"])
-    chain = sorted(seen, key=lambda m: (iso_to_epoch(values[m].get("created_at"), 0.0), m))
-    return [ctx.record(values[m]) for m in chain]
-
-
-def valid_at(v: dict[str, Any], t: float) -> bool:
-    """Whether a stored record was valid at epoch seconds ``t``."""
-    return (iso_to_epoch(v.get("valid_from"), 0.0) <= t < iso_to_epoch(v.get("valid_until"))
-            and ended_at(v, "superseded") > t and ended_at(v, "forgotten") > t)
-
-
-def plan_list(
-    ctx: ProfileContext,
-    *,
-    kind: str | None,
-    limit: int | None,
-    cursor: str | None,
-    status: str,
-    contact: Any,
-    writer: str | None,
-    session_id: str | None,
-    newest_first: bool,
-    as_of: float | None = None,
-) -> Plan[MemoryPage]:
-    """One page of memories matching the filters, in creation order.
-
-    With ``as_of`` (epoch seconds), the page holds the memories valid at that moment
-    (``valid_from <= as_of < valid_until``, not yet superseded or forgotten) and ``status``
-    is ignored.
-    """
-    limits = ctx.config.limits
-    limit = limits.default_list_page if limit is None else limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
-    if limit > limits.max_list_page:
-        raise LimitExceededError(f"limit is {limit}; list pages hold at most "
-                                 f"{limits.max_list_page}")
-    if kind is not None and kind not in KINDS:
-        raise InvalidInputError(f"unknown kind {kind!r}; allowed: {list(KINDS)}")
-    if status not in ("active", "superseded", "forgotten", "all"):
-        raise InvalidInputError(
-            f"unknown status {status!r}; allowed: active, superseded, forgotten, all"
-        )
-    if cursor is not None and not isinstance(cursor, str):
-        raise InvalidInputError("cursor must be a string returned by list()")
-    ctx = yield from plan_read(ctx)
-    values = ctx.index.values
-    scope = None if contact is NOT_PROVIDED else scope_of(contact)
-    ids = ctx.index.sorted_ids()
-    if newest_first:
-        ids = ids[::-1]
-    page: list[dict[str, Any]] = []
-    more = False
-    for mid in ids:
-        if cursor is not None and (mid >= cursor if newest_first else mid <= cursor):
-            continue
-        v = values.get(mid)
-        if v is None:
-            continue
-        if as_of is not None:
-            if not valid_at(v, as_of):
-                continue
-        elif status != "all" and v.get("status") != status:
-            continue
-        if (kind is not None and v.get("kind") != kind) or (
-            scope is not None and v.get("scope") != scope
-        ):
-            continue
-        if (writer is not None and v.get("writer") != writer) or (
-            session_id is not None and v.get("session_id") != session_id
-        ):
-            continue
-        if len(page) == limit:
-            more = True
-            break
-        page.append(v)
-    records = [ctx.record(v) for v in page]
-    return MemoryPage(memories=records, next_cursor=records[-1].id if more else None)
-

@@ -1,0 +1,130 @@
+"""How many Chroma calls a memory write makes (issue 34: a ``remember`` is its verification
+read, its record and a keyed supersession), and what the calls saved may not cost: a
+supersession applied to the record as stored, never to a stale copy, and only while it is
+still active."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from langmem_edge import ChromaStore
+from langmem_edge.memory import AgentMemory
+from langmem_edge.testing import FakeEmbeddings
+
+
+@pytest.fixture()
+def store(tmp_path: Any) -> Any:
+    s = ChromaStore.from_path(str(tmp_path / "s"), index={
+        "dims": 32, "embed": FakeEmbeddings(32), "fields": ["text"]})
+    yield s
+    s.close()
+
+
+class Calls:
+    """Every Chroma call a store makes, by method name, while on; ``before(name, fn)`` runs
+    ``fn`` once, just before the first such call."""
+
+    def __init__(self, store: ChromaStore) -> None:
+        self.names: list[str] = []
+        self.hooks: dict[str, Any] = {}
+        inner = store._call
+
+        def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            hook = self.hooks.pop(fn.__name__, None)
+            if hook is not None:
+                hook()
+            self.names.append(fn.__name__)
+            return inner(fn, *args, **kwargs)
+
+        store._call = counted  # type: ignore[method-assign]
+
+    def before(self, name: str, fn: Any) -> None:
+        self.hooks[name] = fn
+
+
+def test_access_counts_ride_in_the_remembers_write(store: ChromaStore) -> None:
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    roses, *_ = p.remember_many(["Grows roses", "Keeps bees", "Rides a tandem"])
+    assert roses.id in {c.id for c in p.recall("roses", fill=False).candidates}
+    assert memory.access_writers  # a bump pending, written behind
+    calls = Calls(store)
+    p.remember("Bakes rye bread")
+    assert calls.names == ["get", "upsert"]  # the read, then the record with the counts
+    assert AgentMemory(store).profile("p").get(roses.id).access_count == 1  # another process
+
+
+def test_a_keyed_supersession_is_the_stores_rewrite_of_the_record_as_stored(
+        store: ChromaStore) -> None:
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    old = p.remember("Lives in Oslo", key="home.city")
+    calls = Calls(store)
+    new = p.remember("Lives in Bergen", key="home.city")
+    # read, record, the old one's rewrite (its row read and updated by the store), settling
+    assert calls.names == ["get", "upsert", "get", "update", "get"]
+    assert new.supersedes == [old.id]
+    got = p.get(old.id)
+    assert (got.status, got.superseded_by) == ("superseded", new.id)
+    assert [m.id for m in p.list().memories] == [new.id]
+
+
+def test_a_record_forgotten_meanwhile_is_not_superseded_nor_named(store: ChromaStore) -> None:
+    """Another process forgets the old record between this remember's read and its write:
+    it stays forgotten, and the new record does not claim to supersede it."""
+    a, b = AgentMemory(store), AgentMemory(store)
+    old = a.profile("p").remember("Lives in Oslo", key="home.city")
+    calls = Calls(store)
+    calls.before("upsert", lambda: b.profile("p").forget(old.id))
+    new = a.profile("p").remember("Lives in Bergen", key="home.city")
+    assert new.supersedes == []
+    assert a.profile("p").get(new.id).supersedes == []  # rewritten without it
+    got = b.profile("p").get(old.id)
+    assert (got.status, got.superseded_by) == ("forgotten", None)
+
+
+def test_a_record_deleted_meanwhile_stays_deleted(store: ChromaStore) -> None:
+    a, b = AgentMemory(store), AgentMemory(store)
+    old = a.profile("p").remember("Lives in Oslo", key="home.city")
+    calls = Calls(store)
+    calls.before("upsert", lambda: b.profile("p").delete(old.id))
+    new = a.profile("p").remember("Lives in Bergen", key="home.city")
+    assert b.profile("p").get(old.id) is None
+    assert a.profile("p").get(new.id).supersedes == []
+    assert [m.id for m in a.profile("p").list(status="all").memories] == [new.id]
+
+
+def test_an_ingests_keyed_memory_rides_in_its_messages_write(store: ChromaStore) -> None:
+    """A memory that supersedes a stored one by key rides in the messages' write; the old
+    one is then marked by the store's rewrite: 6 calls, not remember's path after it."""
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    first = p.ingest([{"role": "user", "content": "My name is Ana."}], session_id="s1")
+    if not any(m.key for m in first.memories_written):
+        pytest.skip("the rules extracted no keyed memory from this message")
+    calls = Calls(store)
+    second = p.ingest([{"role": "user", "content": "My name is Bea."}], session_id="s2")
+    keyed = [m for m in second.memories_written if m.key]
+    assert keyed and keyed[0].supersedes == [m.id for m in first.memories_written if m.key]
+    # session, profile, the batch's read and write, the old one's rewrite (read, update),
+    # the key's settling
+    assert calls.names == ["get", "get", "get", "upsert", "get", "update", "get"]
+    assert p.get(first.memories_written[0].id).status == "superseded"
+    assert [m.text for m in p.list().memories if m.key] == [keyed[0].text]
+
+
+def test_put_existing_merges_changes_into_the_value_stored(store: ChromaStore) -> None:
+    store.put(("m",), "a", {"text": "likes tea", "status": "active", "n": 1})
+    store.put(("m",), "b", {"text": "likes jam", "status": "retired", "n": 1})
+    done = store.put_existing([(("m",), "a", {"status": "old"}), (("m",), "b", {"status": "old"}),
+                               (("m",), "c", {"status": "old"})],
+                              merge=True, when={"status": "active"})
+    assert done == [True, False, False]
+    assert store.get(("m",), "a").value == {"text": "likes tea", "status": "old", "n": 1}
+    assert store.get(("m",), "b").value["status"] == "retired"
+    assert store.get(("m",), "c") is None
+    assert [r.key for r in store.search(("m",), query="tea")][:1] == ["a"]  # vectors kept
+    with pytest.raises(Exception, match="when must be a mapping"):
+        store.put_existing([(("m",), "a", {"n": 2})], when=["status"])  # type: ignore[arg-type]
