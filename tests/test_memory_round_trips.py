@@ -128,3 +128,30 @@ def test_put_existing_merges_changes_into_the_value_stored(store: ChromaStore) -
     assert [r.key for r in store.search(("m",), query="tea")][:1] == ["a"]  # vectors kept
     with pytest.raises(Exception, match="when must be a mapping"):
         store.put_existing([(("m",), "a", {"n": 2})], when=["status"])  # type: ignore[arg-type]
+
+
+def test_access_counts_are_one_row_per_process_and_older_items_still_count(
+        store: ChromaStore) -> None:
+    from langmem_edge.memory.core.layout import ProfileLayout
+
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    notes = p.remember_many(["Grows roses", "Keeps bees", "Rides a tandem", "Bakes rye"])
+    for q in ["roses", "bees", "tandem", "rye bread", "roses and bees"]:
+        p.recall(q, fill=False)
+    memory.flush()
+    layout = ProfileLayout(("langmem_edge",), "p")
+    rows = store.search(layout.access, limit=100)
+    assert [(r.namespace, r.key) for r in rows] == [(layout.access_by_writer,
+                                                     memory.access_writers.get(("p",)).writer_id)]
+    counted = rows[0].value["counts"]
+    assert set(counted) <= {n.id for n in notes} and counted
+    # an item of the layout before (one per memory and writer) still counts
+    roses = notes[0]
+    before = AgentMemory(store).profile("p").get(roses.id).access_count
+    store.put(layout.access_of(roses.id), "an-older-process",
+              {"profile": "p", "id": roses.id, "writer": "an-older-process", "count": 5,
+               "last": "2026-01-01T00:00:00+00:00"}, index=False)
+    fresh = AgentMemory(store).profile("p")
+    assert fresh.get(roses.id).access_count == before + 5
+    assert {c.id: c for c in fresh.list().memories}[roses.id].access_count == before + 5

@@ -9,7 +9,10 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
                                   read, removed with the profile
     (*R, "meta", "message-writers")  the episodic tier's markers (message writes), key = writer
     (*R, "message-changes", w)    the episodic tier's entries, key = sequence number
-    (*R, "access", memory id)     access counts of one memory, key = writer id
+    (*R, "access", "by-writer")   one process's access counts of the profile's memories,
+                                  key = writer id
+    (*R, "access", memory id)     access counts of one memory, key = writer id (written
+                                  before 2026-12-05; still read)
     (*R, "deleted")               tombstones of deleted memories (stores without
                                   ``put_existing``: ``index/store_io.py``)
     (*R, "messages", session)     the episodic tier's raw messages, key = message id
@@ -31,6 +34,10 @@ GENERATION_KEY = "generation"
 """Key of the profile's generation item in ``(*R, "meta")``: a random id the semantic tier's
 first write made in earlier releases; ``delete_profile`` still removes it first, and the
 episodic message index reloads when it changes."""
+
+
+BY_WRITER = "by-writer"
+"""The label under ``(*R, "access")`` of the one-row-per-writer access counts."""
 
 
 class ProfileLayout:
@@ -91,8 +98,16 @@ class ProfileLayout:
         return (*self.changes, writer)
 
     def access_of(self, memory_id: str) -> tuple[str, ...]:
-        """The access-count items of one memory (one per writer)."""
+        """The access-count items of one memory (one per writer), as written before the
+        counts moved to one row per writer (:attr:`access_by_writer`); still read."""
         return (*self.access, memory_id)
+
+    @property
+    def access_by_writer(self) -> tuple[str, ...]:
+        """The access-count rows of the profile, one per writer (key): ``{"counts": {memory
+        id: [count, last ISO]}}``, the writer's cumulative counts (a label no memory id
+        takes: ids are hex)."""
+        return (*self.access, BY_WRITER)
 
     def parts_before_meta(self) -> list[tuple[str, ...]]:
         """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,

@@ -1,20 +1,19 @@
 """This process's writer of one profile's access counts: its id, its counts, its bumps.
 
 A recall bumps the access count of the memories it returns; the bumps are written behind
-(``semantic/access.py``) as this process's *cumulative* count of each memory, to its own
-count item ``(*R, "access", memory id) / writer``: never the record, and never another
-process's item, so no two processes write the same item and no count can bring a deleted
-record back. ``AgentMemory`` keeps an :class:`AccessWriter` per profile (``access_writers``,
-bounded), so every operation on the profile writes under the same id and goes on from the
-same counts (with an id per operation, every recall would add one more item per memory).
-This is the writer's own counter, not a copy of the store's data: every read still takes
-the counts from the store.
+(``semantic/access.py``) as this process's *cumulative* count of each memory, to its own row
+``(*R, "access", "by-writer") / writer``: never the record, and never another process's row,
+so no two processes write the same item and no count can bring a deleted record back.
+``AgentMemory`` keeps an :class:`AccessWriter` per profile (``access_writers``, bounded), so
+every operation on the profile writes under the same id and goes on from the same counts
+(with an id per operation, every operation would add one more row). This is the writer's own
+counter, not a copy of the store's data: every read still takes the counts from the store.
 
 :meth:`AccessWriter.reserve` moves the counts forward for one flush under a lock, so two
 flushes at once (two threads) never write the same total for different bumps
 (:meth:`AccessWriter.start_flush` takes the bumps and reserves their counts in one step); a
-flush that failed gives its bumps back with :meth:`AccessWriter.release`. Writes of one item
-may land out of order; the next flush of that memory writes the whole count again. A flush
+flush that failed gives its bumps back with :meth:`AccessWriter.release`. Two writes of the
+row may land out of order; the next flush writes every count again. A flush
 writes only the bumps of memories the operation's read found (``semantic/access.py``): the
 bumps of a memory deleted meanwhile are dropped, not written under a deleted profile.
 
@@ -167,6 +166,14 @@ class AccessWriter:
                 else:
                     self._totals.pop(mid, None)
             self._restore(taken, now)
+
+    def totals(self, among: Collection[str] | None = None) -> dict[str, tuple[int, str]]:
+        """The cumulative counts this process has written or is writing (``{id: (count,
+        last ISO)}``): what its row in the store holds once written; ``among``: only
+        those memories."""
+        with self._lock:
+            return {mid: c for mid, c in self._totals.items()
+                    if among is None or mid in among}
 
     def forget(self, mid: str) -> None:
         """Drop the count and the pending bumps of a deleted memory."""

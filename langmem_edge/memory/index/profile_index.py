@@ -12,10 +12,11 @@ profile (measured in ``docs/benchmarks.md``, ``benchmarks/memory_scale.py``).
 
 **Access counts** are not written into records (a read-modify-write of a record to bump a
 counter could bring back a record another process deleted meanwhile). Each writer keeps one
-item per memory under ``(*R, "access", memory id)``, key = its writer id, value its own
-cumulative ``count`` and ``last`` access: written blind (no read), never touching a record.
-A memory's count is its record's ``access_count`` (carried over by ``update``) plus the sum
-of its items plus this process's pending bumps.
+row under ``(*R, "access", "by-writer")``, key = its writer id, value its own cumulative
+count and last access of each memory it counted: written blind (no read), never touching a
+record (items written before, one per memory and writer, are still read:
+:func:`count_entries`). A memory's count is its record's ``access_count`` (carried over by
+``update``) plus the writers' counts plus this process's pending bumps.
 
 The keyword channel is the package's one BM25 (:class:`langmem_edge.retrieval.bm25.BM25Index`,
 keyed by memory id); each row records its document's BM25 slot, so an admissibility mask over
@@ -46,6 +47,7 @@ from langmem_edge.retrieval.vectors import cosine_distances
 __all__ = [
     "Admissible",
     "ProfileIndex",
+    "count_entries",
     "ended_at",
     "key_terms",
     "text_terms",
@@ -160,19 +162,12 @@ class ProfileIndex:
             return 0, None
         return sum(c for c, _ in found), max(last for _, last in found)
 
-    def set_counts(self, mid: str, items: Iterable[Any]) -> None:
-        """Take in the count items of ``mid`` read from the store (``Item``s of
-        ``layout.access_of(mid)``), or ``(writer, count, last)`` written by this index."""
+    def set_counts(self, mid: str, entries: Iterable[tuple[str, int, str]]) -> None:
+        """Take in the access counts of ``mid``: ``(writer, count, last ISO)``, read from the
+        store (:func:`count_entries`) or written by this index."""
         with self.lock:
             counts = self.counts.setdefault(mid, {})
-            for it in items:
-                if isinstance(it, tuple):
-                    writer, count, last = it
-                else:
-                    v = it.value
-                    if v.get("profile") != self.profile or v.get("id") != mid:
-                        continue
-                    writer, count, last = it.key, int(v.get("count") or 0), str(v.get("last"))
+            for writer, count, last in entries:
                 if count >= counts.get(writer, (0, ""))[0]:
                     counts[writer] = (count, last)
             value = self.values.get(mid)
@@ -218,11 +213,8 @@ class ProfileIndex:
             self.vectors = vectors
             for value in values:
                 self._set(value)
-            by_memory: dict[str, list[Any]] = {}
-            for item in counts:
-                by_memory.setdefault(str(item.value.get("id")), []).append(item)
-            for mid, items in by_memory.items():
-                self.set_counts(mid, items)
+            for mid, entries in count_entries(counts, self.profile).items():
+                self.set_counts(mid, entries)
             self.complete = complete
 
     def apply(self, value: dict[str, Any]) -> None:
@@ -442,3 +434,24 @@ class Admissible:
     def __call__(self, mid: str) -> bool:
         row = self.row_of.get(mid)
         return row is not None and row < self.mask.size and bool(self.mask[row])
+
+
+def count_entries(items: Iterable[Any], profile: str) -> dict[str, list[tuple[str, int, str]]]:
+    """The access counts in count items read from the store, by memory id: ``(writer, count,
+    last ISO)``. A writer's row (``{"counts": {id: [count, last]}}``, key = the writer) holds
+    all its counts; an item written before those rows holds one memory's (``{"id", "count",
+    "last"}``). Items of another profile are left out."""
+    out: dict[str, list[tuple[str, int, str]]] = {}
+    for it in items:
+        v = it.value
+        if not isinstance(v, dict) or v.get("profile") != profile:
+            continue
+        if isinstance(v.get("counts"), dict):
+            for mid, entry in v["counts"].items():
+                if isinstance(entry, list) and len(entry) == 2:
+                    out.setdefault(str(mid), []).append(
+                        (it.key, int(entry[0] or 0), str(entry[1])))
+        elif isinstance(v.get("id"), str):
+            out.setdefault(v["id"], []).append(
+                (it.key, int(v.get("count") or 0), str(v.get("last"))))
+    return out

@@ -3,7 +3,8 @@
 Under the profile root ``R = (*namespace, "profiles", profile)``::
 
     (*R, "memories")          key = memory id      the records (the only copy)
-    (*R, "access", memory id) key = writer id      a process's access count of a memory
+    (*R, "access", "by-writer") key = writer id    a process's access counts (one row)
+    (*R, "access", memory id) key = writer id      one memory's (before 2026-12-05; read)
 
 **Reading** (:func:`plan_load`): one batch of two searches, every record and every count
 item, into a fresh :class:`~.profile_index.ProfileIndex` for the operation. A write that

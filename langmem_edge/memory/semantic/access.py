@@ -1,6 +1,10 @@
-"""Access counts of recalled memories: each process writes its own cumulative count of a
-memory to its own item, never the memory's record (so a count cannot bring a deleted memory
-back).
+"""Access counts of recalled memories: each process writes its own cumulative counts of a
+profile's memories to its own row (``layout.access_by_writer``, key = its writer id), never
+a memory's record (so a count cannot bring a deleted memory back). One row per process and
+profile, whatever the number of memories recalled: a read of the profile returns a row per
+writer, not one per memory and writer (as the items written before 2026-12-05 did; they are
+still read). Two flushes of one writer racing in two threads may land out of order; the next
+flush writes every count again.
 
 A flush is written blind: on a :class:`~langmem_edge.memory.core.stores.PutNew` store
 (``ChromaStore``) one write and no read (a count item is this process's own, so the
@@ -52,9 +56,11 @@ def take_access(layout: ProfileLayout, counter: AccessWriter, index: ProfileInde
         index.values, index.read_at if index.complete else float("-inf"))
     if not taken:
         return None
-    puts = [PutOp(layout.access_of(mid), writer,
-                  {"profile": layout.profile, "id": mid, "writer": writer, "count": total,
-                   "last": last}, index=False) for mid, total, last in written]
+    totals = counter.totals(index.values if index.complete else None)
+    puts = [PutOp(layout.access_by_writer, writer,
+                  {"profile": layout.profile, "writer": writer,
+                   "counts": {mid: [count, last] for mid, (count, last) in sorted(
+                       totals.items())}}, index=False)]
     return AccessFlush(counter, index, writer, taken, written, puts)
 
 
@@ -78,14 +84,14 @@ def access_failed(flush: AccessFlush | None, error: Exception) -> None:
 def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
     """Write the profile's pending access bumps; returns how many memories they counted.
 
-    Each memory's count goes to this process's own count item (``layout.access_of(id)``,
-    key = the process's count writer, :mod:`~langmem_edge.memory.index.access`): its
-    cumulative count, written blind. No record is read or written. Only the bumps of
-    memories the operation's read found are written (``ctx.index``); after a read of the
+    The counts go to this process's own row (``layout.access_by_writer``, key = the
+    process's count writer, :mod:`~langmem_edge.memory.index.access`): its cumulative count
+    of every memory it counted, written blind. No record is read or written. Only the bumps
+    of memories the operation's read found are written (``ctx.index``); after a read of the
     whole profile, those of a memory deleted since its recall are dropped
-    (:meth:`AccessWriter.start_flush`), so no count item appears under a deleted memory or
-    profile; after a partial read (a large profile's candidates) the rest stay pending. On
-    failure the bumps stay pending.
+    (:meth:`AccessWriter.start_flush`) and so are its counts in the row; after a partial read
+    (a large profile's candidates) the rest stay pending. On failure the bumps stay
+    pending.
     """
     return (yield from plan_write_access(ctx.store, ctx.layout, ctx.index.access_writer,
                                          ctx.index))

@@ -20,7 +20,7 @@ from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import (
     check_text,
 )
-from langmem_edge.memory.index.profile_index import ended_at
+from langmem_edge.memory.index.profile_index import count_entries, ended_at
 from langmem_edge.memory.index.store_io import LOAD_LIMIT, plan_write_records
 from langmem_edge.memory.records import (
     KINDS,
@@ -64,13 +64,15 @@ def plan_get(ctx: ProfileContext, memory_id: str) -> Plan[MemoryRecord | None]:
     fresh too (every process's count items)."""
     if not isinstance(memory_id, str) or not memory_id:
         raise InvalidInputError(f"memory_id must be a non-empty string, got {memory_id!r}")
-    item, counts = yield batch(ctx.store, [
+    item, rows, items = yield batch(ctx.store, [
         GetOp(ctx.layout.memories, memory_id),
+        SearchOp(ctx.layout.access_by_writer, limit=MAX_COUNT_WRITERS),
         SearchOp(ctx.layout.access_of(memory_id), limit=MAX_COUNT_WRITERS)])
     if item is None or item.value.get("profile") != ctx.profile:
         return None
     ctx = ctx.fresh()
-    ctx.index.set_counts(memory_id, counts)
+    entries = count_entries([*rows, *items], ctx.profile).get(memory_id, [])
+    ctx.index.set_counts(memory_id, entries)
     return ctx.record(dict(item.value))
 
 
