@@ -1,7 +1,7 @@
 """The keyword and exact-key channels as rows of the database: pure functions, no I/O.
 
 Each item row carries what the two channels need, so a search is one Chroma ``get`` and no
-process keeps an index (``docs/architecture.md``, "The redesign under way"):
+process keeps an index (``docs/architecture.md``, "ChromaStore"):
 
 - **metadata** ``kt`` (:data:`TERMS_FIELD`): the *distinct* analysed terms of the item's
   indexed texts (:class:`~langmem_edge.retrieval.text.Analyzer`: tokens, stopwords, Snowball

@@ -42,9 +42,9 @@ the writer's entries above the applied number and re-reads by key only the sessi
 they name (and those whose last read was short), then compares them as above and records
 the confirmed numbers as applied. No marker moved and none unsettled: the index is used as
 it is. Exact because a marker confirming a write is put after that write's rows and entry,
-and the markers are read before the entries and the records (``docs/architecture.md``, the
-protocol section); a writer that died mid-write leaves its marker unsettled, so its entries
-are re-read at every recall until a pruner settles it. The price of exactness is one
+and the markers are read before the entries and the records (``docs/architecture.md``,
+"The episodic message index"); a writer that died mid-write leaves its marker unsettled, so
+its entries are re-read at every recall until a pruner settles it. The price of exactness is one
 search of the markers per recall (the entries and the named records when something
 changed), instead of every message.
 

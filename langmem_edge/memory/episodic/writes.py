@@ -24,10 +24,10 @@ On a store that applies a batch of puts whole (:func:`~langmem_edge.memory.core.
 atomic_put_limit`, ``ChromaStore``), a write that only puts (ingest's append, an import
 chunk) is step 2 alone with the settled marker in it: no reader can see part of it and a
 crash leaves all or nothing, so no unsettled marker is needed (``docs/architecture.md``,
-"Stores that apply a batch whole").
+"The episodic message index").
 
 The readers are :func:`~.recall_index.indexed_keyword_plan`; why this is exact is argued in
-``docs/architecture.md`` (the protocol section) and :mod:`langmem_edge.memory.index.changes`.
+``docs/architecture.md`` ("The episodic message index") and :mod:`langmem_edge.memory.index.log`.
 Pruning (at most every ``prune_interval_seconds`` per process, after a write) settles markers
 of dead writers and drops entries and markers older than ``retention_seconds``; readers that
 have not synced for ``reload_after_seconds`` list every session record again. The numbers are

@@ -1,19 +1,12 @@
 """A change log of the writer id + sequence protocol: markers, entries, pruning, writers.
 
-Both change logs of a profile are one :class:`ChangeLog` each, the same mechanism in two
-places of the store (``docs/architecture.md``, the protocol section):
-
-- the semantic tier's records (:mod:`.changes`): markers at ``(*R, "writers")``, entries
-  at ``(*R, "changes", writer)``, entries naming memory ids;
-- the episodic tier's message writes (:mod:`langmem_edge.memory.episodic.writes`): markers
-  at ``(*R, "meta", "message-writers")`` (under ``meta``, so one search of ``meta`` reads
-  them and the profile's generation), entries at ``(*R, "message-changes", writer)``,
-  entries naming session ids.
-
-Two logs in their own namespaces, not one log with a field to filter on: a sync of one
-tier reads every marker of its log (one search by prefix), so markers of the other tier's
-writers in it would make it read entries that never name anything of its own; and a
-prefix search cannot leave a field out on every store without a pass over the collection.
+The episodic tier's message writes (:mod:`langmem_edge.memory.episodic.writes`) are the one
+log left (``docs/architecture.md``, "The episodic message index"): markers at ``(*R, "meta",
+"message-writers")`` (under ``meta``, so one search of ``meta`` reads them and the profile's
+generation), entries at ``(*R, "message-changes", writer)``, entries naming session ids. (The
+semantic tier's log, at ``(*R, "writers")`` and ``(*R, "changes", writer)``, went when that
+tier began reading the store per operation; ``delete_profile`` still removes what older
+releases left there.)
 
 A marker ``{"seq", "settled", "at"}`` confirms every write of its writer up to ``seq`` when
 settled, up to ``seq - 1`` when not (:class:`Marker`); an
