@@ -119,31 +119,44 @@ def test_an_ingests_memories_ride_in_its_messages_write(
     cls = type(memory.store)
     if not getattr(memory.store, "atomic_put_limit", 0):
         pytest.skip("the store applies no batch whole: memories are written after messages")
-    original = cls.batch
+    # a write is a batch, or on ChromaStore a put_new (the keys were read absent first)
+    writers = [name for name in ("batch", "put_new") if hasattr(cls, name)]
+    originals = {name: getattr(cls, name) for name in writers}
     batches: list[list[Any]] = []
 
-    def recorded(self: Any, ops: Any) -> Any:
-        batches.append(list(ops))
-        return original(self, ops)
+    def puts(name: str, ops: Any) -> list[PutOp]:
+        if name == "put_new":
+            return [PutOp(ns, key, value, index=ix) for ns, key, value, ix in ops]
+        return [op for op in ops if isinstance(op, PutOp)]
 
-    def failing(self: Any, ops: Any) -> Any:
-        if any(isinstance(op, PutOp) and op.namespace[-1] == "memories" for op in ops):
-            raise RuntimeError("store down")
-        return original(self, ops)
+    def recorded(name: str) -> Any:
+        def call(self: Any, ops: Any) -> Any:
+            batches.append(puts(name, ops))
+            return originals[name](self, ops)
+        return call
+
+    def failing(name: str) -> Any:
+        def call(self: Any, ops: Any) -> Any:
+            if any(op.namespace[-1] == "memories" for op in puts(name, ops)):
+                raise RuntimeError("store down")
+            return originals[name](self, ops)
+        return call
 
     p = memory.profile("p")
-    monkeypatch.setattr(cls, "batch", failing)
+    for name in writers:
+        monkeypatch.setattr(cls, name, failing(name))
     with pytest.raises(RuntimeError, match="store down"):
         p.ingest(CONVERSATION, session_id="s")
     assert p.list().memories == [] and p.episodic.messages("s") == []
-    monkeypatch.setattr(cls, "batch", recorded)
+    for name in writers:
+        monkeypatch.setattr(cls, name, recorded(name))
     done = p.ingest(CONVERSATION, session_id="s")
     monkeypatch.undo()
     assert done.messages_added == 3 and done.memories_written
-    writes = [ops for ops in batches if any(isinstance(op, PutOp) for op in ops)]
-    assert len(writes) == 1  # messages, session record and memories: one batch
+    writes = [ops for ops in batches if ops]
+    assert len(writes) == 1  # messages, session record and memories: one write
     kinds = {op.namespace[-1] if op.namespace[-2] != "messages" else "messages"
-             for op in writes[0] if isinstance(op, PutOp)}
+             for op in writes[0]}
     assert {"messages", "sessions", "memories"} <= kinds
     assert {m.id for m in p.list().memories} == {m.id for m in done.memories_written}
     (info,) = list_sessions(memory, "p")

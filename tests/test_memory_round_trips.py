@@ -108,9 +108,9 @@ def test_an_ingests_keyed_memory_rides_in_its_messages_write(store: ChromaStore)
     second = p.ingest([{"role": "user", "content": "My name is Bea."}], session_id="s2")
     keyed = [m for m in second.memories_written if m.key]
     assert keyed and keyed[0].supersedes == [m.id for m in first.memories_written if m.key]
-    # session, profile, the batch's read and write, the old one's rewrite (read, update),
-    # the key's settling
-    assert calls.names == ["get", "get", "get", "upsert", "get", "update", "get"]
+    # session, profile, the batch's write (no read: its keys were read absent), the old
+    # one's rewrite (read, update), the key's settling
+    assert calls.names == ["get", "get", "upsert", "get", "update", "get"]
     assert p.get(first.memories_written[0].id).status == "superseded"
     assert [m.text for m in p.list().memories if m.key] == [keyed[0].text]
 
@@ -155,3 +155,23 @@ def test_access_counts_are_one_row_per_process_and_older_items_still_count(
     fresh = AgentMemory(store).profile("p")
     assert fresh.get(roses.id).access_count == before + 5
     assert {c.id: c for c in fresh.list().memories}[roses.id].access_count == before + 5
+
+
+def test_a_two_message_ingest_is_three_calls(store: ChromaStore) -> None:
+    """The session's read (with the messages' ids), the profile's read, and one write of the
+    messages, the session record, the extracted memory, the log's entry and marker and the
+    pending access counts."""
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    p.remember_many(["Grows roses", "Keeps bees"])
+    assert p.recall("roses", fill=False).count  # an access count pending
+    calls = Calls(store)
+    done = p.ingest([{"role": "user", "content": "I love sailing on the fjord."},
+                     {"role": "assistant", "content": "Noted."}], session_id="s1")
+    assert done.messages_added == 2 and done.memories_written
+    assert calls.names == ["get", "get", "upsert"]
+    other = AgentMemory(store).profile("p")  # another process sees every row
+    assert [m.content for m in other.episodic.messages("s1")] == [
+        "I love sailing on the fjord.", "Noted."]
+    assert {m.id for m in done.memories_written} <= {m.id for m in other.list().memories}
+    assert other.episodic.search("sailing fjord", limit=1)[0].content.startswith("I love sail")

@@ -280,11 +280,11 @@ class EpisodicTier:
                 # the mark stays, so the session owes these messages' memories
                 extracted_to=(mark if confirm_later and not extract
                               else mark_after(mark, start, end, extract, wait)))
-            yield StoreStep(write.rows(
+            yield from write.plan_rows(
                 [*(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
                          index=MESSAGE_INDEX_FIELDS) for m in new),
                  PutOp(self.sessions_namespace, sid, value, index=False), *(riding or ())],
-                [sid]))
+                [sid])
         elif behind and not wait:
             yield from self._confirm_plan(sid, end)
         return IngestOutcome(messages=new, memories=memories, resumed=behind,

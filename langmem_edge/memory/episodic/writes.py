@@ -45,8 +45,8 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langmem_edge.memory.config import IndexCacheConfig
 from langmem_edge.memory.core.layout import ProfileLayout
-from langmem_edge.memory.core.plans import Plan, batch
-from langmem_edge.memory.core.stores import atomic_put_limit
+from langmem_edge.memory.core.plans import Call, Plan, StoreStep, batch
+from langmem_edge.memory.core.stores import PutNew, atomic_put_limit
 from langmem_edge.memory.index.log import ChangeLog, writer_pool
 
 __all__ = ["LOG_CONFIG", "MessageWrite", "plan_message_write", "plan_put_absent"]
@@ -104,6 +104,19 @@ class MessageWrite:
             raise ValueError("a whole message write puts at most the rows it was made for")
         return (*ops, entry, self.log.marker_op(self._writer.writer_id, self.seq,
                                                  settled=True))
+
+    def plan_rows(self, ops: Sequence[PutOp], session_ids: Iterable[str]) -> Plan[None]:
+        """Write :meth:`rows` as one step. A :attr:`whole` write of rows whose keys were
+        read absent (messages with new ``seq``, memories with new ids) and rows only their
+        writer writes (the session record, the log's entry and marker) goes to a
+        :class:`~langmem_edge.memory.core.stores.PutNew` store without the read a batch
+        makes first (a rewritten row's ``created_at`` restarts: nothing reads it)."""
+        rows = self.rows(ops, session_ids)
+        if self.whole and isinstance(self.store, PutNew):
+            yield Call(self.store.put_new, self.store.aput_new,
+                       ([(op.namespace, op.key, op.value, op.index) for op in rows],))
+        else:
+            yield StoreStep(rows)
 
     def plan_end(self, error: BaseException | None = None) -> Plan[None]:
         """Settle the marker (one batch) and prune when due; after ``error`` in or after the
