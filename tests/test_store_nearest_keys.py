@@ -215,3 +215,31 @@ def test_an_item_that_gets_vectors_is_ranked_by_a_process_that_saw_it_without(
     b._large_prefixes[("n",)] = 0  # the same through Chroma's query
     best = b.nearest_keys(("n",), "red apples", limit=1)[0]
     assert (best.key, best.score) == ("x", pytest.approx(1.0, abs=1e-4))
+
+
+@pytest.mark.parametrize("rows", [20, 400])  # ranked in process; asked of Chroma
+def test_first_text_only_ranks_by_the_first_text_in_one_call_a_round(
+        chroma_store_factory: Any, rows: int) -> None:
+    """One-text items rank alike either way, with one Chroma call a round instead of two; an
+    item with a second indexed text is then found by its first only."""
+    store = chroma_store_factory("first", index={
+        "dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text", "note"]})
+    for i in range(rows):
+        store.put(("m",), f"k{i}", {"text": f"{TOPICS[i % len(TOPICS)]} {i}"}, index=["text"])
+    store.put(("m",), "two", {"text": "unrelated words", "note": "sourdough bread 3"})
+    both = store.nearest_keys(("m",), "sourdough bread 3", limit=5)
+    assert both[0].key == "two"  # by its second text
+    calls: list[str] = []
+    inner = store._call
+
+    def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(fn.__name__)
+        return inner(fn, *args, **kwargs)
+
+    store._call = counted  # type: ignore[method-assign]
+    first = store.nearest_keys(("m",), "sourdough bread 3", limit=5, first_text_only=True)
+    assert calls in (["get"], ["query"])  # one collection asked
+    assert first[0].key != "two"  # by its first text only
+    rest = [h.key for h in both if h.key != "two"]
+    ones = [h.key for h in first if h.key != "two"]
+    assert ones[:len(rest)] == rest[:len(ones)]

@@ -133,7 +133,8 @@ class SearchMixin:
                     refresh[layout.item_id(e.item.namespace, e.item.key)] = meta
 
     def nearest_keys(
-        self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10
+        self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10,
+        first_text_only: bool = False,
     ) -> list[KeyHit]:
         """The ``limit`` items under ``namespace_prefix`` nearest to ``query``, without their
         values: ``KeyHit(namespace, key, score)``, best first, score as in ``search``.
@@ -144,6 +145,11 @@ class SearchMixin:
         the sweeper deletes it. Each item is scored by its current vectors as this process
         last saw its row (see :class:`~langmem_edge.store.names.Generations`); items it has
         not seen have their rows read once. Costs one id-only vector query, plus those reads.
+
+        ``first_text_only``: rank each item by its first indexed text alone, one Chroma call
+        a round instead of two (the later texts' rows are not asked). Exact for a caller
+        whose items embed one text each (the episodic tier's messages); an item with several
+        is then found by its first only.
 
         Raises:
             ConfigurationError: The store has no index config (nothing is embedded).
@@ -167,7 +173,8 @@ class SearchMixin:
         op = SearchOp(prefix, None, limit, 0, query, False)
         # no filter or expiry to reject anything: only the prefix's share sets the widening
         hits = self._gather(
-            op, vector, limit, lambda hits, _: self._current(hits)[:limit], factor=1
+            op, vector, limit, lambda hits, _: self._current(hits)[:limit], factor=1,
+            first_text_only=first_text_only,
         )
         # no prefix: nothing asked for the names yet
         self._learn_names([h.row for h in hits if h.item_id not in self._names])
@@ -179,11 +186,13 @@ class SearchMixin:
         return out
 
     async def anearest_keys(
-        self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10
+        self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10,
+        first_text_only: bool = False,
     ) -> list[KeyHit]:
         """``nearest_keys`` on a worker thread."""
         return await run_in_executor(
-            None, lambda: self.nearest_keys(namespace_prefix, query, limit=limit)
+            None, lambda: self.nearest_keys(namespace_prefix, query, limit=limit,
+                                            first_text_only=first_text_only)
         )
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -257,6 +266,7 @@ class SearchMixin:
         admit: Callable[[list[Hit], dict[str, dict[str, Any]]], list[_T]],
         *,
         factor: int,
+        first_text_only: bool = False,
     ) -> list[_T]:
         """Ask Chroma for neighbours until ``admit`` keeps ``want`` of them or none are left.
 
@@ -283,7 +293,8 @@ class SearchMixin:
         filtered = not prefix or share * MAX_UNFILTERED_CANDIDATES < want
         rows: dict[str, dict[str, Any]] = {}
         while True:
-            hits, returned = self._vector_round(op, query, n, filtered=filtered)
+            hits, returned = self._vector_round(op, query, n, filtered=filtered,
+                                                first_text_only=first_text_only)
             if not filtered:
                 seen = len(hits)
                 hits = self._within_prefix(hits, prefix)
@@ -304,7 +315,8 @@ class SearchMixin:
                 filtered = True
 
     def _vector_round(
-        self, op: SearchOp, query: list[float], n: int, *, filtered: bool
+        self, op: SearchOp, query: list[float], n: int, *, filtered: bool,
+        first_text_only: bool = False,
     ) -> tuple[list[Hit], int]:
         """One vector query for ``n`` neighbours, ids and distances only, on the item rows
         (first texts) and on the later texts' rows: the pooled hits, and how many rows Chroma
@@ -314,17 +326,20 @@ class SearchMixin:
         filtered or not (HNSW is approximate: among many near-equal vectors it missed a
         neighbour now and then even at ``ef_search`` 1000). Otherwise, when ``filtered``,
         Chroma gets the namespace clause (one equality on a vector row's prefix field; the
-        filter is checked on the item rows); else the hits may lie anywhere in the store."""
+        filter is checked on the item rows); else the hits may lie anywhere in the store.
+        ``first_text_only``: the item rows alone."""
         sent = layout.prefix_where(op.namespace_prefix) if filtered else None
         prefix = tuple(op.namespace_prefix)
+        collections = (self._items,) if first_text_only else (self._items, self._vectors)
         if prefix and prefix not in self._large_prefixes:  # small: exact, whatever HNSW says
-            local = self._rank_in_process(prefix, layout.prefix_where(prefix), query, n)
+            local = self._rank_in_process(prefix, layout.prefix_where(prefix), query, n,
+                                          collections)
             if local is not None:
                 return local
         ids: list[str] = []
         dists: list[float] = []
         returned = 0
-        for collection in (self._items, self._vectors):  # first texts, then later ones
+        for collection in collections:  # first texts, then later ones
             res = self._call(
                 collection.query,
                 query_embeddings=[query],
@@ -339,7 +354,8 @@ class SearchMixin:
         return pool_vector_hits(ids, dists), returned
 
     def _rank_in_process(
-        self, prefix: tuple[str, ...], where: dict[str, Any], query: list[float], n: int
+        self, prefix: tuple[str, ...], where: dict[str, Any], query: list[float], n: int,
+        collections: tuple[Any, ...] | None = None,
     ) -> tuple[list[Hit], int] | None:
         """``_vector_round``'s filtered query answered in process: the prefix's item rows'
         vectors (placeholders left out) and later texts' rows, read by ``where`` (at most
@@ -348,7 +364,7 @@ class SearchMixin:
         None when the prefix holds more rows (remembered: later rounds ask Chroma at once)."""
         ids: list[str] = []
         embeddings: list[Any] = []
-        for collection in (self._items, self._vectors):  # first texts, then later ones
+        for collection in collections or (self._items, self._vectors):  # first texts first
             res = self._call(
                 collection.get, where=where, include=["embeddings"], limit=LOCAL_RANK_ROWS + 1
             )

@@ -43,14 +43,16 @@ class NearestKeys(Protocol):
 
     A caller that keeps the values itself asks for keys alone
     (:meth:`ChromaStore.nearest_keys`): on 100k memories that is a few milliseconds instead
-    of the tens that reading 50 rows costs.
+    of the tens that reading 50 rows costs. ``first_text_only`` ranks each item by its first
+    indexed text alone (one Chroma call a round): for items that embed one text each.
     """
 
     def nearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
-                     limit: int = 10) -> Sequence[Any]: ...
+                     limit: int = 10, first_text_only: bool = False) -> Sequence[Any]: ...
 
     async def anearest_keys(self, namespace_prefix: tuple[str, ...], /, query: str, *,
-                            limit: int = 10) -> Sequence[Any]: ...
+                            limit: int = 10, first_text_only: bool = False
+                            ) -> Sequence[Any]: ...
 
 
 @runtime_checkable

@@ -437,7 +437,7 @@ def nearest_messages_plan(
     while True:
         found = yield Call(cast(NearestKeys, store).nearest_keys,
                            cast(NearestKeys, store).anearest_keys, (prefix, query),
-                           {"limit": ask})
+                           {"limit": ask, "first_text_only": True})  # a message embeds one
         hits = [(h.key, float(h.score)) for h in found if index.admits(h.namespace, h.key, flt)]
         if len(hits) >= depth or len(found) < ask or ask >= len(index):
             return hits[:depth]

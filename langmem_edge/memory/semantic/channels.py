@@ -143,7 +143,8 @@ def plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
     near = cast(NearestKeys, ctx.store)
     while True:
         found = yield Call(near.nearest_keys, near.anearest_keys,
-                           (ctx.layout.memories, text), {"limit": ask})
+                           (ctx.layout.memories, text),
+                           {"limit": ask, "first_text_only": True})  # a record embeds one
         hits = [(h.key, float(h.score)) for h in found
                 if h.score >= floor and h.namespace == ctx.layout.memories and accept(h.key)]
         if (len(hits) >= depth or len(found) < ask or found[-1].score < floor
@@ -169,7 +170,8 @@ def plan_store_candidates(ctx: ProfileContext, query: str, limit: int | None,
         try:
             near = cast(NearestKeys, ctx.store)
             found = yield Call(near.nearest_keys, near.anearest_keys,
-                               (layout.memories, text), {"limit": ask})
+                               (layout.memories, text),
+                               {"limit": ask, "first_text_only": True})
             out[label] = [(h.key, float(h.score)) for h in found
                           if h.namespace == layout.memories
                           and h.score >= ctx.config.recall.vector_min_score]

@@ -237,7 +237,7 @@ def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable
             near = cast(NearestKeys, ctx.store)
             hits = yield Call(near.nearest_keys, near.anearest_keys,
                               (ctx.layout.memories, record.text),
-                              {"limit": cfg.search_limit * 4 + 5})
+                              {"limit": cfg.search_limit * 4 + 5, "first_text_only": True})
             values = ctx.index.values
             hits = [h for h in hits if h.namespace == ctx.layout.memories]
             missing = [h.key for h in hits if h.key not in values]
