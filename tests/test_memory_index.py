@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from chroma_calls import Calls
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 from test_memory_support import embed, make_store, texts  # noqa: F401 - fixtures
@@ -265,14 +266,7 @@ def test_a_recall_ranks_the_vectors_read_with_the_profile_as_the_store_does(
     p = memory.profile("p")
     p.remember_many([f"Note {i} about gardening, tools and {w}" for i, w in
                      enumerate(["bees", "roses", "soil", "rain", "sheds", "hens"] * 3)])
-    calls: list[str] = []
-    inner = store._call
-
-    def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(fn.__name__)
-        return inner(fn, *args, **kwargs)
-
-    store._call = counted  # type: ignore[method-assign]
+    calls = Calls(store)
     queries = ["bees on the roof", "garden soil after rain", "tools in the shed"]
     def vector_ranking(q: str) -> list[tuple[str, float | None]]:
         out = []
@@ -282,8 +276,8 @@ def test_a_recall_ranks_the_vectors_read_with_the_profile_as_the_store_does(
         return out
 
     read = {q: vector_ranking(q) for q in queries}
-    assert calls == ["get"] * len(queries)  # one read a recall: records, counts, vectors
-    store._call = inner  # type: ignore[method-assign]
+    assert calls.names == ["get"] * len(queries)  # one read a recall: records, counts, vectors
+    calls.stop()
     with monkeypatch.context() as m:
         m.setattr(store_io, "reads_vectors", lambda store: False)
         by_store = {q: vector_ranking(q) for q in queries}
@@ -291,11 +285,9 @@ def test_a_recall_ranks_the_vectors_read_with_the_profile_as_the_store_does(
         assert [i for i, _ in read[q]] == [i for i, _ in by_store[q]]
         assert [s or 0.0 for _, s in read[q]] == pytest.approx(
             [s or 0.0 for _, s in by_store[q]], abs=1e-6)
-    memory.flush()  # the recalls' access counts (written behind, with the next write)
-    store._call = counted  # type: ignore[method-assign]
-    calls.clear()
+    calls = Calls(store)
     p.remember("Planted tulips by the gate")
-    assert calls == ["get", "upsert"]  # the read, then the record's row
+    assert calls.names == ["get", "upsert"]  # the read, then the record with the counts
     store.close()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from chroma_calls import Calls
 
 from langmem_edge import ChromaStore
 from langmem_edge.memory import AgentMemory
@@ -20,28 +21,6 @@ def store(tmp_path: Any) -> Any:
         "dims": 32, "embed": FakeEmbeddings(32), "fields": ["text"]})
     yield s
     s.close()
-
-
-class Calls:
-    """Every Chroma call a store makes, by method name, while on; ``before(name, fn)`` runs
-    ``fn`` once, just before the first such call."""
-
-    def __init__(self, store: ChromaStore) -> None:
-        self.names: list[str] = []
-        self.hooks: dict[str, Any] = {}
-        inner = store._call
-
-        def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
-            hook = self.hooks.pop(fn.__name__, None)
-            if hook is not None:
-                hook()
-            self.names.append(fn.__name__)
-            return inner(fn, *args, **kwargs)
-
-        store._call = counted  # type: ignore[method-assign]
-
-    def before(self, name: str, fn: Any) -> None:
-        self.hooks[name] = fn
 
 
 def test_access_counts_ride_in_the_remembers_write(store: ChromaStore) -> None:
