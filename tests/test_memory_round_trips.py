@@ -154,3 +154,16 @@ def test_a_two_message_ingest_is_three_calls(store: ChromaStore) -> None:
         "I love sailing on the fjord.", "Noted."]
     assert {m.id for m in done.memories_written} <= {m.id for m in other.list().memories}
     assert other.episodic.search("sailing fjord", limit=1)[0].content.startswith("I love sail")
+
+
+async def test_the_async_twins_take_the_same_calls(store: ChromaStore) -> None:
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    old = await p.aremember("Lives in Oslo", key="home.city")
+    assert (await p.arecall("Oslo", fill=False)).count
+    calls = Calls(store)
+    new = await p.aremember("Lives in Bergen", key="home.city")
+    assert calls.names == ["get", "upsert", "get", "update", "get"]
+    assert new.supersedes == [old.id]
+    assert (await p.aget(old.id)).status == "superseded"
+    assert (await p.aget(old.id)).access_count == 1  # the recall's count rode in the write
