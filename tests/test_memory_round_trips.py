@@ -42,8 +42,9 @@ def test_a_keyed_supersession_is_the_stores_rewrite_of_the_record_as_stored(
     old = p.remember("Lives in Oslo", key="home.city")
     calls = Calls(store)
     new = p.remember("Lives in Bergen", key="home.city")
-    # read, record, the old one's rewrite (its row read and updated by the store), settling
-    assert calls.names == ["get", "upsert", "get", "update", "get"]
+    # read, record, the key's settling: its active records read and the old one's row
+    # updated by the store (Chroma's update: a record deleted meanwhile stays deleted)
+    assert calls.names == ["get", "upsert", "get", "update"]
     assert new.supersedes == [old.id]
     got = p.get(old.id)
     assert (got.status, got.superseded_by) == ("superseded", new.id)
@@ -77,7 +78,8 @@ def test_a_record_deleted_meanwhile_stays_deleted(store: ChromaStore) -> None:
 
 def test_an_ingests_keyed_memory_rides_in_its_messages_write(store: ChromaStore) -> None:
     """A memory that supersedes a stored one by key rides in the messages' write; the old
-    one is then marked by the store's rewrite: 6 calls, not remember's path after it."""
+    one is then marked by the key's settling in the store: 5 calls, not remember's path
+    after it."""
     memory = AgentMemory(store)
     p = memory.profile("p")
     first = p.ingest([{"role": "user", "content": "My name is Ana."}], session_id="s1")
@@ -87,9 +89,9 @@ def test_an_ingests_keyed_memory_rides_in_its_messages_write(store: ChromaStore)
     second = p.ingest([{"role": "user", "content": "My name is Bea."}], session_id="s2")
     keyed = [m for m in second.memories_written if m.key]
     assert keyed and keyed[0].supersedes == [m.id for m in first.memories_written if m.key]
-    # session, profile, the batch's write (no read: its keys were read absent), the old
-    # one's rewrite (read, update), the key's settling
-    assert calls.names == ["get", "get", "upsert", "get", "update", "get"]
+    # session, profile, the batch's write (no read: its keys were read absent), the key's
+    # settling (its active records read, the old one updated)
+    assert calls.names == ["get", "get", "upsert", "get", "update"]
     assert p.get(first.memories_written[0].id).status == "superseded"
     assert [m.text for m in p.list().memories if m.key] == [keyed[0].text]
 
@@ -163,7 +165,34 @@ async def test_the_async_twins_take_the_same_calls(store: ChromaStore) -> None:
     assert (await p.arecall("Oslo", fill=False)).count
     calls = Calls(store)
     new = await p.aremember("Lives in Bergen", key="home.city")
-    assert calls.names == ["get", "upsert", "get", "update", "get"]
+    assert calls.names == ["get", "upsert", "get", "update"]
     assert new.supersedes == [old.id]
     assert (await p.aget(old.id)).status == "superseded"
     assert (await p.aget(old.id)).access_count == 1  # the recall's count rode in the write
+
+
+def test_rewrite_matching_reads_decides_and_updates_in_two_calls(store: ChromaStore) -> None:
+    store.put(("m",), "a", {"text": "likes tea", "k": "drink", "status": "active"})
+    store.put(("m",), "b", {"text": "likes coffee", "k": "drink", "status": "active"})
+    store.put(("m",), "c", {"text": "likes jam", "k": "food", "status": "active"})
+    store.put(("m", "deeper"), "d", {"text": "a deeper note", "k": "drink", "status": "active"})
+    seen: list[str] = []
+
+    def keep_newest(items: list[Any]) -> dict[str, dict[str, Any]]:
+        seen.extend(sorted(it.key for it in items))
+        newest = max((it.key for it in items), default=None)
+        return {it.key: {"status": "old", "by": newest} for it in items if it.key != newest}
+
+    calls = Calls(store)
+    done = store.rewrite_matching(("m",), {"k": "drink", "status": "active"}, keep_newest)
+    assert calls.names == ["get", "update"]
+    assert seen == ["a", "b"]  # the namespace itself, the filter applied
+    assert done == {"a": {"text": "likes tea", "k": "drink", "status": "old", "by": "b"}}
+    assert store.get(("m",), "a").value["status"] == "old"
+    assert [r.key for r in store.search(("m",), query="tea", limit=1)] == ["a"]  # vectors kept
+    assert store.get(("m", "deeper"), "d").value["status"] == "active"
+    calls.names.clear()
+    assert store.rewrite_matching(("m",), {"k": "none"}, keep_newest) == {}
+    assert calls.names == ["get"]  # nothing matched: no write
+    with pytest.raises(Exception, match="changes"):
+        store.rewrite_matching(("m",), {"k": "food"}, lambda items: {"zz": {"status": "x"}})

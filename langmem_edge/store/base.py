@@ -62,6 +62,7 @@ from langmem_edge.store.keyword import KeywordMixin
 from langmem_edge.store.listing import ListingHints, ListingMixin
 from langmem_edge.store.names import Generations, ItemNames
 from langmem_edge.store.ranking import RANKINGS, Ranking
+from langmem_edge.store.rewrites import RewriteMixin
 from langmem_edge.store.search import SearchMixin
 from langmem_edge.store.ttl import TTLMixin
 from langmem_edge.store.upgrade import GET_PAGE, UpgradeMixin
@@ -103,8 +104,8 @@ class ChromaStoreOptions(TypedDict, total=False):
 
 
 class ChromaStore(
-    NamespaceErrorsMixin, SearchMixin, HybridMixin, KeywordMixin, ListingMixin, WriteMixin,
-    TTLMixin, UpgradeMixin, BaseStore,
+    NamespaceErrorsMixin, SearchMixin, HybridMixin, KeywordMixin, ListingMixin, RewriteMixin,
+    WriteMixin, TTLMixin, UpgradeMixin, BaseStore,
 ):
     """A LangGraph store on Chroma.
 

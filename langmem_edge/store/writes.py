@@ -1,5 +1,4 @@
-"""The write path of ``ChromaStore``: puts, rewrites of existing items
-(:meth:`WriteMixin.put_existing`), deletes, the TTL sweep's deletes and ``delete_prefix``,
+"""The write path of ``ChromaStore``: puts, deletes, the TTL sweep's deletes and ``delete_prefix``,
 each ordered so that every prefix of its Chroma calls is a state reads answer right
 (docs/store.md, "Crash safety").
 
@@ -11,10 +10,9 @@ later ones first, and a changed one deletes its stale ones last."""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -120,135 +118,6 @@ class WriteMixin:
     async def adelete_prefix(self, namespace_prefix: tuple[str, ...], /) -> int:
         """``delete_prefix`` on a worker thread."""
         return await run_in_executor(None, self.delete_prefix, tuple(namespace_prefix))
-
-    def put_existing(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
-        merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
-    ) -> list[bool]:
-        """Rewrite each ``(namespace, key, value)`` whose item exists; never create one.
-
-        A fourth element is the put's ``index`` (``False``: no vector rows, as for an item
-        stored without them; default: the store's ``fields``).
-
-        For side-effect rewrites (a count, a flag, a link) that must not bring back an item
-        another writer deleted. Each present item gets ``value`` as a put would write it
-        (filter mirror rebuilt, fields the old value had and the new one lacks removed,
-        ``updated_at`` moved, ``created_at`` kept; its own TTL restarted; an item whose TTL
-        ran out counts as gone, as every read treats it); its vector rows
-        are kept when its indexed texts are unchanged, and replaced when they changed (new
-        rows first, as a put does). The item rows are written with Chroma's ``update``,
-        which skips ids that are gone, so a delete that lands at any moment wins.
-
-        ``merge``: ``value`` holds changes, applied to the value stored (read in the same
-        call: a field another writer changed meanwhile is kept). ``when``: a rewrite only of
-        the items whose stored value has these top-level fields equal (``{"status":
-        "active"}``), as read before the write. Both spare a caller the read of its own.
-
-        Returns, for each item in order, True if it was rewritten: its row was read before
-        the write (and matched ``when``) and, with ``confirm``, is still there after it (a
-        second read by id; ``confirm=False`` spares that read and reports True for an item
-        deleted between the first read and the write, which stays deleted). The race, stated: an
-        item deleted between the first read and the write stays deleted (False); one deleted
-        after the write but before the second read was rewritten and then deleted (False:
-        either way it is gone); one deleted and put again by another writer between the
-        first read and the write is rewritten (True), and a filter field that writer's value
-        added and ``value`` lacks survives (the stale fields removed are those of the row
-        read). A key given twice: the last value wins, both entries report alike.
-
-        Raises:
-            InvalidInputError: A value that is not a dict (a rewrite never deletes), a bad
-                key, a ``when`` that is not a mapping, a merged value too large; nothing is
-                written then.
-            InvalidNamespaceError: A bad namespace.
-        """
-        ops = self._value_puts(items, "put_existing", (3, 4))
-        if when is not None and not isinstance(when, Mapping):
-            raise InvalidInputError(f"when must be a mapping of fields, got {when!r}")
-        if not ops:
-            return []
-        ids = [layout.item_id(op.namespace, op.key) for op in ops]
-        with self._write_lock:
-            now = self._clock()
-            read = self._get_rows(list(dict.fromkeys(ids)), now=now,  # expired: gone
-                                  vectors=self._row_dims > 0)
-            old = read.metas
-            stored = {iid: json.loads(meta["v"]) for iid, meta in old.items()}
-            present = {
-                iid: op._replace(ttl=float(old[iid].get("ttl") or 0.0) or None,
-                                 value={**stored[iid], **op.value} if merge else op.value)
-                for iid, op in zip(ids, ops, strict=True)
-                if iid in old and all(stored[iid].get(k) == v for k, v in (when or {}).items())
-            }
-            if present:
-                self._run_puts(list(present.values()), now, read, existing=True)
-                alive = (set(self._call(self._items.get, ids=list(present), include=[])["ids"])
-                         if confirm else set(present))
-            else:
-                alive = set()
-        return [iid in alive for iid in ids]
-
-    async def aput_existing(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
-        merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
-    ) -> list[bool]:
-        """``put_existing`` on a worker thread."""
-        return await run_in_executor(None, lambda: self.put_existing(
-            list(items), merge=merge, when=when, confirm=confirm))
-
-    def put_new(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
-    ) -> None:
-        """Put ``(namespace, key, value, index)`` items the caller knows are not stored
-        (keys it has just made, such as a new memory's random id), without the read a put
-        makes first to find an item's old rows: one write of the vector rows, one of the
-        item rows.
-
-        If an item did exist after all, it is replaced as a put would, except that its
-        ``created_at`` restarts and its old vector rows stay behind unused (every search
-        ignores vector rows of a generation their item does not name). Validation is a
-        put's, before anything is written.
-
-        Raises:
-            InvalidInputError: A value that is not a dict, a bad key or index; nothing is
-                written then.
-            InvalidNamespaceError: A bad namespace.
-        """
-        ops = self._value_puts(items, "put_new", (4,))
-        if ops:
-            with self._write_lock:
-                self._run_puts(ops, self._clock(), layout.NO_ROWS)
-
-    async def aput_new(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
-    ) -> None:
-        """``put_new`` on a worker thread."""
-        await run_in_executor(None, self.put_new, list(items))
-
-    def _value_puts(self, items: Sequence[Any], method: str, sizes: tuple[int, ...]
-                    ) -> list[PutOp]:
-        """``items`` of ``put_existing`` / ``put_new`` (``(namespace, key, value[, index])``
-        tuples of the ``sizes`` allowed) as validated puts of dict values, all checked before
-        anything is read or written."""
-        ops = []
-        for entry in items:
-            if not isinstance(entry, (tuple, list)) or len(entry) not in sizes:
-                shapes = " or ".join({3: "(namespace, key, value) triples",
-                                      4: "(namespace, key, value, index) quadruples"}[n]
-                                     for n in sizes)
-                raise InvalidInputError(f"{method} takes {shapes}, got {entry!r}")
-            namespace, key, value = entry[:3]
-            index = entry[3] if len(entry) == 4 else None
-            if not isinstance(value, dict):
-                raise InvalidInputError(
-                    f"value for key {key!r} must be a dict ({method} never deletes), "
-                    f"got {type(value).__name__}")
-            op = layout.checked_op(PutOp(namespace, key, value, index=index))
-            assert isinstance(op, PutOp)
-            if not isinstance(op.key, str):
-                raise InvalidInputError(f"key must be a string, got {op.key!r}")
-            layout.encode_value(op.namespace, op.key, value, self.max_value_bytes)
-            ops.append(op)
-        return ops
 
     def _run_puts(
         self,

@@ -16,6 +16,7 @@ Quick: :data:`QUICK_EXAMPLES` x :data:`QUICK_STEPS` operations; long: :data:`LON
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -43,11 +44,13 @@ QUICK_EXAMPLES, QUICK_STEPS = 5, 40
 LONG_EXAMPLES, LONG_STEPS = 200, 50
 """Long variant: examples x steps (10,000 operations)."""
 
-WORLD_EXAMPLES = 20
+WORLD_EXAMPLES = int(os.environ.get("LANGMEM_EDGE_ISOLATION_WORLD_EXAMPLES", "20"))
 """Examples that share one world before a fresh one (1,000 operations of the long run, all
-of the quick one). One world for all 10,000 operations made each operation ~4x slower by
-the 4,000th (0.14 s -> 0.53 s: every read goes through more data), too slow for the run to
-end on this machine; each world still checks every read against all it holds."""
+of the quick one; ``LANGMEM_EDGE_ISOLATION_WORLD_EXAMPLES=200``: one world for the whole
+long run). One world for all 10,000 operations made each operation ~4x slower by the 4,000th
+(0.14 s -> 0.53 s: every read went through more data, in the per-process indexes of the
+release before the memory layer read the store per operation), too slow for the run to end
+on this machine then; each world still checks every read against all it holds."""
 
 PROGRESS_EVERY = 500
 """Operations between two progress lines on stderr (operations so far, elapsed seconds)."""

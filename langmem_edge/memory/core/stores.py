@@ -19,14 +19,14 @@ Memory never imports the store layer (import-linter says so); a store that offer
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore, Op, PutOp
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 __all__ = ["KEYWORD_ONLY", "KeywordSearch", "ListsVectors", "NearestKeys", "PutExisting",
-           "PutNew", "atomic_put_limit", "distinct_text_batches", "ranks_keys",
+           "PutNew", "RewritesMatching", "atomic_put_limit", "distinct_text_batches", "ranks_keys",
            "reads_vectors"]
 
 KEYWORD_ONLY = "keyword:"
@@ -100,6 +100,27 @@ class PutExisting(Protocol):
         self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
         merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
     ) -> list[bool]: ...
+
+
+@runtime_checkable
+class RewritesMatching(Protocol):
+    """A store that reads the items matching a filter, lets its caller decide what to change,
+    and rewrites them as read, in one call (``ChromaStore``: one read, at most one update).
+
+    :meth:`ChromaStore.rewrite_matching` takes ``(namespace, filter, rewrite)``, where
+    ``rewrite(items)`` returns ``{key: changes}``; it returns the values written by key. On a
+    plain ``BaseStore`` a caller searches, then puts.
+    """
+
+    def rewrite_matching(
+        self, namespace: tuple[str, ...], /, filter: dict[str, Any],
+        rewrite: Callable[[list[Any]], Mapping[str, dict[str, Any]]], *, limit: int = ...,
+    ) -> dict[str, dict[str, Any]]: ...
+
+    async def arewrite_matching(
+        self, namespace: tuple[str, ...], /, filter: dict[str, Any],
+        rewrite: Callable[[list[Any]], Mapping[str, dict[str, Any]]], *, limit: int = ...,
+    ) -> dict[str, dict[str, Any]]: ...
 
 
 @runtime_checkable

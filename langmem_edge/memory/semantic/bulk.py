@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +57,7 @@ from langgraph.store.base import PutOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.core.plans import Plan
+from langmem_edge.memory.core.stores import RewritesMatching
 from langmem_edge.memory.index.store_io import plan_write_records, rewrites_existing
 from langmem_edge.memory.records import SUPERSEDABLE_KINDS, MemoryRecord, utcnow
 from langmem_edge.memory.semantic.access import (
@@ -235,6 +236,9 @@ class Riding:
     """The stored records they supersede: ``{id: changes}``, applied after the write."""
     flush: AccessFlush | None = None
     """Access counts whose items rode too."""
+    by_key: dict[str, set[str]] = field(default_factory=dict)
+    """The stored records each new one supersedes under its key, left to the key's settling
+    (a ``RewritesMatching`` store)."""
 
 
 def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: bool,
@@ -271,8 +275,11 @@ def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: b
         return None
     checked = []
     patches: dict[str, dict[str, Any]] = {}
+    settles_in_store = isinstance(ctx.store, RewritesMatching)
     for record in records:
         olds = key_superseded(ctx, record)
+        if settles_in_store:  # the key's settling supersedes these, in the store
+            riding.by_key[record.id] = set(olds)
         contradicts: list[str] = []
         if ctx.config.verification.enabled:
             replaces, contradicts = yield from plan_verify(ctx, record, olds)
@@ -281,7 +288,8 @@ def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: b
             olds += replaces
         if patches.keys() & olds:
             return None
-        patches.update((mid, superseded_changes(record.id, now)) for mid in olds)
+        patches.update((mid, superseded_changes(record.id, now)) for mid in olds
+                       if mid not in riding.by_key.get(record.id, ()))
         checked.append(record.model_copy(update={"contradicts": contradicts,
                                                  "supersedes": olds}))
     records, puts = new_puts(ctx, checked)
@@ -304,10 +312,14 @@ def plan_finish_riding(riding: Riding) -> Plan[list[MemoryRecord]]:
     assert riding.ctx is not None and riding.records is not None and riding.now is not None
     ctx, records = riding.ctx, riding.records
     access_written(riding.flush)
+    gone: list[str] = []
     if riding.patches:
         gone = yield from plan_write_records(ctx.store, ctx.index, patches=riding.patches)
-        records = yield from plan_unname_missed(ctx, records, set(gone))
-    return (yield from plan_settle_keys(ctx, records, riding.now))
+    settled: dict[str, str] = {}
+    records = yield from plan_settle_keys(ctx, records, riding.now, settled)
+    missed = set(gone) | {mid for r in records for mid in riding.by_key.get(r.id, ())
+                          if settled.get(mid) != r.id}
+    return (yield from plan_unname_missed(ctx, records, missed))
 
 
 def riding_failed(riding: Riding, error: Exception) -> None:

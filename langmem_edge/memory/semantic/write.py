@@ -40,7 +40,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import GetOp, SearchOp
 
@@ -48,7 +48,8 @@ from langmem_edge.errors import (
     BackendError,
     InvalidInputError,
 )
-from langmem_edge.memory.core.plans import Plan, batch
+from langmem_edge.memory.core.plans import Call, Plan, batch
+from langmem_edge.memory.core.stores import RewritesMatching
 from langmem_edge.memory.core.validate import (
     check_metadata,
     check_optional_name,
@@ -346,11 +347,17 @@ def plan_write(
     if rewrites_existing(ctx.store):  # the store judges which are still active: no read
         olds = [mid for mid in dict.fromkeys(superseded) if isinstance(mid, str) and mid]
         record = record.model_copy(update={"supersedes": olds, "contradicts": contradicts})
+        # the key's own olds are superseded by the settling, in the store, with any racer's
+        by_key = set(key_superseded(ctx, record)) if isinstance(
+            ctx.store, RewritesMatching) else set()
         flush = take_access(ctx.layout, ctx.index.access_writer, ctx.index)
         (record,) = yield from plan_commit_new(
-            ctx, [record], patches={mid: superseded_changes(record.id, now) for mid in olds},
-            flush=flush)
-        (record,) = yield from plan_settle_keys(ctx, [record], now)
+            ctx, [record], patches={mid: superseded_changes(record.id, now) for mid in olds
+                                    if mid not in by_key}, flush=flush)
+        settled: dict[str, str] = {}
+        (record,) = yield from plan_settle_keys(ctx, [record], now, settled)
+        missed = {mid for mid in by_key if settled.get(mid) != record.id}
+        (record,) = yield from plan_unname_missed(ctx, [record], missed)
         return record
     values = [superseded_value(o, record.id, now)
               for o in (yield from plan_fresh_active(ctx, superseded))]
@@ -362,18 +369,73 @@ def plan_write(
     return record
 
 
-def plan_settle_keys(ctx: ProfileContext, records: Sequence[MemoryRecord], now: datetime
-                     ) -> Plan[list[MemoryRecord]]:
+def plan_settle_keys(ctx: ProfileContext, records: Sequence[MemoryRecord], now: datetime,
+                     settled: dict[str, str] | None = None) -> Plan[list[MemoryRecord]]:
     """After writes by key, keep one active record under each key and scope of ``records``
     (one read of those keys, and one write only when some raced): writers that raced (each
     read before the other wrote) both left theirs active. The later to write sees the other
     in this read; every writer keeps the greatest id and supersedes the rest, so two that
-    see each other agree. Returns ``records``, those that lost superseded."""
+    see each other agree. On a :class:`~..core.stores.RewritesMatching` store the read and
+    the write are one call a key (the store reads the key's active records, this decides,
+    the store rewrites them as read). Returns ``records``, those that lost superseded;
+    ``settled`` gets ``{superseded id: winner}``."""
     keyed = [r for r in records
              if r.kind in SUPERSEDABLE_KINDS and r.key and r.status == "active"]
     if not keyed:
         return list(records)
     pairs = sorted({(r.scope, r.key) for r in keyed})
+    if isinstance(ctx.store, RewritesMatching) and len(pairs) <= SETTLE_SEARCHES_MAX:
+        winner_of = yield from _plan_settle_in_store(ctx, keyed, pairs, now)
+    else:
+        winner_of = yield from _plan_settle_read_then_write(ctx, keyed, pairs, now)
+    if settled is not None:
+        settled.update(winner_of)
+    return [r.model_copy(update={"status": "superseded", "superseded_by": winner_of[r.id],
+                                 "superseded_at": now}) if r.id in winner_of else r
+            for r in records]
+
+
+def _active_under(ctx: ProfileContext, key_id: str, v: dict[str, Any], key: str, scope: str
+                  ) -> bool:
+    """Whether stored value ``v`` (its item's key ``key_id``) is an active fact or
+    instruction of this profile under ``key`` and ``scope``."""
+    return (v.get("profile") == ctx.profile and v.get("id") == key_id and v.get("key") == key
+            and (v.get("scope") or "agent") == scope and v.get("status") == "active"
+            and v.get("kind") in SUPERSEDABLE_KINDS)
+
+
+def _plan_settle_in_store(ctx: ProfileContext, keyed: Sequence[MemoryRecord],
+                          pairs: Sequence[tuple[str, str]], now: datetime
+                          ) -> Plan[dict[str, str]]:
+    """:func:`plan_settle_keys` by ``rewrite_matching``: one call (a read, and an update
+    when some lost) a key; returns ``{loser: winner}``."""
+    store = cast(RewritesMatching, ctx.store)
+    winner_of: dict[str, str] = {}
+    for scope, key in pairs:
+        mine = {r.id for r in keyed if (r.scope, r.key) == (scope, key)}
+
+        def decide(items: list[Any], mine: set[str] = mine, scope: str = scope,
+                   key: str = key) -> dict[str, dict[str, Any]]:
+            found = {it.key for it in items if _active_under(ctx, it.key, it.value, key, scope)}
+            winner = max(found | mine)
+            winner_of.update((mid, winner) for mid in (found | mine) - {winner})
+            return {mid: superseded_changes(winner, now) for mid in found - {winner}}
+
+        written = yield Call(store.rewrite_matching, store.arewrite_matching,
+                             (ctx.layout.memories,
+                              {"key": key, "scope": scope, "status": "active"}, decide))
+        with ctx.index.lock:
+            for value in written.values():
+                ctx.index.apply(value)
+    return winner_of
+
+
+def _plan_settle_read_then_write(ctx: ProfileContext, keyed: Sequence[MemoryRecord],
+                                 pairs: Sequence[tuple[str, str]], now: datetime
+                                 ) -> Plan[dict[str, str]]:
+    """:func:`plan_settle_keys` on other stores: one read of the keys (of the profile, for
+    more than :data:`SETTLE_SEARCHES_MAX`), then the losers' rewrite; returns ``{loser:
+    winner}``."""
     if len(pairs) > SETTLE_SEARCHES_MAX:  # a bulk chunk: one read of the profile
         (items,) = yield batch(ctx.store, [SearchOp(ctx.layout.memories, limit=LOAD_LIMIT)])
         by_pair: dict[tuple[str, str], list[Any]] = {p: [] for p in pairs}
@@ -392,26 +454,19 @@ def plan_settle_keys(ctx: ProfileContext, records: Sequence[MemoryRecord], now: 
     for (scope, key), items in zip(pairs, found, strict=True):
         ids = actives[(scope, key)] = set()
         for it in items:
-            v = it.value
-            if (v.get("profile") == ctx.profile and v.get("id") == it.key
-                    and v.get("key") == key and (v.get("scope") or "agent") == scope
-                    and v.get("status") == "active" and v.get("kind") in SUPERSEDABLE_KINDS):
+            if _active_under(ctx, it.key, it.value, key, scope):
                 ids.add(it.key)
-                held[it.key] = dict(v)
+                held[it.key] = dict(it.value)
     winner_of: dict[str, str] = {}
     for record in keyed:
         ids = actives[(record.scope, record.key)] | {record.id}
         winner = max(ids)
         winner_of.update((mid, winner) for mid in ids - {winner})
-    if not winner_of:
-        return list(records)
     losers = [held[mid] for mid in sorted(winner_of) if mid in held]
-    if rewrites_existing(ctx.store):  # applied to the records as stored, if still active
+    if losers and rewrites_existing(ctx.store):  # applied to the records as stored
         yield from plan_commit_new(ctx, [], patches={
             o["id"]: superseded_changes(winner_of[o["id"]], now) for o in losers})
-    else:
+    elif losers:
         yield from plan_commit_new(ctx, [], [superseded_value(o, winner_of[o["id"]], now)
                                              for o in losers])
-    return [r.model_copy(update={"status": "superseded", "superseded_by": winner_of[r.id],
-                                 "superseded_at": now}) if r.id in winner_of else r
-            for r in records]
+    return winner_of
