@@ -233,6 +233,8 @@ def test_first_text_only_ranks_by_the_first_text_in_one_call_a_round(
     calls = Calls(store)
     first = store.nearest_keys(("m",), "sourdough bread 3", limit=5, first_text_only=True)
     assert calls.names in (["get"], ["query"])  # one collection asked
+    with pytest.raises(InvalidInputError, match="first_text_only"):
+        store.nearest_keys(("m",), "bread", first_text_only="yes")  # type: ignore[arg-type]
     assert first[0].key != "two"  # by its first text only
     rest = [h.key for h in both if h.key != "two"]
     ones = [h.key for h in first if h.key != "two"]

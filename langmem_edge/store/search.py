@@ -154,7 +154,7 @@ class SearchMixin:
         Raises:
             ConfigurationError: The store has no index config (nothing is embedded).
             EmbeddingError: Embedding the query failed.
-            InvalidInputError: Bad prefix or limit.
+            InvalidInputError: Bad prefix, limit or first_text_only.
         """
         prefix = tuple(namespace_prefix)
         if not all(isinstance(label, str) for label in prefix):
@@ -166,6 +166,8 @@ class SearchMixin:
             raise ConfigurationError("nearest_keys needs a store created with an index config")
         if not isinstance(query, str) or not query:
             raise InvalidInputError("query must be a non-empty string")
+        if not isinstance(first_text_only, bool):
+            raise InvalidInputError(f"first_text_only must be a bool, got {first_text_only!r}")
         try:
             vector = self.embeddings.embed_query(query)
         except Exception as e:

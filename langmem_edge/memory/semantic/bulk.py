@@ -57,7 +57,6 @@ from langgraph.store.base import PutOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.core.plans import Plan
-from langmem_edge.memory.core.stores import RewritesMatching
 from langmem_edge.memory.index.store_io import plan_write_records, rewrites_existing
 from langmem_edge.memory.records import SUPERSEDABLE_KINDS, MemoryRecord, utcnow
 from langmem_edge.memory.semantic.access import (
@@ -70,6 +69,7 @@ from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.write import (
     WriteSpec,
     key_superseded,
+    left_to_settling,
     new_puts,
     plan_commit_new,
     plan_flush_access,
@@ -275,11 +275,9 @@ def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: b
         return None
     checked = []
     patches: dict[str, dict[str, Any]] = {}
-    settles_in_store = isinstance(ctx.store, RewritesMatching)
     for record in records:
         olds = key_superseded(ctx, record)
-        if settles_in_store:  # the key's settling supersedes these, in the store
-            riding.by_key[record.id] = set(olds)
+        riding.by_key[record.id] = left_to_settling(ctx, olds)
         contradicts: list[str] = []
         if ctx.config.verification.enabled:
             replaces, contradicts = yield from plan_verify(ctx, record, olds)
@@ -289,7 +287,7 @@ def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: b
         if patches.keys() & olds:
             return None
         patches.update((mid, superseded_changes(record.id, now)) for mid in olds
-                       if mid not in riding.by_key.get(record.id, ()))
+                       if mid not in riding.by_key[record.id])
         checked.append(record.model_copy(update={"contradicts": contradicts,
                                                  "supersedes": olds}))
     records, puts = new_puts(ctx, checked)

@@ -217,6 +217,13 @@ def key_superseded(ctx: ProfileContext, record: MemoryRecord) -> list[str]:
     ]
 
 
+def left_to_settling(ctx: ProfileContext, under_key: Sequence[str]) -> set[str]:
+    """Of the records a new one supersedes under its key (``under_key``), those the key's
+    settling supersedes in the store (a ``RewritesMatching`` store: all of them, with any
+    racer's), so the write itself does not rewrite them first."""
+    return set(under_key) if isinstance(ctx.store, RewritesMatching) else set()
+
+
 def superseded_changes(new_id: str, now: datetime) -> dict[str, Any]:
     """The fields that mark a stored value superseded by ``new_id`` at ``now``."""
     stamp = now.isoformat()
@@ -339,7 +346,8 @@ def plan_write(
     now = utcnow()
     record = prepare(ctx, spec, now)
     ctx = yield from plan_read_keyed(ctx, record)
-    superseded = list(dict.fromkeys([*supersede, *key_superseded(ctx, record)]))
+    under_key = key_superseded(ctx, record)
+    superseded = list(dict.fromkeys([*supersede, *under_key]))
     contradicts: list[str] = []
     if ctx.config.verification.enabled if verify is None else verify:
         replaces, contradicts = yield from plan_verify(ctx, record, superseded)
@@ -347,9 +355,7 @@ def plan_write(
     if rewrites_existing(ctx.store):  # the store judges which are still active: no read
         olds = [mid for mid in dict.fromkeys(superseded) if isinstance(mid, str) and mid]
         record = record.model_copy(update={"supersedes": olds, "contradicts": contradicts})
-        # the key's own olds are superseded by the settling, in the store, with any racer's
-        by_key = set(key_superseded(ctx, record)) if isinstance(
-            ctx.store, RewritesMatching) else set()
+        by_key = left_to_settling(ctx, under_key)
         flush = take_access(ctx.layout, ctx.index.access_writer, ctx.index)
         (record,) = yield from plan_commit_new(
             ctx, [record], patches={mid: superseded_changes(record.id, now) for mid in olds
