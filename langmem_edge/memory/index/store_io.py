@@ -166,6 +166,7 @@ def plan_write_records(
     reindex: bool = False,
     fresh: bool = False,
     patches: Mapping[str, dict[str, Any]] | None = None,
+    patch_when: Mapping[str, Any] | None = None,
     blind: Sequence[PutOp] = (),
 ) -> Plan[list[str]]:
     """Write ``new`` records and ``rewrites`` of stored ones (``(value, index_arg)`` pairs)
@@ -183,7 +184,8 @@ def plan_write_records(
     ``patches`` (``{id: changes}``, on a :func:`rewrites_existing` store only): changes
     applied by the store to the stored value of each record that is still active (judged on
     the store's own read: the caller reads nothing first); the ids not patched are returned
-    with the gone. ``blind``: puts of items only this writer writes (access counts), in the
+    with the gone (``patch_when``: the fields a record must hold instead, default active and
+    this profile's). ``blind``: puts of items only this writer writes (access counts), in the
     same call as the new records.
     """
     new, rewrites = list(new), list(rewrites)
@@ -217,8 +219,8 @@ def plan_write_records(
                  else (layout.memories, mid, changes, False) for mid, changes in patches.items()]
         rewriting = cast(PutExisting, store)
         done = yield Call(rewriting.put_existing, rewriting.aput_existing, (items,),
-                          {"merge": True, "when": {"status": "active", "profile": index.profile},
-                           "confirm": False})
+                          {"merge": True, "confirm": False, "when": patch_when or {
+                              "status": "active", "profile": index.profile}})
         patched = {mid: changes for (mid, changes), ok in zip(patches.items(), done, strict=True)
                    if ok}
         gone += [mid for mid in patches if mid not in patched]

@@ -324,14 +324,16 @@ def plan_unname_missed(ctx: ProfileContext, records: Sequence[MemoryRecord],
                        missed: set[str]) -> Plan[list[MemoryRecord]]:
     """``records`` (written) without the ids in ``missed`` in their ``supersedes``: records
     their patches found no longer active (another writer superseded or deleted them first:
-    not ours to name). Those that named one are rewritten (where they still exist)."""
+    not ours to name). Those that named one get that one field changed in the store, as
+    stored (never their whole value: a racer may have superseded them since)."""
     fixed = {r.id: r.model_copy(update={"supersedes": [m for m in r.supersedes
                                                          if m not in missed]})
              for r in records if missed.intersection(r.supersedes)}
     if fixed:
-        values = [store_value(ctx, r) for r in fixed.values()]
-        yield from plan_write_records(ctx.store, ctx.index, (),
-                                      [(v, ctx.index_arg(v)) for v in values])
+        yield from plan_write_records(
+            ctx.store, ctx.index, patches={mid: {"supersedes": r.supersedes}
+                                           for mid, r in fixed.items()},
+            patch_when={"profile": ctx.profile})
     return [fixed.get(r.id, r) for r in records]
 
 
