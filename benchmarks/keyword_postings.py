@@ -114,6 +114,7 @@ class Routes:
         self.calls = 0
         got = self.items.get(where=self.scope, include=["documents"])
         self.all = self._tfs(dict(zip(got["ids"], got["documents"], strict=True)))
+        self.n = len(self.all)
         self.avglen = statistics.mean(length for _, length in self.all.values())
 
     def get(self, **kw: Any) -> dict[str, Any]:
@@ -172,6 +173,34 @@ class Routes:
                     scores[i] = scores.get(i, 0.0) + idf * tf[t] * (self.k1 + 1) / (tf[t] + norm)
         return sorted(scores, key=lambda i: (-scores[i], i))[:10]
 
+    def one_call(self, query: str, terms: list[str], docs: bool = False) -> list[str]:
+        """One ``get`` with an ``$or`` of the qualified terms, the rows' ``kq`` read (exact df
+        of every query term among the rows returned, which are all rows holding one)."""
+        uniq = list(dict.fromkeys(terms))
+        if not uniq:
+            return []
+        qual = {f"{self.tag}:{t}": t for t in uniq}
+        clauses = [{"kq": {"$contains": q}} for q in qual]
+        where = clauses[0] if len(clauses) == 1 else {"$or": clauses}
+        got = self.get(where=where, include=["metadatas", "documents"] if docs else ["metadatas"])
+        held: dict[str, list[str]] = {}
+        df: dict[str, int] = {}
+        for iid, meta in zip(got["ids"], got["metadatas"], strict=True):
+            mine = [qual[q] for q in meta.get("kq", ()) if q in qual]
+            held[iid] = mine
+            for t in mine:
+                df[t] = df.get(t, 0) + 1
+        n = self.n
+        binary = {i: sum(bm25_idf(df[t], n) for t in ts) for i, ts in held.items()}
+        top = sorted(binary, key=lambda i: (-binary[i], i))[: self.depth]
+        return top[:10]
+
+    def ids_or(self, query: str, terms: list[str]) -> list[str]:
+        uniq = list(dict.fromkeys(terms))
+        clauses = [{"kq": {"$contains": f"{self.tag}:{t}"}} for t in uniq]
+        where = clauses[0] if len(clauses) == 1 else {"$or": clauses}
+        return self.get(where=where, include=[])["ids"][:10]
+
 
 def single_calls(r: Routes) -> list[list[object]]:
     def timed(**kw: Any) -> tuple[float, int]:
@@ -216,7 +245,8 @@ def main() -> None:
         print(table(["ids-only get", "rows", "scope where, ms", "qualified term, ms"],
                     single_calls(r)))
         routes = {"fetch": r.fetch, "tagged": r.tagged,
-                  "tagged-capped": lambda q, t: r.tagged(q, t, args.cap)}
+                  "tagged-capped": lambda q, t: r.tagged(q, t, args.cap),
+                  "one-call": r.one_call, "ids-or": r.ids_or}
         ms: dict[str, list[float]] = {k: [] for k in routes}
         calls: dict[str, list[int]] = {k: [] for k in routes}
         agree: dict[str, list[float]] = {k: [] for k in routes}

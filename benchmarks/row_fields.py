@@ -13,7 +13,8 @@ The rows are real: ``--profiles`` profiles of ``--memories`` memories written th
 item rows copied into in-memory collections that keep only some fields. Every variant is read
 by the same ids, ``--reads`` times, interleaved; p50 ms and microseconds per row. One more
 row is what a recall reads since schema 5: the store's rows with their embeddings, one
-``get``.
+``get``; two more are rows whose value and bookkeeping (the fields no ``where`` names) moved
+into the document, read with ``include=["documents"]`` (schema 6's candidate).
 
 Run::
 
@@ -24,6 +25,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -57,6 +59,21 @@ def variants() -> dict[str, Callable[[Meta], Meta]]:
     }
 
 
+MOVED = ("v", "ca", "ua", "ttl", "nv", "vg", "vt", "ns", "k")
+"""Fields no ``where`` names: read, never filtered on (schema 6 keeps them in the document)."""
+
+
+def document_variants() -> dict[str, Callable[[Meta], Meta]]:
+    """Rows whose value and bookkeeping are in the document, read with ``include=
+    ["documents"]``: Chroma still reads each row's scalar fields, not its lists."""
+    return {
+        "value in the document, documents read (schema 6)": lambda m: {
+            k: v for k, v in m.items() if k not in MOVED},
+        "the same without the filter mirrors": lambda m: {
+            k: v for k, v in m.items() if k not in MOVED and not k.startswith(("f:", "g:"))},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profiles", type=int, default=2)
@@ -86,6 +103,14 @@ def main() -> None:
             name: (lambda col=col, n=n: col.get(ids=rows["ids"],
                                                 include=["metadatas"] if n else []))
             for name, (col, n) in cols.items()}
+        for i, (name, keep) in enumerate(document_variants().items()):
+            col = client.create_collection(f"document-{i}", embedding_function=None)
+            col.upsert(ids=rows["ids"], embeddings=[[1.0]] * len(rows["ids"]),
+                       metadatas=[keep(m) for m in rows["metadatas"]],
+                       documents=[json.dumps({k: m[k] for k in MOVED if k in m})
+                                  for m in rows["metadatas"]])
+            cols[name] = (col, len(keep(rows["metadatas"][0])))
+            reads[name] = lambda col=col: col.get(ids=rows["ids"], include=["documents"])
         # what a recall reads: the item rows with their vectors (schema 5: one get)
         reads["a recall's read: the rows with their vectors (one get)"] = lambda: (
             items.get(ids=rows["ids"], include=["metadatas", "embeddings"]))

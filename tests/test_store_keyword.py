@@ -103,7 +103,7 @@ def test_hybrid_keyword_channel_agrees_with_keyword_search(chroma_store_factory:
     assert [h.key for h in store.keyword_search(("u",), query)] == [k for _, k in by_rank][:10]
 
 
-def test_a_small_scope_costs_one_get_and_a_large_one_two(
+def test_a_small_scope_costs_one_get_and_a_large_one_a_get_per_term_and_two(
     chroma_store_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = chroma_store_factory(index=index())
@@ -116,7 +116,12 @@ def test_a_small_scope_costs_one_get_and_a_large_one_two(
     store.keyword_search(("u", "a"), "apple banana")  # learns the scope is large
     calls.seen.clear()
     store.keyword_search(("u", "a"), "apple banana")
-    assert calls.seen == [("items", "get"), ("items", "get")]  # the rows, the count
+    # the count, each term's rows (ids), the candidates' documents
+    assert calls.seen == [("items", "get")] * 4
+    calls.seen.clear()
+    many = " ".join(f"word{i}" for i in range(keyword.MAX_POSTING_TERMS + 5))
+    store.keyword_search(("u", "a"), many)
+    assert len(calls.seen) <= keyword.MAX_POSTING_TERMS + 2
 
 
 def test_filter_limit_and_bad_input(chroma_store_factory: Any) -> None:
@@ -412,7 +417,8 @@ def test_field_weights_rank_as_the_in_process_bm25f(
     chroma_store_factory: Any, monkeypatch: pytest.MonkeyPatch, scan_rows: int
 ) -> None:
     """Per-call field weights (BM25F, unnamed fields 0) rank as the package's BM25F over the
-    same fields, on both routes (length normalisation off on the second, as above)."""
+    same fields, on both routes (length normalisation off on the second, as above; its
+    candidates here are every row holding a term, so frequencies are counted per field)."""
     monkeypatch.setattr(keyword, "KEYWORD_SCAN_ROWS", scan_rows)
     b = 0.75 if scan_rows > 40 else 0.0
     store = chroma_store_factory(index=index(), hybrid={"keyword": {"b": b}})

@@ -182,13 +182,16 @@ def rank_documents(
     k1: float = DEFAULT_K1,
     b: float = DEFAULT_B,
     limit: int | None = None,
+    df: Mapping[str, int] | None = None,
 ) -> list[ScoredDoc]:
     """BM25 of ``docs`` (``id -> (weighted tfs, weighted length)``, see :func:`weighted_tf`)
     against ``terms``, with the corpus size ``n`` and average length ``avglen`` given by the
     caller: best first, ties by id ascending, as :meth:`BM25Index.search` ranks.
 
     ``docs`` must hold every document of the corpus that contains a query term: each term's
-    document frequency is counted from them. The arithmetic is :meth:`BM25Index.search`'s,
+    document frequency is counted from them; or ``df`` gives each term's document frequency
+    (then ``docs`` may be any of the corpus's documents, and a term it omits scores
+    nothing). The arithmetic is :meth:`BM25Index.search`'s,
     term by term in query order, so an index of the same corpus gives the same scores.
     """
     query = list(dict.fromkeys(terms))
@@ -197,9 +200,10 @@ def rank_documents(
     scores: dict[str, float] = {}
     for term in query:
         holders = [(i, tf[term]) for i, (tf, _) in docs.items() if term in tf]
-        if not holders:
+        count = len(holders) if df is None else df.get(term, 0)
+        if not holders or not count:
             continue
-        idf = bm25_idf(len(holders), n)
+        idf = bm25_idf(count, n)
         for doc_id, tf_value in holders:
             if avglen:
                 norm = k1 * ((1.0 - b) + b * docs[doc_id][1] / avglen)

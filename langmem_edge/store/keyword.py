@@ -9,17 +9,23 @@ namespace prefix):
 documents, scored in process. Exact: N, the average length and every document frequency
 come from all of the scope's documents.
 
-**Larger scopes**: one ``get`` with the scope's ``where`` and an ``$or`` of
-``{"kt": {"$contains": term}}`` (and ``{"ky": {"$contains": word}}`` for the key channel),
-documents only. Every row holding a query term comes back, so document frequencies, term
-frequencies and lengths are exact; the scope's document count N comes from a second, id-only
-``get`` (``kl != 0``: rows with terms), exact. The average length is the one figure not read
-whole: it is the mean length of the rows returned (those holding a query term), which runs
-above the scope's mean (longer texts hold more terms), so length normalisation is a little
-milder than an exact index's. On the sample measured (``benchmarks/store_keyword.py``) the
-top ten agreed with the exact ranking on every query; see docs/store.md for the figures. A
-row past :data:`~langmem_edge.retrieval.keywords.MAX_ROW_TERMS` distinct terms is not found
-here by a term beyond the cap.
+**Larger scopes**: the rows holding each query term, ids only (one ``get`` per distinct
+term, the scope's ``where`` and ``{"kt": {"$contains": term}}``: Chroma answers it from
+SQLite's index on the field, ~0.3 ms for a rare term and ~2.5 ms for one in 1,000 rows), and
+the scope's document count N (one id-only ``get``, ``kl != 0``), so every document frequency
+and N are exact. The rows are ranked by the idf sum of the terms they hold; the documents of
+the best :data:`KEYWORD_CANDIDATES` (or three times ``limit``) are read (one ``get``) and
+scored by BM25F exactly. What is approximate: a row outside those candidates is not
+ranked (it holds only common query terms, or fewer of them); when some rows are left out,
+a document frequency counts the rows holding the term in any field, also one that the
+``field_weights`` weigh 0 (when none is left out, it is counted from the documents, per
+field); and the average length is the
+mean of the rows read, which runs above the scope's mean (longer texts hold more terms).
+A query's terms past :data:`MAX_POSTING_TERMS` are not fetched. Measured in
+``benchmarks/keyword_postings.py`` (docs/retrieval.md): 16 ms against 137 ms for fetching
+every row holding a term with its document, top ten 0.97 of the exact ranking's, at 1,000
+messages. A row past :data:`~langmem_edge.retrieval.keywords.MAX_ROW_TERMS` distinct terms
+is not found here by a term beyond the cap.
 
 Which route a scope takes is a per-process hint (:attr:`_large_keyword_scopes`): a scope found
 larger than :data:`KEYWORD_SCAN_ROWS` goes to the second route at once from then on, and back
@@ -46,6 +52,8 @@ from langmem_edge.retrieval import HybridConfig
 from langmem_edge.retrieval.bm25 import weighted_tf
 from langmem_edge.retrieval.keywords import (
     LENGTH_FIELD,
+    TERMS_FIELD,
+    bm25_idf,
     decode_keyword_document,
     match_where,
     rank_documents,
@@ -65,6 +73,14 @@ KEYWORD_SCAN_ROWS = 300
 scores exactly, instead of fetching the rows that hold a query term. Measured on chromadb
 1.5.9 (``benchmarks/keyword_channel.py``, docs/store.md): reading a profile of 100 documents
 whole costs 6 ms against 14 ms for the term fetch, 40 against 25 ms at 1,000."""
+
+KEYWORD_CANDIDATES = 100
+"""Rows of a large scope whose documents a keyword search reads and scores exactly (or three
+times its ``limit``, when larger): the best by the idf sum of the query terms they hold."""
+
+MAX_POSTING_TERMS = 16
+"""Most distinct query terms, in query order, whose rows a large scope's search fetches (one
+id-only ``get`` each); a term past them adds nothing to the search."""
 
 MAX_SCOPES_KEPT = 4096
 """Scopes remembered as too large to read whole (then the hint starts over)."""
@@ -184,17 +200,9 @@ class KeywordMixin:
                     self._large_keyword_scopes.clear()
                 self._large_keyword_scopes[prefix] = len(got["ids"])
         exact = docs is not None
+        df: dict[str, int] | None = None
         if docs is None:
-            where = layout.and_where([scope, match_where(terms, words)])
-            got = self._call(self._items.get, where=where, include=["documents"])
-            docs = dict(zip(got["ids"], got["documents"] or [], strict=True))
-            if terms:
-                # $ne, not $gt: a range on it made Chroma walk the field's index (measured:
-                # 110-140 ms against 15 ms on a scope of 1,000 rows of 50,000)
-                counted = layout.and_where([scope, {LENGTH_FIELD: {"$ne": 0}}])
-                n = len(self._call(self._items.get, where=counted, include=[])["ids"])
-                if n <= KEYWORD_SCAN_ROWS // 2:
-                    self._large_keyword_scopes.pop(prefix, None)
+            docs, n, df = self._posting_route(prefix, scope, terms, words, limit)
         decoded = {iid: decode_keyword_document(doc) for iid, doc in docs.items()}
         if terms:
             cfg = self.hybrid_config["keyword"]
@@ -214,12 +222,47 @@ class KeywordMixin:
             out["keyword"] = [
                 (h.id, h.score)
                 for h in rank_documents(tfs, terms, n=n, avglen=avglen, k1=cfg["k1"],
-                                        b=cfg["b"], limit=limit)
+                                        b=cfg["b"], limit=limit, df=df)
             ]
         if words:
             out["key"] = rank_keys({i: d.segments for i, d in decoded.items()}, words,
                                    limit=limit)
         return out
+
+    def _posting_route(
+        self, prefix: tuple[str, ...], scope: dict[str, Any], terms: list[str],
+        words: list[str], limit: int | None,
+    ) -> tuple[dict[str, str], int, dict[str, int] | None]:
+        """A large scope's candidates (the module docstring): ``(documents, N, df)``, df None
+        when every row holding a query term is among the documents (count them there: exact
+        per field too)."""
+        n, df, binary = 0, {}, {}
+        if terms:
+            # $ne, not $gt: a range on it made Chroma walk the field's index (measured:
+            # 110-140 ms against 15 ms on a scope of 1,000 rows of 50,000)
+            counted = layout.and_where([scope, {LENGTH_FIELD: {"$ne": 0}}])
+            n = len(self._call(self._items.get, where=counted, include=[])["ids"])
+            if n <= KEYWORD_SCAN_ROWS // 2:
+                self._large_keyword_scopes.pop(prefix, None)
+            for term in list(dict.fromkeys(terms))[:MAX_POSTING_TERMS]:
+                ids = self._call(self._items.get, include=[], where=layout.and_where(
+                    [scope, {TERMS_FIELD: {"$contains": term}}]))["ids"]
+                df[term] = len(ids)
+                idf = bm25_idf(len(ids), n) if ids else 0.0
+                for iid in ids:
+                    binary[iid] = binary.get(iid, 0.0) + idf
+        depth = KEYWORD_CANDIDATES if limit is None else max(KEYWORD_CANDIDATES, 3 * limit)
+        wanted = sorted(binary, key=lambda i: (-binary[i], i))[:depth]
+        every = len(wanted) == len(binary) and len(df) == len(set(terms))
+        if words:
+            where = layout.and_where([scope, match_where([], words)])
+            wanted += self._call(self._items.get, where=where, include=[])["ids"]
+        if not wanted:
+            return {}, n, df
+        got = self._call(self._items.get, ids=list(dict.fromkeys(wanted)),
+                         include=["documents"])
+        return (dict(zip(got["ids"], got["documents"] or [], strict=True)), n,
+                None if every else df)
 
     def _admit_ranked(
         self, ranked: Ranking, filter: dict[str, Any], limit: int
