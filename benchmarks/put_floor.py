@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, store: ChromaStore, label: str) -> None:
 
     def replay(j: int, tag: str, read: bool = False) -> None:
         if read:
-            raw_items.get(ids=[f"{tag}{j}-x"], include=["metadatas", "embeddings"])
+            raw_items.get(ids=[f"{tag}{j}-x"], include=["documents", "embeddings"])
         for name, kw in last.get("rows", []):
             raw[name].upsert(**{**kw, "ids": [f"{tag}{j}-{i}" for i in kw["ids"]]})
 

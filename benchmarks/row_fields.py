@@ -41,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median, table  # noqa: E402
 from memory_scale import build  # noqa: E402
 
+from langmem_edge.store import layout  # noqa: E402
+
 Meta = dict[str, Any]
 
 
@@ -90,7 +92,14 @@ def main() -> None:
         first = items.get(limit=1, include=["metadatas"])["metadatas"][0]
         depth = int(first["nd"])
         rows = items.get(where={f"p{depth}": first[f"p{depth}"]},
-                         include=["metadatas"])
+                         include=["metadatas", "documents"])
+        # the fields as schema 5 kept them, all in the metadata (schema 6 moved some into
+        # the document): the variants below lay them out anew
+        rows["metadatas"] = [{**meta, **{k: v for k, v in (layout.read_row(doc) or {}).items()
+                                         if k != layout.FILTER_KEYS}}
+                             for meta, doc in zip(rows["metadatas"], rows["documents"],
+                                                  strict=True)]
+        first = rows["metadatas"][0]
         client = chromadb.EphemeralClient()
         cols = {}
         for i, (name, keep) in enumerate(variants().items()):
@@ -112,8 +121,8 @@ def main() -> None:
             cols[name] = (col, len(keep(rows["metadatas"][0])))
             reads[name] = lambda col=col: col.get(ids=rows["ids"], include=["documents"])
         # what a recall reads: the item rows with their vectors (schema 5: one get)
-        reads["a recall's read: the rows with their vectors (one get)"] = lambda: (
-            items.get(ids=rows["ids"], include=["metadatas", "embeddings"]))
+        reads["a recall's read: the rows with their vectors (one get, schema 6)"] = lambda: (
+            items.get(ids=rows["ids"], include=["documents", "embeddings"]))
         cols.update({name: (None, 0) for name in reads if name not in cols})
         times: dict[str, list[float]] = {name: [] for name in reads}
         load = os.getloadavg()

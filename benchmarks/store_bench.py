@@ -188,7 +188,7 @@ def part_listing(args: argparse.Namespace) -> str:
         where = {"p2": "bench\x1fuser3"}
         store.search(ns, limit=10)  # the first listing of a prefix reads it once
         rounds = range(args.queries)
-        raw = [timed(lambda: store._items.get(where=where, limit=10, include=["metadatas"]))
+        raw = [timed(lambda: store._items.get(where=where, limit=10, include=["documents"]))
                for _ in rounds]
         first = [timed(lambda: store.search(ns, limit=10)) for _ in rounds]
         tenth = [timed(lambda: store.search(ns, limit=10, offset=90)) for _ in rounds]

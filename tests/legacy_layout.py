@@ -1,6 +1,7 @@
-"""Turn a ``ChromaStore``'s collections back into the schema 4 layout (item rows in
-``<prefix>-items`` with the constant 1-d vector), so tests can write older layouts with
-today's code and open them again."""
+"""Turn a ``ChromaStore``'s collections back into older layouts, so tests can write them with
+today's code and open them again: schema 5 (the row's value and bookkeeping in its metadata,
+:func:`to_schema_5`) and schema 4 (item rows in ``<prefix>-items`` with the constant 1-d
+vector, :func:`to_schema_4`)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,36 @@ from langmem_edge.store import layout
 from langmem_edge.store.base import ChromaStore
 
 
+def schema_5_rows(got: dict[str, Any]) -> dict[str, Any]:
+    """A ``get`` result of schema 6 rows (metadatas and documents included) as schema 5 stored
+    them: the document's ``"m"`` fields back in the metadata, the keyword document alone."""
+    metas, docs = [], []
+    for meta, doc in zip(got["metadatas"], got["documents"], strict=True):
+        data = json.loads(doc)
+        row = data.pop("m")
+        row.pop(layout.FILTER_KEYS, None)
+        metas.append({**meta, **row})
+        docs.append(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return {**got, "metadatas": metas, "documents": docs}
+
+
+def to_schema_5(store: ChromaStore) -> None:
+    """Rewrite ``store``'s item rows as schema 5 and mark its rows collection so. The store
+    must not be used after."""
+    got = schema_5_rows(store._items.get(include=["metadatas", "documents", "embeddings"]))
+    if got["ids"]:
+        store._items.upsert(ids=got["ids"], metadatas=got["metadatas"],
+                            documents=got["documents"], embeddings=list(got["embeddings"]))
+    meta = {k: v for k, v in (store._items.metadata or {}).items() if not k.startswith("hnsw:")}
+    store._items.modify(metadata={**meta, SCHEMA_KEY: 5})
+
+
 def to_schema_4(store: ChromaStore) -> Any:
     """Copy ``store``'s item rows into ``<prefix>-items`` (schema 4), with each item's first
     vector back in ``<prefix>-vectors`` as row ``j == 0``; delete its rows collection; return
     the new items collection. The store must not be used after."""
     client = store._client
-    got = store._items.get(include=["metadatas", "documents", "embeddings"])
+    got = schema_5_rows(store._items.get(include=["metadatas", "documents", "embeddings"]))
     firsts = [(iid, meta, emb) for iid, meta, emb in zip(
         got["ids"], got["metadatas"], got["embeddings"], strict=True) if meta["nv"]]
     if firsts:

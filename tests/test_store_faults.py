@@ -296,7 +296,7 @@ def test_a_listing_reads_about_what_it_returns(chroma_store_factory: Any) -> Non
 
     def counting(fn: Any, *args: Any, **kwargs: Any) -> Any:
         out = inner(fn, *args, **kwargs)
-        if fn.__name__ == "get" and kwargs.get("include") == ["metadatas"]:
+        if fn.__name__ == "get" and kwargs.get("include") == ["documents"]:
             rows_read.append(len(out["ids"]))
         return out
 

@@ -163,7 +163,11 @@ def test_the_row_carries_its_terms_and_the_cap(chroma_store_factory: Any,
     meta, doc = got["metadatas"][0], json.loads(got["documents"][0])
     assert meta[TERMS_FIELD] == ["run", "runner", "dark", "theme"]
     assert meta["ky"] == ["pref", "ui", "theme"] and meta["kl"] == 5
+    row = doc.pop("m")
     assert doc == {"f": {"text": "run runner run dark theme"}, "k": ["pref", "ui", "theme"]}
+    assert row["k"] == "pref.ui_theme" and json.loads(row["v"])["text"].startswith("Running")
+    assert row["fk"] == ["f:text"]
+    assert not set(layout.DOCUMENT_ONLY) & meta.keys()  # schema 6
     assert "kw" not in meta and "ks" not in meta
     many = " ".join(f"w{i}x" for i in range(MAX_ROW_TERMS + 10))
     store.put(("c",), "long", {"text": many})

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from legacy_layout import to_schema_5
 
 from langmem_edge import ChromaStore
 from langmem_edge._chroma import SCHEMA_KEY
@@ -63,9 +64,11 @@ def test_a_store_of_the_previous_release_is_copied_once_and_loses_nothing(
     check_answers(store)
     # every item row holds its first text's vector (the one without vectors a placeholder);
     # -vectors keeps the rows of later texts only
-    rows = store._items.get(include=["metadatas", "embeddings"])
+    rows = store._items.get(include=["documents", "embeddings"])
     model = FakeEmbeddings(16)
-    for meta, emb in zip(rows["metadatas"], rows["embeddings"], strict=True):
+    for doc, emb in zip(rows["documents"], rows["embeddings"], strict=True):
+        meta = layout.read_row(doc)
+        assert meta is not None  # copied as schema 6
         if meta["nv"]:
             first = model.embed_documents([json.loads(meta["v"])["text"]])[0]
             assert list(emb) == pytest.approx(first, abs=1e-6)
@@ -154,3 +157,61 @@ def test_a_store_opened_with_other_dims_is_refused(tmp_path: Path) -> None:
     ChromaStore.from_path(path, index=index(16)).close()
     with pytest.raises(ConfigurationError, match="16-dimensional"):
         ChromaStore.from_path(path, index=index(8))
+
+
+def test_a_schema_5_store_moves_its_values_into_the_documents_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rows collection of schema 5 (value and bookkeeping in the metadata) is rewritten in
+    place at the first open, page by page with a progress line, losing nothing; a crash
+    half-way leaves rows of both shapes, which read alike, and the next open finishes."""
+    path = str(tmp_path / "s5")
+    store = ChromaStore.from_path(path, index=index())
+    for i in range(30):
+        store.put(("users", f"u{i % 3}"), f"k{i}", {"text": f"note {i} about tea", "n": i},
+                  ttl=None if i % 2 else 60)
+    store.put(("users", "u0"), "plain", {"text": "no vector"}, index=False)
+    want = sorted((it.namespace, it.key, tuple(sorted(it.value.items())))
+                  for it in store.search(("users",), limit=100))
+    hits = [(h.key, h.score) for h in store.search(("users",), query="note 7 tea", limit=5)]
+    to_schema_5(store)
+    store.close()
+    monkeypatch.setattr(upgrade, "GET_PAGE", 10)
+    monkeypatch.setattr(upgrade, "UPGRADE_PROGRESS_ROWS", 5)
+    original = ChromaStore._values_to_documents
+
+    def crash(self: Any, rows: Any, found: int) -> None:
+        update, calls = rows.update, []
+
+        def counted(**kw: Any) -> Any:
+            calls.append(1)
+            if len(calls) == 2:
+                raise KeyboardInterrupt("killed")
+            return update(**kw)
+
+        rows.update = counted
+        original(self, rows, found)
+
+    monkeypatch.setattr(ChromaStore, "_values_to_documents", crash)
+    with pytest.raises(KeyboardInterrupt):
+        ChromaStore.from_path(path, index=index())
+    monkeypatch.setattr(ChromaStore, "_values_to_documents", original)
+    capsys.readouterr()
+    again = ChromaStore.from_path(path, index=index())
+    assert "from schema 5 to 6: 31 of 31 rows" in capsys.readouterr().err
+    assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
+    got = again._items.get(include=["metadatas", "documents"])
+    for meta, doc in zip(got["metadatas"], got["documents"], strict=True):
+        assert layout.read_row(doc) is not None
+        assert not set(layout.DOCUMENT_ONLY) & meta.keys()
+    assert sorted((it.namespace, it.key, tuple(sorted(it.value.items())))
+                  for it in again.search(("users",), limit=100)) == want
+    assert [h.key for h in again.search(("users",), query="note 7 tea", limit=5)] == [
+        k for k, _ in hits]
+    again.put(("users", "u1"), "k1", {"text": "changed"})
+    assert again.get(("users", "u1"), "k1").value == {"text": "changed"}
+    assert again.search(("users",), filter={"n": 1}) == []  # its old mirror is gone
+    again.close()
+    third = ChromaStore.from_path(path, index=index())
+    assert capsys.readouterr().err == ""  # moved once
+    third.close()

@@ -50,6 +50,7 @@ __all__ = [
     "decode_text_document",
     "encode_keyword_document",
     "keyword_fields",
+    "keyword_metadata",
     "match_where",
     "rank_keys",
 ]
@@ -90,13 +91,20 @@ def keyword_fields(
     indexed texts are ``texts`` (``{field: text}``) and whose key is ``key``."""
     fields = {name: analyzer.terms(text) for name, text in texts.items()}
     segments = key_segments(key)
+    return encode_keyword_document(fields, segments), keyword_metadata(fields, segments)
+
+
+def keyword_metadata(fields: Mapping[str, Sequence[str]], segments: Sequence[str]
+                     ) -> dict[str, Any]:
+    """The metadata fields (``kt``, ``ky``, ``kl``) of a row whose analysed fields and key
+    segments are these (also of a decoded document: ``doc.fields``, ``doc.segments``)."""
     distinct = list(dict.fromkeys(t for terms in fields.values() for t in terms))
     meta: dict[str, Any] = {LENGTH_FIELD: sum(len(t) for t in fields.values())}
     if distinct:
         meta[TERMS_FIELD] = distinct[:MAX_ROW_TERMS]
     if segments:
-        meta[KEY_SEGMENTS_FIELD] = segments
-    return encode_keyword_document(fields, segments), meta
+        meta[KEY_SEGMENTS_FIELD] = list(segments)
+    return meta
 
 
 def encode_keyword_document(fields: Mapping[str, Sequence[str]], segments: Sequence[str]) -> str:

@@ -402,35 +402,59 @@ class ChromaStore(
         self, ids: list[str], *, now: float | None = None, documents: bool = False,
         vectors: bool = False,
     ) -> layout.Rows:
-        """Item rows by id (as :meth:`_get_items`) and, with ``documents``, their keyword
-        documents, with ``vectors`` their embeddings, in the same ``get`` (empty otherwise)."""
+        """Item rows by id (as :meth:`_get_items`) and, with ``documents``, their documents,
+        with ``vectors`` their embeddings, in the same ``get`` (empty otherwise)."""
         if not ids:
             return layout.Rows({}, {}, {})
-        include = ["metadatas", *(["documents"] if documents else []),
-                   *(["embeddings"] if vectors else [])]
+        include = ["documents", *(["embeddings"] if vectors else [])]
         res = self._call(self._items.get, ids=ids, include=include)
-        self._names.learn(res["ids"], res["metadatas"])
-        self._gens.learn(res["ids"], res["metadatas"])
-        alive = [
-            (i, iid) for i, (iid, meta) in enumerate(zip(res["ids"], res["metadatas"], strict=True))
-            if now is None or meta["exp"] > now
-        ]
-        docs = res.get("documents") or [] if documents else []
+        docs = res.get("documents") or [None] * len(res["ids"])
+        rows = self._read_rows(res["ids"], docs)
         embs = res.get("embeddings") if vectors else None
+        alive = [i for i, row in enumerate(rows)
+                 if row is not None and (now is None or row["exp"] > now)]
+        out_ids = res["ids"]
         return layout.Rows(
-            {iid: res["metadatas"][i] for i, iid in alive},
-            {iid: docs[i] for i, iid in alive} if documents else {},
-            {iid: [float(x) for x in embs[i]] for i, iid in alive}
+            {out_ids[i]: rows[i] for i in alive},  # type: ignore[misc]
+            {out_ids[i]: docs[i] for i in alive} if documents else {},
+            {out_ids[i]: [float(x) for x in embs[i]] for i in alive}
             if embs is not None else {},
         )
+
+    def _read_rows(self, ids: list[str], docs: list[str | None]) -> list[dict[str, Any] | None]:
+        """The fields of item rows read with their documents (:func:`layout.read_row`), in
+        order, learnt as names and generations; None for a row gone meanwhile.
+
+        Two kinds of row need their metadata too (one more ``get``, of them alone): a row of
+        schema 5 (none is left once a store is opened: the upgrade rewrites them), and a row
+        with a TTL whose document's expiry has passed: a read that refreshed the TTL wrote
+        the new expiry to the metadata only (:meth:`_refresh_ttl`)."""
+        rows = [layout.read_row(d) for d in docs]
+        now = self._clock()
+        check = [i for i, row in enumerate(rows)
+                 if row is None or (row["ttl"] and row["exp"] <= now)]
+        if check:
+            got = self._call(self._items.get, ids=[ids[i] for i in check],
+                             include=["metadatas"])
+            metas = dict(zip(got["ids"], got["metadatas"], strict=True))
+            for i in check:
+                meta = metas.get(ids[i])
+                if meta is None or rows[i] is None:
+                    rows[i] = meta  # gone, or a schema 5 row: its metadata
+                else:
+                    rows[i]["exp"] = meta["exp"]  # type: ignore[index]
+        named = [(iid, row) for iid, row in zip(ids, rows, strict=True) if row is not None]
+        self._names.learn([i for i, _ in named], [r for _, r in named])
+        self._gens.learn([i for i, _ in named], [r for _, r in named])
+        return rows
 
     def _scan_items(
         self, where: dict[str, Any] | None, now: float | None = None,
         vectors: dict[tuple[str, str], Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """Every item row matching ``where``; with ``now``, only those alive then. With
-        ``vectors``, the first vector of each row that has one is put there, by its ``(ns,
-        k)`` (read in the same ``get``s).
+        """Every item row matching ``where`` (its fields, :meth:`_read_rows`); with ``now``,
+        only those alive then. With ``vectors``, the first vector of each row that has one is
+        put there, by its ``(ns, k)`` (read in the same ``get``s).
 
         One page of ``GET_PAGE`` rows first; past it, every id again (a cheap id-only read,
         0.55 s for 100k) and then the rows not read yet by id, a page at a time: Chroma reads
@@ -440,8 +464,8 @@ class ChromaStore(
         row back by one, and an offset listing then skipped the row that moved into the first
         page's range (tests/test_store_chroma.py).
         """
-        include = ["metadatas", "embeddings"] if vectors is not None and self._row_dims else [
-            "metadatas"]
+        include = ["documents", "embeddings"] if vectors is not None and self._row_dims else [
+            "documents"]
         res = self._call(self._items.get, where=where, include=include, limit=GET_PAGE)
         pages = [res]
         if len(res["ids"]) == GET_PAGE:
@@ -454,14 +478,14 @@ class ChromaStore(
             )
         out: list[dict[str, Any]] = []
         for page in pages:
-            self._names.learn(page["ids"], page["metadatas"])
-            self._gens.learn(page["ids"], page["metadatas"])
-            out.extend(m for m in page["metadatas"] if now is None or m["exp"] > now)
-            if "embeddings" in include:
-                assert vectors is not None
-                for m, emb in zip(page["metadatas"], page["embeddings"], strict=True):
-                    if m.get("nv"):
-                        vectors[(m["ns"], m["k"])] = emb
+            rows = self._read_rows(page["ids"], page["documents"] or [None] * len(page["ids"]))
+            embs = page["embeddings"] if "embeddings" in include else [None] * len(rows)
+            for m, emb in zip(rows, embs, strict=True):
+                if m is None or (now is not None and m["exp"] <= now):
+                    continue
+                out.append(m)
+                if vectors is not None and emb is not None and m.get("nv"):
+                    vectors[(m["ns"], m["k"])] = emb
         return out
 
 def _prepare_index(

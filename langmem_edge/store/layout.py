@@ -13,19 +13,23 @@ or 0 for a store opened without an index (its rows hold the 1-d :data:`ITEM_VECT
               (``nv == 0``) or in a ``rows0`` collection, a placeholder (:func:`row_vector`);
               one read of a namespace's rows returns its values and vectors together, and a
               vector search queries this collection (and ``vectors`` for later texts)
-    document  the keyword channel's analysed token stream of each indexed field and the
-              key's segments (:func:`~langmem_edge.retrieval.keywords.keyword_fields`)
-    metadata  ``ns`` (labels joined by ``_chroma.join_labels``), ``nd`` (depth) and
-              ``p1``..``p{d}`` (each
+    document  JSON: ``"m"``, the row's fields that reads use (:data:`ROW_FIELDS`): ``ns``
+              (labels joined by ``_chroma.join_labels``), ``nd`` (depth), ``k`` (key), ``v``
+              (value as JSON), ``ca``/``ua`` (created/updated, epoch seconds), ``exp``
+              (expiry, epoch seconds; ``EXP_NEVER`` when none; a TTL refresh rewrites the
+              metadata's only), ``ttl`` (minutes, 0 when none), ``nv`` (number of vector
+              rows), ``vg`` (their generation, see :func:`vector_id`), ``vt``
+              (:func:`texts_signature` of the indexed texts) and ``fk`` (the filter keys
+              of the metadata); then ``"f"`` and ``"k"``, the keyword channel's analysed
+              token stream of each indexed field and the key's segments
+              (:func:`~langmem_edge.retrieval.keywords.keyword_fields`). Reads ask for the
+              document only: Chroma reads a row's scalar metadata whatever is asked, but
+              its lists only when metadata is (``benchmarks/row_fields.py``).
+    metadata  what a ``where`` names: ``nd``, ``p1``..``p{d}`` (each
               prefix, joined: Chroma has no prefix match, so a namespace prefix is one
-              equality),
-              ``k`` (key), ``v`` (value as JSON), ``ca``/``ua`` (created/updated,
-              epoch seconds), ``exp`` (expiry, epoch seconds; ``EXP_NEVER`` when none),
-              ``ttl`` (minutes, 0 when none), ``nv`` (number of vector rows), ``vg`` (their
-              generation, see :func:`vector_id`), ``vt`` (:func:`texts_signature` of the
-              indexed texts), ``f:<path>`` copies of short string/bool leaves and
-              ``g:<path>`` float copies of numeric leaves, so equality and range filters run
-              inside Chroma; ``fx`` (True) when some leaf a filter could name was not
+              equality), ``exp``, ``ua``, ``nv``, ``f:<path>`` copies of short string/bool
+              leaves and ``g:<path>`` float copies of numeric leaves, so equality and range
+              filters run inside Chroma; ``fx`` (True) when some leaf a filter could name was not
               mirrored (too many leaves, a non-finite number), so pushed-down filters let the
               item through to the Python check (:func:`pushdown_where`); ``kt`` (the
               distinct analysed terms, a list), ``ky`` (the key's segments, a list) and
@@ -76,8 +80,11 @@ from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitE
 from langmem_edge.store.filters import and_where as and_where
 from langmem_edge.store.filters import filter_fields
 
-SCHEMA_VERSION = 5
-"""Version of this layout, stored in each collection's metadata. 5: the item rows in
+SCHEMA_VERSION = 6
+"""Version of this layout, stored in each collection's metadata. 6: each item row's value
+and bookkeeping (:data:`DOCUMENT_ONLY`) in its document, beside the keyword document, and
+reads ask for documents only (:func:`split_row`); opening a collection of 5 moves them once
+(``store/upgrade.py``). 5: the item rows in
 ``<prefix>-rows<D>``, each with its first vector (:func:`rows_collection`), copied from
 ``<prefix>-items`` by ``store/upgrade.py``. 4: the keyword channel in
 the item rows (``kt``, ``ky``, ``kl`` and the analysed document,
@@ -411,6 +418,71 @@ def item_metadata(
     }
     meta.update(filter_fields(value))
     return meta
+
+
+ROW_FIELDS = ("ns", "nd", "k", "v", "ca", "ua", "exp", "ttl", "nv", "vg", "vt")
+"""The fields of an item row that reads use, kept in its document (schema 6) under ``"m"``:
+a read asks Chroma for documents only, so the row's lists (``kt``, ``ky``) are not read."""
+
+DOCUMENT_ONLY = ("ns", "k", "v", "ca", "ttl", "vg", "vt")
+"""Of :data:`ROW_FIELDS`, those no ``where`` names: not in the metadata (Chroma reads every
+scalar field of a row it returns, whatever ``include`` asks for). ``nd``, ``exp``, ``ua`` and
+``nv`` are in both (prefixes, the TTL sweep, listing by recency and items without vectors
+name them)."""
+
+FILTER_KEYS = "fk"
+"""In a row's ``"m"``: the metadata keys its filter mirror holds (``f:``/``g:``/``fx``), so the
+next write of the item removes those its new value no longer has (Chroma's ``upsert`` and
+``update`` merge metadata)."""
+
+
+def split_row(meta: Mapping[str, Any], keyword_document: str) -> tuple[dict[str, Any], str]:
+    """An item row as Chroma stores it: ``(metadata, document)`` from the row's fields
+    (:func:`item_metadata`, with ``None`` for keys a write removes) and its keyword document
+    (:func:`~langmem_edge.retrieval.keywords.encode_keyword_document`). The document is the
+    keyword document with ``"m"``: the :data:`ROW_FIELDS` and :data:`FILTER_KEYS`."""
+    metadata = {k: v for k, v in meta.items() if k not in DOCUMENT_ONLY}
+    row = {k: meta[k] for k in ROW_FIELDS if k in meta}  # schema 2 rows: no vg, vt
+    row[FILTER_KEYS] = sorted(k for k, v in meta.items() if v is not None and (
+        k.startswith(("f:", "g:")) or k == "fx"))
+    head = json.dumps({"m": row}, ensure_ascii=False, separators=(",", ":"))
+    body = keyword_document.strip()
+    if body.startswith("{") and body != "{}":
+        return metadata, head[:-1] + "," + body[1:]
+    return metadata, head
+
+
+def read_row(document: str | None) -> dict[str, Any] | None:
+    """The fields of an item row (:data:`ROW_FIELDS` and :data:`FILTER_KEYS`) from its
+    document; None for a row of schema 5 or older (its fields are its metadata)."""
+    if not document or not document.startswith('{"m":'):
+        return None
+    try:
+        row = json.loads(document)["m"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def upgraded_row(meta: Mapping[str, Any], document: str | None
+                 ) -> tuple[dict[str, Any], str] | None:
+    """A row of schema 5 or older as schema 6 stores it: ``(metadata, document)``, the
+    :data:`DOCUMENT_ONLY` fields moved into the document (None in the metadata, so an
+    ``update`` removes them); None for a row already of schema 6."""
+    if read_row(document) is not None:
+        return None
+    metadata, doc = split_row(meta, document or "")
+    metadata.update({k: None for k in DOCUMENT_ONLY})
+    return metadata, doc
+
+
+def removed_keys(prev: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, None]:
+    """The metadata keys of an item's stored row (``prev``, as reads return it) that its new
+    ``metadata`` lacks, mapped to None (a Chroma write then removes them): the filter keys
+    its ``"m"`` lists, and for a row of schema 5 or older every field it had."""
+    if FILTER_KEYS in prev:
+        return {k: None for k in (*prev[FILTER_KEYS], "kt", "ky") if k not in metadata}
+    return {k: None for k in prev if k not in metadata}
 
 
 def vector_metadata(

@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.store.base import SearchOp
 
-from langmem_edge._chroma import join_labels
+from langmem_edge._chroma import join_labels, split_labels
 from langmem_edge.store import layout
 from langmem_edge.store.ranking import ExplainedItem, passes, search_item
 
@@ -130,7 +130,7 @@ class ListingMixin:
                 continue
             rows: dict[str, list[dict[str, Any]]] = {v: [] for v in joined.values()}
             for m in self._scan_items({field: {"$in": sorted(rows)}}, now, vectors):
-                rows[m[field]].append(m)
+                rows[join_labels(split_labels(m["ns"])[:depth])].append(m)
             for i, op in group:
                 out[i] = self._page_of_whole(op, list(rows[joined[i]]))
         return out

@@ -16,7 +16,6 @@ from langgraph.store.base import Item, PutOp, SearchOp
 from langmem_edge import _chroma
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.store import filters, layout
-from langmem_edge.store.names import Generations, ItemNames
 
 __all__ = ["MAX_REWRITE_MATCHES", "RewriteMixin"]
 
@@ -33,9 +32,8 @@ class RewriteMixin:
     _items: Any
     _write_lock: threading.RLock
     _clock: Callable[[], float]
-    _names: ItemNames
-    _gens: Generations
     _get_rows: Callable[..., layout.Rows]
+    _read_rows: Callable[..., list[dict[str, Any] | None]]
     _row_dims: int
     _run_puts: Callable[..., None]
 
@@ -88,7 +86,7 @@ class RewriteMixin:
         with self._write_lock:
             now = self._clock()
             read = self._get_rows(list(dict.fromkeys(ids)), now=now,  # expired: gone
-                                  vectors=self._row_dims > 0)
+                                  documents=True, vectors=self._row_dims > 0)
             old = read.metas
             stored = {iid: json.loads(meta["v"]) for iid, meta in old.items()}
             present = {
@@ -202,18 +200,22 @@ class RewriteMixin:
             raise InvalidInputError(f"limit must be an integer >= 1, got {limit!r}")
         where = filters.and_where([layout.prefix_where(ns), {"nd": len(ns)},
                                    filters.pushdown_where(filter)])
-        include = ["metadatas", "embeddings"] if self._row_dims else ["metadatas"]
+        include = ["documents", "embeddings"] if self._row_dims else ["documents"]
         with self._write_lock:
             now = self._clock()
             res = self._call(self._items.get, where=where, include=include, limit=limit)
-            self._names.learn(res["ids"], res["metadatas"])
-            self._gens.learn(res["ids"], res["metadatas"])
+            docs = res["documents"] or [None] * len(res["ids"])
+            rows = self._read_rows(res["ids"], docs)
             embs = res.get("embeddings") if self._row_dims else None
             metas: dict[str, dict[str, Any]] = {}
+            read_docs: dict[str, str | None] = {}
             vectors: dict[str, list[float]] = {}
             found: dict[str, Item] = {}
-            for i, (iid, meta) in enumerate(zip(res["ids"], res["metadatas"], strict=True)):
+            for i, (iid, meta) in enumerate(zip(res["ids"], rows, strict=True)):
+                if meta is None:
+                    continue
                 item = layout.row_to_item(meta)
+                read_docs[iid] = docs[i]
                 if meta["exp"] <= now or not filters.matches_filter(item.value, filter):
                     continue
                 metas[iid], found[item.key] = meta, item
@@ -231,7 +233,8 @@ class RewriteMixin:
                                  index=None if int(meta.get("nv") or 0) else False,
                                  ttl=float(meta.get("ttl") or 0.0) or None))
             if ops:
-                self._run_puts(ops, now, layout.Rows(metas, {}, vectors), existing=True)
+                self._run_puts(ops, now, layout.Rows(metas, read_docs, vectors),
+                               existing=True)
         return {op.key: op.value for op in ops}
 
     async def arewrite_matching(

@@ -112,8 +112,39 @@ class UpgradeMixin:
         meta = {COPYING_KEY: copying} if copying else None
         return _chroma.open_collection(
             self._client, name, schema_version=layout.SCHEMA_VERSION,
-            reads_from=layout.SCHEMA_VERSION, call=self._call, metadata=meta,
+            reads_from=5, call=self._call, metadata=meta, upgrade=self._values_to_documents,
             ef_search=ef_search if self._row_dims > 0 else None)
+
+    def _values_to_documents(self, rows: Any, found: int) -> None:
+        """Upgrade a rows collection from schema 5: move each row's value and bookkeeping into
+        its document (:func:`layout.upgraded_row`), a page at a time (``update``, with the
+        row's own vector: Chroma embeds a document given without one). Rows already moved
+        (by an upgrade that crashed) are skipped; past :data:`UPGRADE_PROGRESS_ROWS` rows a
+        progress line a page goes to stderr."""
+        size = max(1, int(self._call(self._client.get_max_batch_size)))
+        total, done = int(self._call(rows.count)), 0
+        for page in _pages(self._call, rows, ["metadatas", "documents", "embeddings"]):
+            ids, metas, docs, embs = [], [], [], []
+            for iid, meta, doc, emb in zip(page["ids"], page["metadatas"],
+                                           page["documents"] or [None] * len(page["ids"]),
+                                           page["embeddings"], strict=True):
+                moved = layout.upgraded_row(meta, doc)
+                if moved is not None:
+                    ids.append(iid)
+                    metas.append(moved[0])
+                    docs.append(moved[1])
+                    embs.append(emb)
+            for start in range(0, len(ids), size):
+                end = start + size
+                self._call(rows.update, ids=ids[start:end], metadatas=metas[start:end],
+                           documents=docs[start:end], embeddings=embs[start:end])
+            done += len(page["ids"])
+            if total > UPGRADE_PROGRESS_ROWS:
+                print(f"langmem_edge: {rows.name} from schema {found} to "
+                      f"{layout.SCHEMA_VERSION}: {done:,} of {total:,} rows",
+                      file=sys.stderr, flush=True)
+        logger.info("schema %d -> %d: %d row(s) of %s", found, layout.SCHEMA_VERSION, done,
+                    rows.name)
 
     def _copy_rows(self, source_name: str, rows: Any) -> None:
         """Fill ``rows`` from ``source_name`` (``rows0`` or schema <= 4 ``<prefix>-items``),
@@ -151,6 +182,10 @@ class UpgradeMixin:
                     for iid, emb in zip(got["ids"], got["embeddings"], strict=True):
                         firsts[iid] = [float(x) for x in emb]
             embs = [layout.row_vector(i, self._row_dims, firsts.get(i)) for i in ids]
+            for j, (meta, doc) in enumerate(zip(metas, docs, strict=True)):
+                moved = layout.upgraded_row(meta, doc)  # schema 6 rows from any source
+                if moved is not None:
+                    metas[j], docs[j] = moved
             for start in range(0, len(ids), size):
                 end = start + size
                 self._call(rows.upsert, ids=ids[start:end], metadatas=metas[start:end],

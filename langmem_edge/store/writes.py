@@ -30,10 +30,10 @@ from langmem_edge._sqlite_stats import PlannerStatistics
 from langmem_edge.embeddings import text_hash
 from langmem_edge.errors import EmbeddingError, InvalidInputError, InvalidNamespaceError
 from langmem_edge.retrieval.keywords import (
-    KEY_SEGMENTS_FIELD,
-    LENGTH_FIELD,
-    TERMS_FIELD,
+    decode_keyword_document,
+    encode_keyword_document,
     keyword_fields,
+    keyword_metadata,
 )
 from langmem_edge.retrieval.text import Analyzer
 from langmem_edge.store import layout
@@ -51,9 +51,6 @@ server: readers on other threads never saw part of one upsert or update of 200 o
 (about 5,900 reads during 646 writes), and a process killed at random during upserts of
 3,000 rows left each one whole or absent (12 kills). Larger batches are split into several
 calls (the client's maximum batch size) and promise nothing."""
-
-KEYWORD_FIELDS = (TERMS_FIELD, KEY_SEGMENTS_FIELD, LENGTH_FIELD)
-"""The item-row fields of the keyword channels (:mod:`langmem_edge.retrieval.keywords`)."""
 
 MAX_WRITTEN_KEPT = 100_000
 """Item ids whose last write this process remembers for the TTL refresh (then it forgets
@@ -147,8 +144,7 @@ class WriteMixin:
 
         ids = [layout.item_id(op.namespace, op.key) for op, _, _ in plans]
         if read is None:
-            need_docs = any(op.index is False for op, _, _ in plans)
-            read = self._get_rows(ids, documents=need_docs, vectors=self._row_dims > 0)
+            read = self._get_rows(ids, documents=True, vectors=self._row_dims > 0)
         old, old_docs, old_vecs = read
         texts: dict[str, list[tuple[str, str, str]]] = {}
         keyword_texts: dict[str, dict[str, str]] = {}
@@ -177,6 +173,7 @@ class WriteMixin:
 
         vec_ids, vec_embs, vec_metas = [], [], []
         item_ids, item_metas, item_docs = [], [], []
+        chroma_metas: list[dict[str, Any]] = []
         firsts: dict[str, list[float] | None] = {}  # item id -> its first vector, if any
         stale: list[str] = []
         deletes: list[str] = []
@@ -189,9 +186,9 @@ class WriteMixin:
                 continue
             triples = texts[iid]
             if iid in keep and old_docs.get(iid) is not None:
-                assert prev is not None
-                document = str(old_docs[iid])
-                keyword = {f: prev[f] for f in KEYWORD_FIELDS if f in prev}
+                kept_doc = decode_keyword_document(old_docs[iid])
+                document = encode_keyword_document(kept_doc.fields, kept_doc.segments)
+                keyword = keyword_metadata(kept_doc.fields, kept_doc.segments)
             else:
                 document, keyword = keyword_fields(
                     _field_texts(triples) | keyword_texts[iid], op.key, self._analyzer)
@@ -229,16 +226,18 @@ class WriteMixin:
                 signature=signature,
                 keyword=keyword,
             )
-            if existing:
-                assert prev is not None  # update merges: drop the fields the old row had
-                meta.update({f: None for f in prev if f not in meta})
+            metadata, row_document = layout.split_row(meta, document)
+            if prev:  # upsert and update merge: drop the fields the old row had
+                metadata.update(layout.removed_keys(prev, metadata))
             item_ids.append(iid)
             item_metas.append(meta)
-            item_docs.append(document)
+            chroma_metas.append(metadata)
+            item_docs.append(row_document)
         item_embs = self._row_vectors(item_ids, item_metas, firsts)
         self._write(
             vectors=(vec_ids, vec_embs, vec_metas),
-            items=(item_ids, item_metas, item_docs, item_embs),
+            items=(item_ids, chroma_metas, item_docs, item_embs),
+            rows=item_metas,
             deletes=deletes,
             stale=stale,
             existing=existing,
@@ -251,6 +250,7 @@ class WriteMixin:
         vectors: tuple[list[str], list[list[float]], list[dict[str, Any]]] = ([], [], []),
         items: tuple[list[str], list[dict[str, Any]], list[str], list[list[float]]] = (
             [], [], [], []),
+        rows: Sequence[dict[str, Any]] = (),
         deletes: Sequence[str] = (),
         stale: Sequence[str] = (),
         delete_where: dict[str, Any] | None = None,
@@ -258,7 +258,8 @@ class WriteMixin:
     ) -> int:
         """Apply one write; every prefix of its calls is a state reads answer right.
 
-        Returns how many of ``deletes`` it deleted.
+        Returns how many of ``deletes`` it deleted. ``items``: the item rows as Chroma stores
+        them (:func:`layout.split_row`); ``rows``: their fields, as reads return them.
 
         ``delete_where`` makes the deletes conditional (the TTL sweep deletes only rows still
         expired, so a put racing the sweep keeps its item); vector rows of an item that
@@ -312,9 +313,8 @@ class WriteMixin:
                     documents=item_docs,
                 )
             if item_ids:
-                live_metas = [{k: v for k, v in m.items() if v is not None} for m in item_metas]
-                self._names.learn(item_ids, live_metas)
-                self._gens.learn(item_ids, live_metas)
+                self._names.learn(item_ids, rows)
+                self._gens.learn(item_ids, rows)
             self._gens.forget(deletes)
             self._written(item_ids, deletes)
             if stale:
