@@ -187,11 +187,12 @@ class RandomEmbeddings(Embeddings):
         return self._one(text)
 
 
-@pytest.mark.parametrize("ef_search", [100, None])
+@pytest.mark.parametrize("ef_search", [10, None])
 def test_vector_search_in_a_namespace_is_exact(open_store: Any, ef_search: int | None) -> None:
     """3,000 random 128-d vectors in 3 namespaces: each namespace's top ten is the exact one
-    with the default ``ef_search``; Chroma's own default (100) misses some, which is what the
-    default is there for (so this test can fail)."""
+    with the default ``ef_search``; a small one (10) misses some, which is what the default
+    is there for (so this test can fail). (Chroma's own default, 100, missed some too until
+    a namespace holding a third of the neighbours was searched with its ``where``.)"""
     import numpy as np
 
     emb = RandomEmbeddings(128)

@@ -63,6 +63,12 @@ MAX_UNFILTERED_CANDIDATES = 400
 at 10k vectors: an unfiltered k=160 query 10 ms, k=1,142 55 ms; a query filtered to a tenth
 of the rows ~20 ms whatever k: past ~400 candidates filtering is cheaper."""
 
+UNFILTERED_MIN_SHARE = 0.5
+"""Share of a query's neighbours that a prefix must have held (the last time it was asked
+unfiltered) for its next search to ask Chroma without a ``where`` first. Below it the
+``where`` goes with the query: at 10,000 items in 10 namespaces the unfiltered tries returned
+0.972 of the exact top ten, the filtered query all of it (``benchmarks/store_peers.py``)."""
+
 MIN_SHARE_SAMPLE = 20
 """Neighbours an unfiltered round must return for its prefix share to be remembered."""
 
@@ -281,18 +287,19 @@ class SearchMixin:
         ``MAX_UNFILTERED_CANDIDATES`` lets Chroma filter (cheap exactly when the namespace is
         rare). Then the candidate count grows x4 until enough survive or none are left.
         The share of the neighbours under each prefix is remembered (a hint, per process):
-        a prefix too rare to fill the page from ``MAX_UNFILTERED_CANDIDATES`` neighbours goes
-        straight to the filtered query next time.
+        a prefix holding less than :data:`UNFILTERED_MIN_SHARE` of them goes straight to the
+        filtered query next time.
         ``admit(hits, rows)`` gets the hits under the prefix and the item rows already read.
         """
         if want <= 0:
             return []
         n = want * factor * max(1, len(self._fields)) + 10
         prefix = tuple(op.namespace_prefix)
-        # no prefix: nothing for Chroma to filter on; a prefix seen to hold too small a share
-        # of the neighbours to fill the page even after widening: filter at once
+        # no prefix: nothing for Chroma to filter on; a prefix seen to hold less than
+        # UNFILTERED_MIN_SHARE of the neighbours: filter at once (exact, where HNSW's
+        # neighbours of the whole store kept to the prefix missed some)
         share = self._prefix_share.get(prefix, 1.0)
-        filtered = not prefix or share * MAX_UNFILTERED_CANDIDATES < want
+        filtered = not prefix or share < UNFILTERED_MIN_SHARE
         rows: dict[str, dict[str, Any]] = {}
         while True:
             hits, returned = self._vector_round(op, query, n, filtered=filtered,
