@@ -120,6 +120,12 @@ def test_processes_and_threads_lose_nothing_and_keep_one_active_per_key(
     saver.close()
     assert errors == []
     assert lost_items == [] and lost_memories == [] and lost_checkpoints == []
+    if not all(n == 1 for n in actives.values()):
+        for key, h in histories.items():
+            if actives[key] != 1:
+                for m in h:
+                    print("HIST", key, m.id, m.status, m.superseded_by, m.supersedes,
+                          m.created_at, m.updated_at, m.text[:40])
     assert all(n == 1 for n in actives.values()), actives
     assert crossed == {}, crossed  # a chain under one key never supersedes another key's
     assert wrong_counts == {}

@@ -324,16 +324,23 @@ def plan_unname_missed(ctx: ProfileContext, records: Sequence[MemoryRecord],
                        missed: set[str]) -> Plan[list[MemoryRecord]]:
     """``records`` (written) without the ids in ``missed`` in their ``supersedes``: records
     their patches found no longer active (another writer superseded or deleted them first:
-    not ours to name). Those that named one get that one field changed in the store, as
-    stored (never their whole value: a racer may have superseded them since)."""
+    not ours to name). Those that named one get that one field changed in the store, merged
+    into the value as stored. The store reads and writes that value without a
+    compare-and-set, so a racer's supersession landing in between is undone (the record
+    active again beside the racer's): the keys of the records changed are settled once more
+    after the write, which reads the key after it and keeps one active
+    (``tests/reliability/test_concurrency.py`` caught the race)."""
     fixed = {r.id: r.model_copy(update={"supersedes": [m for m in r.supersedes
                                                          if m not in missed]})
              for r in records if missed.intersection(r.supersedes)}
-    if fixed:
-        yield from plan_write_records(
-            ctx.store, ctx.index, patches={mid: {"supersedes": r.supersedes}
-                                           for mid, r in fixed.items()},
-            patch_when={"profile": ctx.profile})
+    if not fixed:
+        return list(records)
+    yield from plan_write_records(
+        ctx.store, ctx.index, patches={mid: {"supersedes": r.supersedes}
+                                       for mid, r in fixed.items()},
+        patch_when={"profile": ctx.profile})
+    settled = yield from plan_settle_keys(ctx, list(fixed.values()), utcnow())
+    fixed = {r.id: r for r in settled}
     return [fixed.get(r.id, r) for r in records]
 
 
