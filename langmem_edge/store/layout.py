@@ -455,13 +455,17 @@ def split_row(meta: Mapping[str, Any], keyword_document: str) -> tuple[dict[str,
 def read_row(document: str | None) -> dict[str, Any] | None:
     """The fields of an item row (:data:`ROW_FIELDS` and :data:`FILTER_KEYS`) from its
     document; None for a row of schema 5 or older (its fields are its metadata)."""
-    if not document or not document.startswith('{"m":'):
+    if not document or not document.startswith(_ROW_HEAD):
         return None
-    try:
-        row = json.loads(document)["m"]
-    except (ValueError, KeyError, TypeError):
+    try:  # "m" comes first (split_row): the keyword stream after it is not parsed
+        row, _ = _DECODER.raw_decode(document, len(_ROW_HEAD))
+    except ValueError:
         return None
     return row if isinstance(row, dict) else None
+
+
+_ROW_HEAD = '{"m":'
+_DECODER = json.JSONDecoder()
 
 
 def upgraded_row(meta: Mapping[str, Any], document: str | None
