@@ -40,9 +40,9 @@ DIMS = 64
 
 
 def forget_process_caches() -> None:
-    """Drop what this process keeps of every profile's messages (the message indexes and
-    page caches, where the code measured has them): a service with more users than the
-    caches hold meets each user cold."""
+    """Drop what this process keeps of every profile's messages (the page caches, and the
+    message indexes of releases that had them): a service with more users than the caches
+    hold meets each user cold."""
     import importlib
     import weakref
 

@@ -196,8 +196,7 @@ class BareTextStore:
 
 def plain_store(inner: Any) -> Any:
     """``inner`` behind a plain ``BaseStore`` (batch and abatch only): no keyword channel, so
-    ``recall_index=False`` ranks the messages in scope in process at every call
-    (``hybrid-scan``)."""
+    recall ranks the messages in scope in process at every call (``hybrid-scan``)."""
     from langgraph.store.base import BaseStore
 
     class _Plain(BaseStore):
@@ -252,12 +251,11 @@ def ingest_cost(conv: Conversation, *, messages: int, rounds: int) -> dict[str, 
     return out | {"ratio": ratio}
 
 
-MODES = ("default", "hybrid-scan", "hybrid-store", "semantic", "keyword")
-"""Path (b)'s modes: ``default`` (``recall_conversation``'s default: hybrid, its keyword side
-from the per-process message index), ``hybrid-scan`` (``recall_index=False`` through
-:func:`plain_store`: every message in scope read and analysed per call, with the turns on
-both sides as context), ``hybrid-store`` (``recall_index=False`` on the ChromaStore: the
-store ranks the keyword side, ``memory/episodic/search.py``), ``semantic``, ``keyword``."""
+MODES = ("default", "hybrid-scan", "semantic", "keyword")
+"""Path (b)'s modes: ``default`` (``recall_conversation``'s default on the ChromaStore:
+hybrid, the store ranking the keyword side, ``memory/episodic/search.py``), ``hybrid-scan``
+(through :func:`plain_store`: every message in scope read and analysed per call, with the
+turns on both sides as context), ``semantic``, ``keyword``."""
 
 
 def _percentile(times: Sequence[float], q: float) -> float:
@@ -286,8 +284,7 @@ def profile_path(
             "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         store = BareTextStore.wrap(store) if bare_text else store
         memory = AgentMemory(store)
-        scan = AgentMemory(plain_store(store), config={"episodic": {"recall_index": False}})
-        by_store = AgentMemory(store, config={"episodic": {"recall_index": False}})
+        scan = AgentMemory(plain_store(store))
         backs: dict[str, dict[str, str]] = {}
         start = time.perf_counter()
         for conv in convs:
@@ -308,7 +305,7 @@ def profile_path(
               f"{time.perf_counter() - start:.1f} s")
         for mode in modes:
             rows, times, firsts = [], [], []
-            owner = {"hybrid-scan": scan, "hybrid-store": by_store}.get(mode, memory)
+            owner = scan if mode == "hybrid-scan" else memory
             for conv in convs:
                 profile = owner.profile(conv.sample_id.replace("-", "_"))
                 for i, q in enumerate(conv.questions):
@@ -360,8 +357,7 @@ def interleaved_latency(conv: Conversation, vectors: VectorCache, *, questions: 
         bare_store = ChromaStore.from_path(f"{folder}/bare", index={
             "dims": 384, "embed": DiskCachedEmbeddings(vectors), "fields": ["text"]})
         indexed = AgentMemory(store).profile(name)
-        scanned = AgentMemory(plain_store(store),
-                              config={"episodic": {"recall_index": False}}).profile(name)
+        scanned = AgentMemory(plain_store(store)).profile(name)
         bare = AgentMemory(BareTextStore.wrap(bare_store)).profile(name)
         calls = {"default": (indexed, {}), "hybrid-scan": (scanned, {}),
                  "semantic": (indexed, {"mode": "semantic"}),

@@ -41,7 +41,7 @@ def make_backend(
 
 class Plain(BaseStore):
     """``inner`` behind ``batch``/``abatch`` alone: no store capability (no keyword channel),
-    so ``recall_index=False`` scans the messages in scope on every backend."""
+    so recall scans the messages in scope on every backend."""
 
     def __init__(self, inner: BaseStore) -> None:
         self.inner = inner

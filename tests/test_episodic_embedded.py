@@ -14,6 +14,7 @@ from langmem_edge.memory.episodic.embedded import (
     EMBED_CONTEXT_CHARS,
     EMBEDDED_FIELDS,
     MESSAGE_INDEX_FIELDS,
+    after_patches,
     context_repairs,
     embedded_fields,
     session_tail,
@@ -57,15 +58,21 @@ def test_embedded_fields_carry_day_speaker_and_the_turns_before() -> None:
     msgs = [_message(0, "a", name="Mel"), _message(1, "b"), _message(2, "c"), _message(3, "d")]
     fields = embedded_fields(msgs, [])
     # a session's first message: no context
-    assert fields["m0"] == {"embed_text": "[8 May 2023] Mel: a", "day": "8 May 2023"}
+    assert fields["m0"] == {"embed_text": "[8 May 2023] Mel: a", "day": "8 May 2023",
+                            "after": "b c"}  # the keyword field of the turns after
     assert fields["m1"] == {"embed_text": "[8 May 2023] user: b a", "day": "8 May 2023",
-                            "context": "a"}  # the keyword field of the turns before
+                            "context": "a", "after": "c d"}  # and of the turns before
+    assert "after" not in fields["m3"]  # none after it yet: the next ingest writes it
     assert fields["m3"]["context"] == "b c"
     assert fields["m3"]["embed_text"] == "[8 May 2023] user: d b c"  # two before, oldest first
     tail = session_tail([], msgs)
     assert [t["id"] for t in tail] == ["m2", "m3"]
     # the next ingest continues from the tail
     assert embedded_fields([_message(4, "e")], tail)["m4"]["embed_text"].endswith(" e c d")
+    # ... and gives the messages before it the turns after them
+    assert after_patches(tail, [_message(4, "e"), _message(5, "f")]) == {
+        "m2": "d e", "m3": "e f"}
+    assert after_patches(tail, []) == {} and after_patches([], [_message(4, "e")]) == {}
     long = session_tail([], [_message(9, "x" * (EMBED_CONTEXT_CHARS + 50))])
     assert len(long[0]["text"]) == EMBED_CONTEXT_CHARS
 
@@ -73,7 +80,8 @@ def test_embedded_fields_carry_day_speaker_and_the_turns_before() -> None:
 def test_context_repairs_drop_a_deleted_turn_from_the_contexts_after_it() -> None:
     msgs = [_message(i, t) for i, t in enumerate(["a", "secret", "c", "d", "e"])]
     fixed = context_repairs(msgs, {"m1"})
-    assert set(fixed) == {"m2", "m3"}  # the two messages whose context held "secret"
+    assert set(fixed) == {"m0", "m2", "m3"}  # the messages whose context held "secret"
+    assert fixed["m0"]["after"] == "c d" and "after" not in fixed["m2"]  # kept as stored
     assert fixed["m2"]["embed_text"].endswith(": c a")
     assert fixed["m3"]["embed_text"].endswith(": d a c")
     assert fixed["m3"]["context"] == "a c"
@@ -176,9 +184,10 @@ def test_ingest_keeps_its_batches_and_names_the_embedded_fields() -> None:
     tier.add_messages(TALK, "s1")
     first = store.batches
     tier.add_messages(LATER, "s1")
-    # one read (session record + the new ids), the write, the messages mark again: the tail
-    # rides on the session record, so the context costs no read
-    assert (first, store.batches - first) == (3, 3)
+    # one read (session record + the new ids) and the write: the tail rides on the session
+    # record, so the context costs no read (the turns after are written on stores with a
+    # keyword channel only: tests/test_episodic_views.py)
+    assert (first, store.batches - first) == (2, 2)
     assert store.indexes and all(ix == MESSAGE_INDEX_FIELDS for ix in store.indexes)
 
 

@@ -1,6 +1,6 @@
-"""Hybrid recall with the keyword side ranked by the store (``recall_index=False`` on a
-``KeywordSearch`` store: ``memory/episodic/search.py``): nothing kept between calls, every
-write seen at the next recall, filters applied, no scan of the scope."""
+"""Hybrid recall with the keyword side ranked by the store (on a ``KeywordSearch`` store:
+``memory/episodic/search.py``): nothing kept between calls, every write seen at the next
+recall, filters applied, no scan of the scope."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from langmem_edge.memory.episodic.tier import EpisodicTier
 from langmem_edge.testing import FakeEmbeddings
 
 ROOT = ("app", "profiles", "alice")
-STORE_RANKS = EpisodicConfig(recall_index=False)
+STORE_RANKS = EpisodicConfig()
 
 
 class Listing(BaseStore):

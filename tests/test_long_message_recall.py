@@ -20,6 +20,7 @@ from langmem_edge.memory.episodic.extraction import StoredMessage
 from langmem_edge.memory.episodic.recall import (
     ALONE_CHARS,
     hybrid_ranking,
+    hybrid_ranking_plan,
     message_fields,
     stands_alone,
 )
@@ -94,17 +95,32 @@ def test_the_vector_rank_of_a_long_message_weighs_twice_its_keyword_rank() -> No
     assert _ranking(short, cfg) == _ranking(short, off) == ["k1", "k2", "v"]
 
 
-def test_recall_weighs_the_stored_long_message_as_standing_alone(
-        store: BaseStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def _spy(monkeypatch: pytest.MonkeyPatch, look: Any) -> None:
+    """Let ``look`` see the arguments of hybrid recall's fusion, on either keyword side: the
+    scan's (``tier.hybrid_ranking``) and the store's (``search.hybrid_ranking_plan``)."""
+    from langmem_edge.memory.episodic import search as search_module
     from langmem_edge.memory.episodic import tier as tier_module
 
-    seen: dict[str, bool] = {}
-
-    def spy(query: str, **kwargs: Any) -> list[tuple[str, float]]:
-        seen.update({key: kwargs["alone"](key) for key, _ in kwargs["vector"]})
+    def ranking(query: str, **kwargs: Any) -> list[tuple[str, float]]:
+        look(kwargs)
         return hybrid_ranking(query, **kwargs)
 
-    monkeypatch.setattr(tier_module, "hybrid_ranking", spy)
+    def plan(query: str, **kwargs: Any) -> Any:
+        look(kwargs)
+        return (yield from hybrid_ranking_plan(query, **kwargs))
+
+    monkeypatch.setattr(tier_module, "hybrid_ranking", ranking)
+    monkeypatch.setattr(search_module, "hybrid_ranking_plan", plan)
+
+
+def test_recall_weighs_the_stored_long_message_as_standing_alone(
+        store: BaseStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, bool] = {}
+
+    def look(kwargs: dict[str, Any]) -> None:
+        seen.update({key: kwargs["alone"](key) for key, _ in kwargs["vector"]})
+
+    _spy(monkeypatch, look)
     tier = EpisodicTier(store, ROOT)
     stored = tier.add_messages([{"role": "user", "content": "the reconnect loop again"},
                                 {"role": "user", "content": "which loop?"},
@@ -139,17 +155,14 @@ def test_a_short_message_between_long_ones_is_weighed_as_standing_alone(
         store: BaseStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its keyword side has no context (its neighbours stand alone), so BM25 sees it as
     bare as a long message, and its vector rank weighs as much (issue 40)."""
-    from langmem_edge.memory.episodic import tier as tier_module
-
     seen: dict[str, bool] = {}
 
-    def spy(query: str, **kwargs: Any) -> list[tuple[str, float]]:
+    def look(kwargs: dict[str, Any]) -> None:
         seen.update({key: kwargs["bare"](key) for key, _ in kwargs["vector"]})
         assert not any(kwargs["alone"](key) for key, _ in kwargs["vector"]
                        if len(kwargs["text"](key)) < ALONE_CHARS)  # still seeds
-        return hybrid_ranking(query, **kwargs)
 
-    monkeypatch.setattr(tier_module, "hybrid_ranking", spy)
+    _spy(monkeypatch, look)
     tier = EpisodicTier(store, ROOT)
     stored = tier.add_messages([{"role": "user", "content": PASTE},
                                 {"role": "user", "content": "and the reconnect loop?"},

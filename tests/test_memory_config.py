@@ -61,7 +61,8 @@ def test_partial_overrides_keep_other_defaults() -> None:
         {"recall": {"weights": {"bm42": 1.0}}},
         {"verification": {"min_cosine": 2}},
         {"confidence_by_source": {"explicit": 1.5}},
-        {"index": {"retention_seconds": 10}},
+        {"index": {"retention_seconds": 10}},  # the change log went: an unknown field
+        {"index": {"page_size": 0}},
         "not a dict",
     ],
 )

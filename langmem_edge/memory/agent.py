@@ -29,7 +29,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, SearchOp
 
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.config import MemoryConfig, load_config
@@ -41,13 +41,12 @@ from langmem_edge.memory.core.labels import (
     plan_delete_prefix,
     under,
 )
-from langmem_edge.memory.core.layout import GENERATION_KEY, ProfileLayout
+from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch, planned, run_async, run_sync
 from langmem_edge.memory.core.stores import KeywordSearch, ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
-from langmem_edge.memory.index.access import AccessWriter
-from langmem_edge.memory.index.log import KeptByProcess
+from langmem_edge.memory.index.access import AccessWriter, KeptByProcess
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.index.store_io import SizeHints, plan_write_records
 from langmem_edge.memory.profile import Profile
@@ -169,19 +168,8 @@ class AgentMemory:
         name = check_profile_name(name, self.config.limits.max_profile_chars)
         layout = ProfileLayout(self.namespace, name)
         page = self.config.index.page_size
-        deleted = 0
-        # by exact prefix, never a match condition (a name may be "*"). The generation
-        # (meta) goes first: the episodic tier's message index sees it change and reloads
-        # (episodic/recall_index.py). It goes by key before the rest of meta (the markers),
-        # which a paged deletion may reach in any order.
-        (generation,) = yield batch(self.store, [GetOp(layout.meta, GENERATION_KEY)])
-        if generation is not None:
-            yield batch(self.store, [PutOp(layout.meta, GENERATION_KEY, None)])
-            deleted += 1
-        deleted += yield from plan_delete_prefix(self.store, layout.meta, page=page)
-        for part in layout.parts_before_meta():
-            deleted += yield from plan_delete_prefix(self.store, part, page=page)
-        deleted += yield from plan_delete_prefix(self.store, layout.root, page=page)
+        # by exact prefix, never a match condition (a name may be "*")
+        deleted = yield from plan_delete_prefix(self.store, layout.root, page=page)
         self.access_writers.drop((name,))  # its counts were deleted with it
         return deleted
 

@@ -69,7 +69,6 @@ from langmem_edge.memory.core.validate import check_profile_name
 from langmem_edge.memory.documents import Document
 from langmem_edge.memory.documents.plans import DocumentScope, plan_restore
 from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
-from langmem_edge.memory.episodic.writes import plan_put_absent
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.index.store_io import plan_write_records
 from langmem_edge.memory.records import MemoryRecord, SessionInfo, utcnow
@@ -483,15 +482,8 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
             for lo in range(0, len(todo), IMPORT_BATCH):
                 chunk = todo[lo: lo + IMPORT_BATCH]
                 spots = [(kind.namespace(layout, ln.label), ln.key) for ln in chunk]
-                messages = kind.name in ("message", "session")
-                if messages:  # one message write of the episodic change protocol
-                    fresh = yield from plan_put_absent(
-                        store, layout, [(ns, key, ln.value, _put_index(kind, ln.value))
-                                        for ln, (ns, key) in zip(chunk, spots, strict=True)],
-                        [ln.key if kind.name == "session" else str(ln.label) for ln in chunk])
-                else:
-                    got = yield batch(store, [GetOp(ns, key) for ns, key in spots])
-                    fresh = [it is None for it in got]
+                got = yield batch(store, [GetOp(ns, key) for ns, key in spots])
+                fresh = [it is None for it in got]
                 new = [(ln, spot) for ln, spot, f in zip(chunk, spots, fresh, strict=True) if f]
                 existing[type_name] += len(chunk) - len(new)
                 if new and kind.name == "memory":  # absent a moment ago: new records
@@ -503,7 +495,7 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
                                           page=memory.config.index.page_size)
                     for ln, _ in new:
                         yield from plan_restore(scope, ln.value)
-                elif new and not messages:
+                elif new:
                     yield batch(store, [PutOp(ns, key, ln.value, index=_put_index(kind, ln.value))
                                         for ln, (ns, key) in new])
                 written[type_name] += len(new)

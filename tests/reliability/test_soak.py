@@ -6,10 +6,10 @@ The caches and their bounds: the store's id map (``store.names.ItemNames``,
 reached), the embedding cache (``CachedEmbeddings``, ``DEFAULT_CACHE_SIZE`` vectors;
 :data:`SOAK_EMBED_CACHE` here), the store's keyword-route hint
 (``store.keyword.MAX_SCOPES_KEPT`` scopes; hybrid searches go to one of ``("soak",)``'s ~100
-children), the episodic change log's writer pools (``memory.index.log.WRITER_POOLS`` per
-store) and the memory's access-count writers (``AgentMemory.access_writers``, the same bound;
-the test writes to :data:`PROFILES` profiles). The semantic tier keeps no profile between
-operations.
+children) and the memory's access-count writers (``AgentMemory.access_writers``,
+``memory.index.access.MAX_KEPT``; the test writes to :data:`PROFILES` profiles). The
+semantic tier keeps no profile between operations.
+
 Memory is measured with ``tracemalloc`` (Python allocations) and the RSS after a warm-up of
 :data:`WARMUP_FRACTION` of the run, at the half and at the end: growth over the second half
 above :data:`MAX_SECOND_HALF_GROWTH_MB` is a leak. The RSS is also sampled every
@@ -17,13 +17,13 @@ above :data:`MAX_SECOND_HALF_GROWTH_MB` is a leak. The RSS is also sampled every
 flattens).
 
 Two soaks. The *growing* one lets the data grow as an application's does (supersession keeps
-every old record, the change log keeps an hour). The *constant-data* one
+every old record). The *constant-data* one
 (:func:`test_constant_data_keeps_in_use_memory_flat`) writes the whole data set first, then
-only overwrites it: store puts under :data:`CONSTANT_PUT_KEYS` fixed keys, ``remember`` under
-:data:`CONSTANT_MEMORY_KEYS` fixed keys a profile with every superseded record deleted,
-working notes of :data:`CONSTANT_THREADS` fixed threads, and a change log kept
-:data:`CONSTANT_RETENTION_SECONDS`; so what is in use (the RSS after ``malloc_trim``, sampled
-every :data:`RSS_SAMPLE_EVERY` operations) must stay flat.
+only overwrites it: store puts under :data:`CONSTANT_PUT_KEYS` fixed keys, ``remember``
+under :data:`CONSTANT_MEMORY_KEYS` fixed keys a profile with every superseded record
+deleted, and working notes of :data:`CONSTANT_THREADS` fixed threads; so what is in use (the
+RSS after ``malloc_trim``, sampled every :data:`RSS_SAMPLE_EVERY` operations) must stay
+flat.
 
 Quick: :data:`QUICK_OPS` (constant data: :data:`QUICK_CONSTANT_OPS`) operations; long:
 :data:`LONG_OPS` (:data:`LONG_CONSTANT_OPS`).
@@ -46,7 +46,7 @@ from typing import Any
 from langgraph.store.base import PutOp
 
 from langmem_edge.embeddings import CachedEmbeddings
-from langmem_edge.memory.index.log import WRITER_POOLS, writer_pools_kept
+from langmem_edge.memory.index.access import MAX_KEPT
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.store.keyword import MAX_SCOPES_KEPT
 from langmem_edge.testing import FakeEmbeddings
@@ -113,16 +113,6 @@ record, which is then deleted."""
 CONSTANT_THREADS = 2
 """Working-note threads of each profile in the constant-data soak."""
 
-CONSTANT_RETENTION_SECONDS = 120.0
-"""The change log's retention in the constant-data soak (1 h by default, longer than a run:
-the log would grow with every write). The other intervals below are scaled with it."""
-
-CONSTANT_INDEX = {"retention_seconds": CONSTANT_RETENTION_SECONDS,
-                  "reload_after_seconds": CONSTANT_RETENTION_SECONDS / 2,
-                  "settle_after_seconds": CONSTANT_RETENTION_SECONDS / 4,
-                  "prune_interval_seconds": CONSTANT_RETENTION_SECONDS / 12}
-"""``MemoryConfig.index`` of the constant-data soak (the defaults' proportions)."""
-
 MAX_CONSTANT_RSS_GROWTH_MB = 32.0
 """Largest growth of the in-use RSS (after ``malloc_trim``) over the constant-data soak's
 second half that is not a leak."""
@@ -158,11 +148,9 @@ class _Soak:
         self.store = open_store(self.folder,
                                 index={"dims": DIMS, "embed": self.cache, "fields": ["text"]})
         self.store._names.capacity = SOAK_ID_CAPACITY
-        self.memory = open_memory(self.store,
-                                  config={"index": CONSTANT_INDEX} if constant else None)
+        self.memory = open_memory(self.store)
         self.ops: Counter[str] = Counter()
-        self.peak = {"ids": 0, "embeddings": 0, "keyword_scopes": 0,
-                     "writer_pools": 0, "access_writers": 0}
+        self.peak = {"ids": 0, "embeddings": 0, "keyword_scopes": 0, "access_writers": 0}
 
     def word(self) -> str:
         """A word: a put key; its first 3 characters name a namespace."""
@@ -223,7 +211,6 @@ class _Soak:
         peak["embeddings"] = max(peak["embeddings"], len(self.cache._cache))
         peak["keyword_scopes"] = max(peak["keyword_scopes"],
                                      len(store._large_keyword_scopes))
-        peak["writer_pools"] = max(peak["writer_pools"], writer_pools_kept(store))
         peak["access_writers"] = max(peak["access_writers"], len(self.memory.access_writers))
 
     def run(self, total: int, *, trim: bool) -> dict[str, Any]:
@@ -267,8 +254,7 @@ class _Soak:
                 "cache_bounds": {"ids": SOAK_ID_CAPACITY,
                                  "embeddings": SOAK_EMBED_CACHE,
                                  "keyword_scopes": MAX_SCOPES_KEPT,
-                                 "writer_pools": WRITER_POOLS,
-                                 "access_writers": WRITER_POOLS}}
+                                 "access_writers": MAX_KEPT}}
 
 
 def _check_bounds(figures: dict[str, Any]) -> None:
@@ -277,8 +263,7 @@ def _check_bounds(figures: dict[str, Any]) -> None:
     assert peak["ids"] <= SOAK_ID_CAPACITY
     assert peak["embeddings"] <= SOAK_EMBED_CACHE
     assert peak["keyword_scopes"] <= MAX_SCOPES_KEPT
-    assert peak["writer_pools"] <= min(WRITER_POOLS, PROFILES)  # one per message log written
-    assert 0 < peak["access_writers"] <= min(WRITER_POOLS, PROFILES)  # one per profile
+    assert 0 < peak["access_writers"] <= min(MAX_KEPT, PROFILES)  # one per profile
     assert figures["second_half_growth_mb"] <= MAX_SECOND_HALF_GROWTH_MB
 
 

@@ -139,24 +139,6 @@ SOURCE_PRIORITY: dict[str, float] = {
 }
 """Composite scorer: priority of each source (raw messages count as ``turn``)."""
 
-# --- the episodic message index and its log ------------------------------------------------------
-
-CHANGE_RETENTION_SECONDS = 3600.0
-"""Change entries and writers' markers older than this (by the pruner's wall clock) are
-pruned."""
-
-RELOAD_AFTER_SECONDS = 1800.0
-"""An index not synced for this long (this process's monotonic clock) reloads its profile
-whole; ``retention - reload_after`` is the clock skew between machines the pruning tolerates."""
-
-SETTLE_AFTER_SECONDS = 600.0
-"""A marker left unsettled this long belongs to a writer that died mid-write: pruning
-settles it (readers have re-read its entries at every sync since)."""
-
-PRUNE_INTERVAL_SECONDS = 300.0
-"""A process prunes a profile's change log at most this often."""
-
-
 PAGE_SIZE = 1000
 """Items read per store call when loading a profile or scanning."""
 
@@ -354,26 +336,12 @@ class CompositeConfig(_Section):
 
 
 class IndexCacheConfig(_Section):
-    """The episodic tier's message index and change log, and the page size of paged reads.
+    """The page size of paged reads (loading a large profile, listing, deleting by prefix on a
+    store without ``delete_prefix``). Nothing else is kept or cached: the change-log fields of
+    earlier releases (``retention_seconds`` and the rest) are gone with the log."""
 
-    (``episodic/writes.py``; the semantic tier keeps nothing between operations.)"""
-
-    retention_seconds: float = Field(default=CHANGE_RETENTION_SECONDS, gt=0)
-    """Change-log retention (1 h)."""
-    reload_after_seconds: float = Field(default=RELOAD_AFTER_SECONDS, gt=0)
-    """Reload a profile not synced for this long (30 min)."""
-    settle_after_seconds: float = Field(default=SETTLE_AFTER_SECONDS, gt=0)
-    """Settle markers left unsettled this long (10 min)."""
-    prune_interval_seconds: float = Field(default=PRUNE_INTERVAL_SECONDS, gt=0)
-    """How often a process prunes (5 min)."""
     page_size: int = Field(default=PAGE_SIZE, ge=1)
     """Items per store read when loading (1,000)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> IndexCacheConfig:
-        if self.reload_after_seconds >= self.retention_seconds:
-            raise ValueError("reload_after_seconds must be below retention_seconds")
-        return self
 
 
 class LimitsConfig(_Section):

@@ -129,7 +129,9 @@ class EpisodicConfig(_Section):
     """``recall_conversation``'s default mode: ``"hybrid"`` fuses the store's vector ranking
     with BM25 over each message and its neighbours (``memory/episodic/recall.py``)."""
     recall_context_turns: int = Field(2, ge=0)
-    """Hybrid recall: neighbouring messages each side (same session) scored with a message."""
+    """Hybrid recall on a store without a keyword channel (the messages in scope ranked in
+    process): neighbouring messages each side (same session) scored with a message. On
+    ``ChromaStore`` a message's row carries two each side (``memory/episodic/embedded.py``)."""
     recall_context_weight: float = Field(0.5, ge=0.0)
     """Hybrid recall: BM25F weight of the neighbours' words (a message's own words weigh 1)."""
     recall_name_weight: float = Field(1.0, ge=0.0)
@@ -164,12 +166,6 @@ class EpisodicConfig(_Section):
     """Hybrid recall: first-round messages whose text the second round's query appends."""
     recall_depth: int = Field(50, ge=1)
     """Hybrid recall: results each channel hands to fusion."""
-    recall_index: bool = True
-    """Hybrid recall: keep a per-process keyword index of each profile's messages, exact by
-    the session records (``memory/episodic/recall_index.py``). False keeps nothing: on a
-    store with a keyword channel (``ChromaStore``) the store ranks each recall's keyword side
-    (``memory/episodic/search.py``); on other stores the messages in scope are scanned at
-    every call (at most ``keyword_scan_limit``)."""
 
     def __init__(self, **data: Any) -> None:
         try:

@@ -3,12 +3,9 @@
 Under the profile root ``R = (*namespace, "profiles", profile)``::
 
     (*R, "memories")              the semantic tier's records, key = memory id
-    (*R, "meta")                  the profile's generation (written by earlier releases)
-    (*R, "writers"), (*R, "changes", writer)
-                                  the record log of earlier releases: no longer written or
-                                  read, removed with the profile
-    (*R, "meta", "message-writers")  the episodic tier's markers (message writes), key = writer
-    (*R, "message-changes", w)    the episodic tier's entries, key = sequence number
+    (*R, "meta"), (*R, "writers"), (*R, "changes", w), (*R, "message-changes", w)
+                                  generations and change logs of earlier releases: no
+                                  longer written or read, removed with the profile
     (*R, "access", "by-writer")   one process's access counts of the profile's memories,
                                   key = writer id
     (*R, "access", memory id)     access counts of one memory, key = writer id (written
@@ -28,12 +25,7 @@ Tiers and the index take their namespaces from a :class:`ProfileLayout`, never s
 
 from __future__ import annotations
 
-__all__ = ["GENERATION_KEY", "ProfileLayout"]
-
-GENERATION_KEY = "generation"
-"""Key of the profile's generation item in ``(*R, "meta")``: a random id the semantic tier's
-first write made in earlier releases; ``delete_profile`` still removes it first, and the
-episodic message index reloads when it changes."""
+__all__ = ["ProfileLayout"]
 
 
 BY_WRITER = "by-writer"
@@ -59,11 +51,6 @@ class ProfileLayout:
         self.root = root
         self.memories = (*root, "memories")
         self.messages = (*root, "messages")
-        self.meta = (*root, "meta")
-        self.changes = (*root, "changes")
-        self.writers = (*root, "writers")
-        self.message_writers = (*root, "meta", "message-writers")  # read with the generation
-        self.message_changes = (*root, "message-changes")
         self.access = (*root, "access")
         self.sessions = (*root, "sessions")
         self.contacts = (*root, "contacts")
@@ -108,13 +95,3 @@ class ProfileLayout:
         id: [count, last ISO]}}``, the writer's cumulative counts (a label no memory id
         takes: ids are hex)."""
         return (*self.access, BY_WRITER)
-
-    def parts_before_meta(self) -> list[tuple[str, ...]]:
-        """The prefixes ``delete_profile`` empties before the rest of the root (``meta``,
-        the generation marker, and anything unknown): the records, the episodic tier's
-        messages, overlays and sessions, the working and reflective tiers, the access counts,
-        the documents, both change logs and the semantic one's markers (the episodic markers
-        are under ``meta``: they go with it)."""
-        return [self.memories, self.messages, (*self.root, "overlays"), self.sessions,
-                self.working(), self.reflective(), self.documents(), self.access,
-                self.changes, self.writers, self.message_changes]

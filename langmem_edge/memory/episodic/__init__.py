@@ -8,10 +8,13 @@
 - :mod:`.rules`: the model-free fallbacks (rule-based extraction, extractive summaries).
 - :mod:`.compaction`: the context window and its overlays, with the pre-compaction flush.
 - :mod:`.pages`: the per-process cache of complete history pages a window reads again.
-- :mod:`.recall`: hybrid recall's fields and fusion; :mod:`.recall_index`: the per-process
-  message index its keyword side reads, exact by the session records and the messages mark.
+- :mod:`.recall`: hybrid recall's fields and fusion; :mod:`.search`: its keyword side
+  ranked by the store.
 - :mod:`.embedded`: what the store embeds for a message (its day, speaker and text, and the
-  turns before it), beside the ``text`` users read back.
+  turns before it) and its keyword fields (the turns after it too), beside the ``text``
+  users read back.
+- :mod:`.writes`, :mod:`.sessions`, :mod:`.deletion`: the rows an ingest or a deletion
+  writes, the session record.
 
 It never imports another tier: the memories it extracts are handed to ``memory/profile.py``,
 which writes them through the semantic tier. See ``docs/episodic.md``.

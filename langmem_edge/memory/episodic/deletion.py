@@ -1,5 +1,5 @@
-"""The episodic tier's deletions: a session, or some of its messages (each one message write
-of the change protocol, :mod:`.writes`)."""
+"""The episodic tier's deletions: a session, or some of its messages (each one batch of rows,
+:mod:`.writes`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from langmem_edge.memory.episodic.compaction import history_ops
 from langmem_edge.memory.episodic.embedded import repair_ops, repair_range
 from langmem_edge.memory.episodic.messages import validate_session_id
 from langmem_edge.memory.episodic.sessions import record_after_delete
-from langmem_edge.memory.episodic.writes import MessageWrite, plan_message_write
 
 if TYPE_CHECKING:
     from langmem_edge.memory.episodic.tier import EpisodicTier
@@ -26,37 +25,26 @@ SCAN_ALL = 10**9
 
 def delete_session_plan(tier: EpisodicTier, session_id: str) -> Plan[int]:
     """Delete a session's messages, overlays and record (see
-    :meth:`~.tier.EpisodicTier.delete_session`); returns the messages deleted. The marker
-    goes in the batch that reads the record; a session with a record and nothing else reads
-    it once more (the first read, without a marker, found that there is something to
-    delete)."""
+    :meth:`~.tier.EpisodicTier.delete_session`) in one batch; returns the messages deleted."""
     sid = validate_session_id(session_id)
     flt = {"profile": tier.profile}
     msgs = yield from tier._scan_plan(tier.messages_namespace(sid), flt, SCAN_ALL)
     overlays = yield from tier._scan_plan(tier.overlays_namespace(sid), flt, SCAN_ALL)
-    if not msgs and not overlays:
-        (meta,) = yield StoreStep((GetOp(tier.sessions_namespace, sid),))
-        if meta is None:
-            return 0  # nothing to delete: no write
-
-    def body(write: MessageWrite) -> Plan[int]:
-        meta, *_ = yield StoreStep((GetOp(tier.sessions_namespace, sid), *write.begin))
-        ops = [PutOp(it.namespace, it.key, None) for it in (*msgs, *overlays)]
-        if meta is not None:
-            ops.append(PutOp(tier.sessions_namespace, sid, None))
-            ops.append(PutOp(tier.overlays_namespace(sid)[:-1], sid, None))  # overlays mark
-        if ops:
-            yield StoreStep(write.rows(ops, [sid]))
-        return len(msgs)
-
-    return (yield from plan_message_write(tier.store, tier.layout, body))
+    (meta,) = yield StoreStep((GetOp(tier.sessions_namespace, sid),))
+    ops = [PutOp(it.namespace, it.key, None) for it in (*msgs, *overlays)]
+    if meta is not None:
+        ops.append(PutOp(tier.sessions_namespace, sid, None))
+        ops.append(PutOp(tier.overlays_namespace(sid)[:-1], sid, None))  # overlays mark
+    if ops:
+        yield StoreStep(tuple(ops))
+    return len(msgs)
 
 
 def delete_messages_plan(tier: EpisodicTier, session_id: str, message_ids: Iterable[str]
                          ) -> Plan[int]:
     """Delete messages and the overlays over them (see
-    :meth:`~.tier.EpisodicTier.delete_messages`); returns how many. The marker goes in the
-    batch that reads the history around them."""
+    :meth:`~.tier.EpisodicTier.delete_messages`), giving the messages around them their
+    context without them (:func:`~.embedded.repair_ops`), in one batch; returns how many."""
     sid = validate_session_id(session_id)
     ids = list(dict.fromkeys(message_ids))
     ns = tier.messages_namespace(sid)
@@ -78,14 +66,11 @@ def delete_messages_plan(tier: EpisodicTier, session_id: str, message_ids: Itera
         tier.config.page_size)
     span = repair_range(seqs)
 
-    def body(write: MessageWrite) -> Plan[int]:
-        reads = history_ops(ns, tier.profile, *span, ps, meta.value if meta else None)
-        around = (yield StoreStep((*reads, *write.begin)))[:len(reads)]
-        rows = ops + repair_ops(ns, around, gone, span=span, profile=tier.profile)
-        if meta is not None:
-            rows.append(PutOp(tier.sessions_namespace, sid,
-                              record_after_delete(meta.value, seqs, gone), index=False))
-        yield StoreStep(write.rows(rows, [sid]))
-        return len(items)
-
-    return (yield from plan_message_write(tier.store, tier.layout, body))
+    reads = history_ops(ns, tier.profile, *span, ps, meta.value if meta else None)
+    around = yield StoreStep(reads)
+    rows = ops + repair_ops(ns, around, gone, span=span, profile=tier.profile)
+    if meta is not None:
+        rows.append(PutOp(tier.sessions_namespace, sid,
+                          record_after_delete(meta.value, seqs, gone), index=False))
+    yield StoreStep(tuple(rows))
+    return len(items)

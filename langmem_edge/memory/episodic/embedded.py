@@ -35,12 +35,14 @@ messages after it (:func:`context_repairs`), as overlays over it are deleted.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import Item, PutOp
 
-from langmem_edge.memory.core.stores import KEYWORD_ONLY
+from langmem_edge.memory.core.plans import Call, Plan
+from langmem_edge.memory.core.stores import KEYWORD_ONLY, KeywordSearch, PutExisting
 from langmem_edge.memory.episodic.compaction import in_range
 from langmem_edge.memory.episodic.extraction import StoredMessage
 from langmem_edge.memory.episodic.recall import context_window, message_day, stands_alone
@@ -52,6 +54,8 @@ __all__ = [
     "KEYWORD_FIELDS",
     "MESSAGE_INDEX_FIELDS",
     "TAIL_FIELD",
+    "after_patches",
+    "plan_after",
     "context_repairs",
     "embedded_fields",
     "embedded_text",
@@ -60,9 +64,12 @@ __all__ = [
     "session_tail",
 ]
 
-KEYWORD_FIELDS = ("text", "context", "name", "day")
+logger = logging.getLogger(__name__)
+
+KEYWORD_FIELDS = ("text", "context", "after", "name", "day")
 """A message's keyword fields, weighed per recall (BM25F): its text, the context of the turns
-before (the one :func:`embedded_fields` embeds), its speaker and its day."""
+before (the one :func:`embedded_fields` embeds), the turns after (``after``: written by the
+ingest that brings them, :func:`after_patches`), its speaker and its day."""
 
 EMBED_CONTEXT_TURNS = 2
 """Messages before a message (same session) whose text its ``embed_text`` carries."""
@@ -77,7 +84,7 @@ embeds anything), and the keyword-only fields of :data:`KEYWORD_FIELDS`, which a
 :class:`~langmem_edge.memory.core.stores.KeywordSearch` store analyses for hybrid recall's
 keyword side and other stores ignore."""
 
-EMBEDDED_FIELDS = ("embed_text", "context", "day")
+EMBEDDED_FIELDS = ("embed_text", "context", "after", "day")
 """The fields this module adds to a message value (rewritten when a deletion changes a
 message's context)."""
 
@@ -110,21 +117,50 @@ def embedded_fields(
     ``seq`` order; ``context_turns`` (default :data:`EMBED_CONTEXT_TURNS`) earlier messages in
     a context. ``context`` and ``day`` are left out when empty."""
     before = [str(t.get("text", "")) for t in tail]
+    later = _after_texts([*before, *(m.content for m in new)], context_turns)[len(before):]
     out: dict[str, dict[str, str]] = {}
-    for m in new:
+    for m, after in zip(new, later, strict=True):
+        extra = {"after": after} if after else {}
         day = message_day(m.ts.isoformat())
         fields = {"day": day} if day else {}
         if stands_alone(m.content) or (before and stands_alone(before[-1])):
             # a long message, or the first of an exchange after one: embedded as it is
-            out[m.id] = {"embed_text": m.content, **fields}
+            out[m.id] = {"embed_text": m.content, **fields, **extra}
             before.append(m.content)
             continue
         context = _context(before, context_turns) if context_turns and before else ""
         if context:
             fields["context"] = context
-        out[m.id] = {"embed_text": f"{embedded_text(m)} {context}".rstrip(), **fields}
+        out[m.id] = {"embed_text": f"{embedded_text(m)} {context}".rstrip(), **fields,
+                     **extra}
         before.append(m.content)
     return out
+
+
+def _after_texts(texts: Sequence[str], turns: int = EMBED_CONTEXT_TURNS) -> list[str]:
+    """Each message's ``after`` among ``texts`` (a session's messages in ``seq`` order): the
+    text of up to ``turns`` messages after it, each cut to :data:`EMBED_CONTEXT_CHARS`, by
+    :func:`~.recall.context_window`'s rule (none for a message that stands alone; a message
+    that stands alone lends none and ends the window)."""
+    return [" ".join(texts[j][:EMBED_CONTEXT_CHARS]
+                     for j in context_window(texts, i, turns) if j > i) if turns else ""
+            for i in range(len(texts))]
+
+
+def after_patches(
+    tail: Sequence[Mapping[str, Any]], new: Sequence[StoredMessage], *,
+    context_turns: int = EMBED_CONTEXT_TURNS,
+) -> dict[str, str]:
+    """The ``after`` field the messages of ``tail`` (the session record's, before ``new`` was
+    appended) get now that ``new`` follows them, by id: only those whose ``after`` grows. A
+    message's keyword side then holds the turns on both sides, as the scan's does
+    (:func:`~.recall.message_fields`); its ``embed_text`` (and so its vector) is unchanged."""
+    if not tail or not new:
+        return {}
+    texts = [str(t.get("text", "")) for t in tail]
+    was = _after_texts(texts, context_turns)
+    now = _after_texts([*texts, *(m.content for m in new)], context_turns)
+    return {str(t["id"]): now[i] for i, t in enumerate(tail) if now[i] and now[i] != was[i]}
 
 
 def session_tail(
@@ -136,23 +172,53 @@ def session_tail(
     return entries[-EMBED_CONTEXT_TURNS:] if EMBED_CONTEXT_TURNS else []
 
 
+def plan_after(store: Any, namespace: tuple[str, ...], tail: Sequence[Mapping[str, Any]],
+               new: Sequence[StoredMessage]) -> Plan[None]:
+    """Write :func:`after_patches` into the messages before ``new`` (in ``namespace``, their
+    session's), on a store that ranks their keyword fields
+    (:class:`~langmem_edge.memory.core.stores.KeywordSearch`) and rewrites only what exists
+    (:class:`~langmem_edge.memory.core.stores.PutExisting`: a message deleted meanwhile
+    stays deleted; its vector is kept, ``embed_text`` being unchanged): one read and one
+    write on ``ChromaStore``. Elsewhere nothing: the scan builds both sides at recall. It
+    runs after the ingest's own write; a failure is logged, and costs those messages the
+    turns after them in keyword recall, nothing else."""
+    patches = after_patches(tail, new)
+    if not patches or not isinstance(store, KeywordSearch) or not isinstance(store, PutExisting):
+        return
+    items = [(namespace, mid, {"after": text}, MESSAGE_INDEX_FIELDS)
+             for mid, text in patches.items()]
+    try:
+        yield Call(store.put_existing, store.aput_existing, (items,),
+                   {"merge": True, "confirm": False})
+    except Exception as e:  # recall quality, not the ingest: its messages are written
+        logger.warning("writing the turns after %d message(s) of %r failed: %s",
+                       len(items), namespace, e)
+
+
 def context_repairs(
     session: Sequence[StoredMessage], deleted: set[str]
 ) -> dict[str, dict[str, str]]:
     """After deleting ``deleted`` from a stretch of a session (``session``: its messages in
     ``seq`` order, deleted ones included, starting at least :data:`EMBED_CONTEXT_TURNS`
-    before the first deleted one): the messages whose ``embed_text`` carried a deleted
-    message's text, by id, with the fields they get now (the context of the messages left
-    before them)."""
+    before the first deleted one and ending as many after the last): the messages whose
+    ``embed_text`` or ``after`` carried a deleted message's text, by id, with the fields they
+    get now (the context of the messages left around them). ``after`` is in the fields only
+    where it changed (``""``: none left)."""
     out: dict[str, dict[str, str]] = {}
-    kept: list[StoredMessage] = []
-    for i, m in enumerate(session):
-        if m.id in deleted:
+    kept = [m for m in session if m.id not in deleted]
+    after = _after_texts([m.content for m in kept])
+    position = {m.id: i for i, m in enumerate(session)}
+    for j, m in enumerate(kept):
+        i = position[m.id]
+        before = any(w.id in deleted for w in session[max(0, i - EMBED_CONTEXT_TURNS):i])
+        behind = any(w.id in deleted for w in session[i + 1:i + 1 + EMBED_CONTEXT_TURNS])
+        if not (before or behind):
             continue
-        window = session[max(0, i - EMBED_CONTEXT_TURNS):i]
-        if any(w.id in deleted for w in window):
-            out[m.id] = embedded_fields([m], [{"text": k.content} for k in kept])[m.id]
-        kept.append(m)
+        fields = embedded_fields([m], [{"text": k.content} for k in kept[:j]])[m.id]
+        fields.pop("after", None)
+        if behind:
+            fields["after"] = after[j]
+        out[m.id] = fields
     return out
 
 
@@ -176,6 +242,9 @@ def repair_ops(
     for mid, fields in context_repairs(session, deleted).items():
         old = items[mid].value
         if "embed_text" in old:
-            kept = {k: v for k, v in old.items() if k not in EMBEDDED_FIELDS}
+            kept = {k: v for k, v in old.items()
+                    if k not in EMBEDDED_FIELDS or (k == "after" and k not in fields)}
+            if not fields.get("after", True):
+                del fields["after"]
             ops.append(PutOp(namespace, mid, kept | fields, index=MESSAGE_INDEX_FIELDS))
     return ops

@@ -1,24 +1,22 @@
-"""Hybrid recall of messages with the keyword side ranked by the store, keeping nothing in
-process (``EpisodicConfig(recall_index=False)`` on a
-:class:`~langmem_edge.memory.core.stores.KeywordSearch` store, ``ChromaStore``).
+"""Hybrid recall of messages with the keyword side ranked by the store: what
+``recall_conversation`` does on a :class:`~langmem_edge.memory.core.stores.KeywordSearch`
+store (``ChromaStore``), keeping nothing in process.
 
 Every message row carries its keyword fields (:mod:`.embedded`: ``text``, ``context`` (the
-turns before it), ``name`` and ``day``, put as keyword-only ``index`` paths), analysed once
-when it is written. A recall asks the store for BM25F over the messages in scope with the
-tier's field weights (``recall_context_weight``, ``recall_name_weight``,
-``recall_date_weight``; the store's ``k1`` and ``b``), reads the values of the hits its
-vector search did not return (one batch), and fuses them
-(:func:`~.recall.hybrid_ranking_plan`); the second keyword round is one more keyword search
-and read. A write by any process is in the next recall.
+turns before it, written with it), ``after`` (the turns after it, written into it by the
+ingest that brings them), ``name`` and ``day``, put as keyword-only ``index`` paths),
+analysed once when written. A recall asks the store for BM25F over the messages in scope
+with the tier's field weights (``recall_context_weight`` for both sides, so BM25F sees the
+one context the scan builds, ``recall_name_weight``, ``recall_date_weight``; the store's
+``k1`` and ``b``), reads the values of the hits its vector search did not return (one
+batch), and fuses them (:func:`~.recall.hybrid_ranking_plan`); the second keyword round is
+one more keyword search and read. A write by any process is in the next recall.
 
-What it costs and finds, measured against the per-process message index (the default,
-:mod:`.recall_index`) and the scan (``recall_index=False`` on other stores), is in
-``docs/retrieval.md`` ("The keyword side kept by the store"): it is no faster than the index
-once a profile's index is loaded (Chroma's term fetch reads every row holding a common query
-word, and scores them in Python), and a message's context holds the turns before it only (what
-is known when it is written), which LoCoMo's recall@10 feels. So it is not the default yet.
-Messages written before their rows carried keyword fields are found by the vector side only,
-until they are written again.
+What it costs and finds against the scan (other stores) and the per-process message index
+it replaced is in ``docs/retrieval.md`` ("The keyword side kept by the store"). Messages
+written before their rows carried keyword fields are found by the vector side only, until
+they are written again; messages written before ``after`` existed have the turns before
+them only.
 """
 
 from __future__ import annotations
@@ -52,6 +50,7 @@ def store_hybrid_plan(tier: EpisodicTier, query: str, prefix: tuple[str, ...],
     items = {it.key: it for it in near if it.value.get("profile") == tier.profile}
     vector = [(it.key, float(it.score)) for it in items.values() if it.score is not None]
     weights = {"text": 1.0, "context": cfg.recall_context_weight,
+               "after": cfg.recall_context_weight,
                "name": cfg.recall_name_weight, "day": cfg.recall_date_weight}
 
     def rank(q: str) -> Plan[Ranking]:
@@ -79,7 +78,7 @@ def _contextless(item: Item | None) -> bool:
     row's context holds the turns before it only: a later message that is not its session's
     first, with no ``context``); rows written before embedded fields are taken to have one."""
     return (item is not None and "embed_text" in item.value and "context" not in item.value
-            and int(item.value.get("seq", 0)) > 0)
+            and "after" not in item.value and int(item.value.get("seq", 0)) > 0)
 
 
 def _store_ranking(tier: EpisodicTier, query: str, prefix: tuple[str, ...],

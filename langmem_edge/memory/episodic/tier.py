@@ -78,7 +78,7 @@ from langmem_edge.memory.core.labels import check_namespace
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.models import RetryPolicy
 from langmem_edge.memory.core.plans import Plan, StoreStep, run_async, run_sync
-from langmem_edge.memory.core.stores import KeywordSearch, atomic_put_limit, ranks_keys
+from langmem_edge.memory.core.stores import KeywordSearch
 from langmem_edge.memory.episodic.compaction import (
     ContextWindow,
     Overlay,
@@ -88,7 +88,7 @@ from langmem_edge.memory.episodic.compaction import (
     window_plan,
 )
 from langmem_edge.memory.episodic.deletion import delete_messages_plan, delete_session_plan
-from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
+from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS, TAIL_FIELD, plan_after
 from langmem_edge.memory.episodic.extraction import (
     ExtractedMemory,
     ExtractionStats,
@@ -113,16 +113,10 @@ from langmem_edge.memory.episodic.recall import (
     message_keyword_ranking,
     stands_alone,
 )
-from langmem_edge.memory.episodic.recall_index import (
-    MessageIndex,
-    indexed_keyword_plan,
-    message_index_for,
-    nearest_messages_plan,
-)
 from langmem_edge.memory.episodic.rules import rule_based_memories
 from langmem_edge.memory.episodic.search import store_hybrid_plan
 from langmem_edge.memory.episodic.sessions import mark_after, record_after_append
-from langmem_edge.memory.episodic.writes import MessageWrite, plan_message_write
+from langmem_edge.memory.episodic.writes import applies_whole, plan_new_rows
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
@@ -172,7 +166,6 @@ class EpisodicTier:
     ) -> None:
         check_namespace(namespace_root, "namespace_root", MAX_ROOT_LABEL_CHARS)
         self.store = store
-        self._ranks_keys = ranks_keys(store)  # a store's kind does not change
         self.root = tuple(namespace_root)
         self.config = config or EpisodicConfig()
         self.model = model
@@ -209,25 +202,24 @@ class EpisodicTier:
             if norm.pop(CUT_FLAG, None) is not None:
                 cut.add(mid)
             unique.setdefault(mid, norm)
-        outcome = yield from plan_message_write(self.store, self.layout, lambda write: (
-            self._append_plan(write, unique, sid, now, contact, extract, confirm_later,
-                              memory_puts)),
-            puts=len(unique) + 1)  # the new messages and the session record
+        outcome = yield from self._append_plan(unique, sid, now, contact, extract,
+                                               confirm_later, memory_puts)
         outcome.cut = [m.id for m in outcome.messages if m.id in cut]
         if outcome.cut:
             logger.info("%d message(s) of session %r over %d bytes stored cut to fit",
                         len(outcome.cut), sid, self.config.max_message_bytes)
         return outcome
 
-    def _append_plan(self, write: MessageWrite, unique: dict[str, dict[str, Any]], sid: str,
-                     now: datetime, contact: str | None, extract: bool, confirm_later: bool,
+    def _append_plan(self, unique: dict[str, dict[str, Any]], sid: str, now: datetime,
+                     contact: str | None, extract: bool, confirm_later: bool,
                      memory_puts: MemoryPuts | None = None) -> Plan[IngestOutcome]:
-        """Ingest as one message write (:mod:`.writes`): its marker in the first read; with
-        ``memory_puts``, the memories' rows ride in the messages' batch where they can."""
+        """Ingest: one read of the session record and the messages' keys, the rows in one
+        batch (:mod:`.writes`; with ``memory_puts``, the memories' rows ride in it where the
+        store applies it whole), then the turns after the messages before them
+        (:func:`~.embedded.plan_after`)."""
         ns = self.messages_namespace(sid)
         found = (yield StoreStep((GetOp(self.sessions_namespace, sid),
-                                  *(GetOp(ns, mid) for mid in unique), *write.begin)))
-        found = found[:len(unique) + 1]
+                                  *(GetOp(ns, mid) for mid in unique))))
         meta = found[0] if found[0] is not None and found[0].value.get("profile") == (
             self.profile) else None
         start = int(meta.value["next_seq"]) if meta else 0
@@ -267,8 +259,8 @@ class EpisodicTier:
                 memories = rules(todo)
         end = start + len(new)
         riding = None  # the memories' puts, written with the messages (the mark moves too)
-        if (memory_puts is not None and memories and new and write.whole
-                and len(new) + len(memories) + 3 <= atomic_put_limit(self.store)):
+        if (memory_puts is not None and memories and new
+                and applies_whole(self.store, len(new) + len(memories) + 1)):
             riding = yield from memory_puts(memories, bool(behind))
         # nothing extracted (or written here): nothing to wait for
         wait = confirm_later and bool(memories) and riding is None
@@ -280,11 +272,12 @@ class EpisodicTier:
                 # the mark stays, so the session owes these messages' memories
                 extracted_to=(mark if confirm_later and not extract
                               else mark_after(mark, start, end, extract, wait)))
-            yield from write.plan_rows(
-                [*(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
-                         index=MESSAGE_INDEX_FIELDS) for m in new),
-                 PutOp(self.sessions_namespace, sid, value, index=False), *(riding or ())],
-                [sid])
+            yield from plan_new_rows(self.store, [
+                *(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
+                        index=MESSAGE_INDEX_FIELDS) for m in new),
+                PutOp(self.sessions_namespace, sid, value, index=False), *(riding or ())])
+            yield from plan_after(self.store, ns, meta.value.get(TAIL_FIELD) or [] if meta
+                                  else [], new)
         elif behind and not wait:
             yield from self._confirm_plan(sid, end)
         return IngestOutcome(messages=new, memories=memories, resumed=behind,
@@ -366,8 +359,7 @@ class EpisodicTier:
             return [StoredMessage.from_value(it.key, it.value, score=getattr(it, "score", None))
                     for it in items if it.value.get("profile") == self.profile]
         if mode == "hybrid":
-            return (yield from self._hybrid_plan(
-                query, prefix, flt, limit, prefix[-1] if scope == "conversation" else None))
+            return (yield from self._hybrid_plan(query, prefix, flt, limit))
         docs = yield from self._scan_plan(prefix, flt, self.config.keyword_scan_limit)
         docs = [d for d in docs if d.value.get("profile") == self.profile]
         return [StoredMessage.from_value(d.key, d.value, score=score) for d, score in
@@ -375,59 +367,36 @@ class EpisodicTier:
                                      b=self.config.bm25_b, limit=limit)]
 
     def _hybrid_plan(self, query: str, prefix: tuple[str, ...], flt: dict[str, Any],
-                     limit: int, session_id: str | None) -> Plan[list[StoredMessage]]:
+                     limit: int) -> Plan[list[StoredMessage]]:
         """The store's vector ranking fused with BM25 over each message and its neighbours
-        (:mod:`.recall`); without vector scores (a store with no index), BM25 alone. The
-        keyword side uses this process's message index (:mod:`.recall_index`) when it may;
-        with ``recall_index=False`` the store's keyword channel (:mod:`.search`) on a
-        ``KeywordSearch`` store, else a scan of the messages in scope."""
+        (:mod:`.recall`); without vector scores (a store with no index), BM25 alone. On a
+        ``KeywordSearch`` store (``ChromaStore``) the store ranks the keyword side
+        (:mod:`.search`); elsewhere the messages in scope are read and ranked in process
+        (at most ``keyword_scan_limit``). Nothing is kept between calls."""
         cfg = self.config
-        if not cfg.recall_index and isinstance(self.store, KeywordSearch):
+        if isinstance(self.store, KeywordSearch):
             return (yield from store_hybrid_plan(self, query, prefix, flt, limit))
-        depth = max(cfg.recall_depth, limit)
-        search = SearchOp(prefix, filter=flt, limit=depth, query=query)
-        index = self._message_index() if cfg.recall_index else None
-        ranked, near = None, None
-        if index is not None:  # on a NearestKeys store the index gives the values
-            near, ranked = yield from indexed_keyword_plan(
-                index, query, search=None if self._ranks_keys else search,
-                prefix=prefix, flt=flt, depth=depth, session_id=session_id,
-                layout=self.layout, config=cfg)
-        if near is None and ranked is not None and index is not None:
-            vector, near = (yield from nearest_messages_plan(
-                self.store, index, query, prefix=prefix, flt=flt, depth=depth)), []
-        else:
-            near = (yield StoreStep((search,)))[0] if near is None else near
-            vector = [(it.key, float(it.score)) for it in near
-                      if it.score is not None and it.value.get("profile") == self.profile]
-        near_items = {it.key: it for it in near if it.value.get("profile") == self.profile}
-        if ranked is not None and index is not None:
-            keyword, days = ranked, {key: index.day(key) for key, _ in ranked}
+        search = SearchOp(prefix, filter=flt, limit=max(cfg.recall_depth, limit), query=query)
+        (near,) = yield StoreStep((search,))
+        near = [it for it in near if it.value.get("profile") == self.profile]
+        vector = [(it.key, float(it.score)) for it in near if it.score is not None]
+        docs = yield from self._scan_plan(prefix, flt, cfg.keyword_scan_limit)
+        docs = [d for d in docs if d.value.get("profile") == self.profile]
+        item = ({d.key: d for d in docs} | {it.key: it for it in near}).get
+        fields = message_fields(docs, context_turns=cfg.recall_context_turns)
 
-            def rank(q: str) -> list[tuple[str, float]]:
-                return index.rank(q, namespace_prefix=prefix, flt=flt, limit=depth)
-
-            def item(key: str) -> Item | None:
-                return near_items.get(key) or index.item(key)
-            contextless = index.contextless
-        else:
-            docs = yield from self._scan_plan(prefix, flt, cfg.keyword_scan_limit)
-            docs = [d for d in docs if d.value.get("profile") == self.profile]
-            item = ({d.key: d for d in docs} | near_items).get
-            fields = message_fields(docs, context_turns=cfg.recall_context_turns)
-
-            def rank(q: str) -> list[tuple[str, float]]:
-                return message_keyword_ranking(
-                    q, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
-                    limit=depth, field_weights=self._recall_field_weights())
-            keyword, days = rank(query), {key: f.get("date", "") for key, f in fields.items()}
-            contextless = cut_off_keys(docs, context_turns=cfg.recall_context_turns).__contains__
+        def rank(q: str) -> list[tuple[str, float]]:
+            return message_keyword_ranking(
+                q, fields, analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b,
+                limit=max(cfg.recall_depth, limit), field_weights=self._recall_field_weights())
 
         def text(key: str) -> str:
             return str(getattr(item(key), "value", {}).get("text", ""))
 
-        fused = hybrid_ranking(query, keyword=keyword, vector=vector, days=days, rank=rank,
-                               text=text, config=cfg, limit=limit,
+        contextless = cut_off_keys(docs, context_turns=cfg.recall_context_turns).__contains__
+        fused = hybrid_ranking(query, keyword=rank(query), vector=vector,
+                               days={key: f.get("date", "") for key, f in fields.items()},
+                               rank=rank, text=text, config=cfg, limit=limit,
                                alone=lambda key: stands_alone(text(key)),
                                bare=lambda key: stands_alone(text(key)) or contextless(key))
         return [StoredMessage.from_value(key, found.value, score=score)
@@ -437,15 +406,6 @@ class EpisodicTier:
         cfg = self.config
         return {"context": cfg.recall_context_weight, "name": cfg.recall_name_weight,
                 "date": cfg.recall_date_weight}
-
-    def _message_index(self) -> MessageIndex | None:
-        cfg = self.config
-        weights = self._recall_field_weights()
-        key = (self.messages_namespace(), self.profile, cfg.bm25_k1, cfg.bm25_b,
-               cfg.recall_context_turns, tuple(sorted(weights.items())))
-        return message_index_for(self.store, key, lambda: MessageIndex(
-            analyzer=default_analyzer(), k1=cfg.bm25_k1, b=cfg.bm25_b, field_weights=weights,
-            context_turns=cfg.recall_context_turns))
 
     def _window_plan(self, session_id: str, budget_tokens: int, compact: bool
                      ) -> Plan[ContextWindow]:

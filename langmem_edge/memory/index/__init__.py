@@ -1,13 +1,11 @@
-"""The per-process profile index and the change protocol that keeps it exact.
+"""What one operation builds from its read of a profile, and the writes that are its rows.
 
-- :mod:`.profile_index`: everything recall needs about one profile, in memory (values, BM25,
-  key map, numpy columns for admissibility and the relevance fill).
-- :mod:`.changes`: the change protocol over the ``BaseStore`` API, so another process's write
-  is visible to the next read.
-- :mod:`.access`: this process's writer of a profile's access counts, kept across reloads.
-- :mod:`.image`: the index image in the store a new process restores instead of reading
-  every record; :mod:`.columns` (the numeric columns) and :mod:`.values` (record values,
-  packed until read) hold the parts it restores without a Python object per record.
+- :mod:`.store_io`: one read of a profile per operation, and writes that are their rows.
+- :mod:`.profile_index`: what an operation builds from that read (values, BM25, key map),
+  for itself alone; :mod:`.columns` its numeric columns.
+- :mod:`.access`: this process's writer of a profile's access counts (its own counter, not
+  a copy of the store's data).
 
-The index sits above ``core`` and below the tiers that read it.
+Nothing here outlives an operation but the access-count writers. The index sits above
+``core`` and below the tiers that read it.
 """
