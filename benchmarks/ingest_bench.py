@@ -15,12 +15,11 @@ per-round ratios, which cancels most of the noise of a shared machine).
 Part 2, window assembly (no embeddings involved): a session of ``--window-n`` messages; the
 time of the first ``window()`` (which also summarises one range into an overlay and runs the
 pre-compaction flush, model-free) and of a steady-state ``window(compact=False)`` (the p50 of
-``--window-repeats`` calls in this process, served by the per-process page cache,
-``memory/episodic/pages.py``), against one ``search`` of a 10-row history page on the same
-store (median of 20). The baseline, measured in the same run: the same window with the page
-cache off (every history page read through the store's filtered search, as windows did before
-the cache; p50 of 5), and the ratio between the two. Last, the window right after a 2-message
-turn was ingested (p50 of 5 turns): the cache re-reads only the page the turn wrote to.
+``--window-repeats`` calls), against one ``search`` of a 10-row history page on the same
+store (median of 20). Last, the window right after a 2-message turn was ingested (p50 of 5
+turns). Nothing is kept between windows (the pages are read by key:
+``memory/episodic/pages.py``); run it with ``PYTHONPATH`` set to an earlier checkout to
+measure that code beside this one.
 
 Part 3, ``--turns N`` (what a profile's writes cost, through the public API; child processes
 of ``_write_costs.py``): p50 of a 2-message ``Profile.ingest`` and of a ``remember`` (fake
@@ -52,8 +51,7 @@ from langgraph.store.base import BaseStore  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from langmem_edge.embeddings import default_embeddings  # noqa: E402
-from langmem_edge.memory.core.plans import run_sync  # noqa: E402
-from langmem_edge.memory.episodic.compaction import page_ops, window_plan  # noqa: E402
+from langmem_edge.memory.episodic.compaction import page_ops  # noqa: E402
 from langmem_edge.memory.episodic.rules import rule_based_memories  # noqa: E402
 from langmem_edge.memory.episodic.tier import EpisodicTier  # noqa: E402
 from langmem_edge.testing import FakeEmbeddings  # noqa: E402
@@ -122,17 +120,8 @@ def bench_rules(n: int) -> float:
     return len(stored) / seconds
 
 
-BASELINE_REPEATS = 5
-"""Calls of the uncached baseline window (and turns of the after-a-turn figure) per median."""
-
-
-def uncached_window(tier: EpisodicTier, session: str, budget: int) -> object:
-    """The window with the page cache off: every history page read from the store."""
-    return run_sync(window_plan(
-        messages_ns=tier.messages_namespace(session), overlays_ns=tier.overlays_namespace(session),
-        sessions_ns=tier.sessions_namespace, profile=tier.profile, session_id=session,
-        budget_tokens=budget, config=tier.config, model=None, compact=False, pages=None),
-        store=tier.store)
+TURNS = 5
+"""Turns of the after-a-turn window figure per median."""
 
 
 def bench_window(backend: str, n: int, budget: int, folder: str, repeats: int
@@ -145,17 +134,15 @@ def bench_window(backend: str, n: int, budget: int, folder: str, repeats: int
     first = timed(lambda: tier.window("w", budget))
     steady = median([timed(lambda: tier.window("w", budget, compact=False))
                      for _ in range(repeats)])
-    baseline = median([timed(lambda: uncached_window(tier, "w", budget))
-                       for _ in range(BASELINE_REPEATS)])
     page = page_ops(tier.messages_namespace("w"), tier.profile, n - 10, n, 10)
     one_page = median([timed(lambda: store.batch(page)) for _ in range(20)])
     w = tier.window("w", budget, compact=False)
-    turns = conversation(2 * BASELINE_REPEATS, 98)
+    turns = conversation(2 * TURNS, 98)
     after_turn = []
     for i in range(0, len(turns), 2):
         tier.add_messages(turns[i : i + 2], "w")
         after_turn.append(timed(lambda: tier.window("w", budget, compact=False)))
-    return {"first": first, "steady": steady, "baseline": baseline, "page": one_page,
+    return {"first": first, "steady": steady, "page": one_page,
             "rows": w.rows_scanned, "tail": len(w.tail), "after_turn": median(after_turn)}
 
 
@@ -263,14 +250,12 @@ def window_part(backends: list[str], n: int, budget: int, repeats: int) -> None:
         rows.append([backend, n, budget, f"{r['first'] * 1000:.1f}",
                      f"{r['steady'] * 1000:.1f}", f"{r['page'] * 1000:.2f}",
                      f"{r['steady'] / r['page']:.1f}x", int(r["rows"]), int(r["tail"]),
-                     f"{r['baseline'] * 1000:.1f}", f"{r['baseline'] / r['steady']:.1f}x",
                      f"{r['after_turn'] * 1000:.1f}"])
         print(f"(window setup on {backend}: {setup:.1f} s)", file=sys.stderr)
     print(f"\n### Window assembly ({n} messages, budget {budget} tokens)\n")
     print(table(["backend", "messages", "budget", "first window, with overlay (ms)",
                  "steady window p50 (ms)", "one 10-row page (ms)", "steady / page",
-                 "rows scanned", "tail messages", "baseline: no page cache p50 (ms)",
-                 "baseline / steady", "after a 2-message turn p50 (ms)"], rows))
+                 "rows scanned", "tail messages", "after a 2-message turn p50 (ms)"], rows))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,8 @@ from langmem_edge.memory.episodic.compaction import ContextWindow, uncovered_ran
 from langmem_edge.memory.episodic.extraction import StoredMessage
 from langmem_edge.memory.episodic.pages import (
     RECENT_PAGES,
-    PageCache,
-    appended_only,
-    page_cache_for,
+    first_after_append,
+    first_after_delete,
     recent_after_append,
     recent_after_delete,
     recent_keys,
@@ -214,15 +213,11 @@ def test_history_is_read_in_pages_of_10_up_to_200_rows() -> None:
     w = tier.window("s", 1_000_000, compact=False)
     assert w.rows_scanned == 200
     assert [m.seq for m in w.tail] == list(range(800, 1000))
-    head, *pages = [op for op in store.searches if op.namespace_prefix[-2] == "messages"]
-    assert head.filter == {"profile": "alice", "page": "0"}  # the first two messages
-    # the newest RECENT_PAGES pages by key (their ids are in the session record), the rest
-    # one search of 10 rows each
+    # every page by key (the session record lists the ids of its first page and of its
+    # newest RECENT_PAGES): the head's page and the 20 newest, no search of the messages
+    assert not [op for op in store.searches if op.namespace_prefix[-2] == "messages"]
     by_key = [op for op in store.gets if op.namespace[-2] == "messages"]
-    assert len(by_key) == RECENT_PAGES * 10
-    assert len(pages) == 20 - RECENT_PAGES and all(op.limit == 10 for op in pages)
-    assert [op.filter["page"] for op in pages] == [
-        str(p) for p in range(99 - RECENT_PAGES, 79, -1)]
+    assert len(by_key) == 10 + 200 and RECENT_PAGES * 10 >= 200 + 10
 
 
 def test_flush_lifts_at_most_10_durable_facts_at_0_6(store: BaseStore) -> None:
@@ -314,15 +309,15 @@ def test_uncovered_ranges() -> None:
     assert uncovered_ranges([ov(5, 30)], 2, 10) == [(2, 4)]
 
 
-# -- the page cache: steady windows read no history page twice, and never serve stale ones ---
+# -- windows read every page by key, and see every change at once ---------------------------
 
 
 def uncached(tier: EpisodicTier, session: str, budget: int) -> ContextWindow:
-    """The window as built with every page read from the store (no page cache)."""
+    """The window as its plan builds it, run on the tier's store directly."""
     plan = window_plan(
         messages_ns=tier.messages_namespace(session), overlays_ns=tier.overlays_namespace(session),
         sessions_ns=tier.sessions_namespace, profile=tier.profile, session_id=session,
-        budget_tokens=budget, config=tier.config, model=None, compact=False, pages=None)
+        budget_tokens=budget, config=tier.config, model=None, compact=False)
     return run_sync(plan, store=tier.store)
 
 
@@ -339,24 +334,46 @@ class CountingStore(InMemoryStore):
         return super().batch(ops)
 
 
-def test_a_steady_window_reads_no_history_page_again() -> None:
+def test_a_window_searches_no_history_page() -> None:
     store = CountingStore()
     tier = EpisodicTier(store, ROOT)
     fill(tier, 1000)
+    store.searched.clear()
     first = tier.window("s", 1000, compact=False)
-    pages_read = store.searched.count(tier.messages_namespace("s"))
-    # the tail's pages and the head's, the newest RECENT_PAGES by key
-    assert pages_read == first.rows_scanned // 10 + 1 - RECENT_PAGES
-    store.searched.clear()
-    again = tier.window("s", 1000, compact=False)
-    assert again == first
-    assert store.searched == []  # the session record and the overlays mark, read by key
+    assert first.rows_scanned > 10
+    assert store.searched == []  # pages by key, and the overlays by the ids their mark lists
+    assert tier.window("s", 1000, compact=False) == first
     tier.add_messages([{"role": "user", "content": "one more turn"}], "s")
+    grown = tier.window("s", 1000)  # compacts: writes an overlay, and its id in the mark
+    assert grown.tail[-1].content == "one more turn" and grown.new_overlay is not None
+    again = tier.window("s", 1000, compact=False)
+    assert [o.id for o in again.overlays] == [grown.new_overlay.id]
+    ov = grown.new_overlay  # the range summarised, outside the listed pages: searched
+    assert store.searched.count(tier.messages_namespace("s")) == (
+        ov.to_seq // 10 - ov.from_seq // 10 + 1)
+    assert tier.overlays_namespace("s") not in store.searched
+
+
+def test_overlays_unlisted_by_a_mark_are_listed_and_the_mark_written_again() -> None:
+    store = CountingStore()
+    tier = EpisodicTier(store, ROOT)
+    fill(tier, 300)
+    made = tier.window("s", 1000).new_overlay
+    assert made is not None
+    marks = tier.overlays_namespace("s")[:-1]
+    store.put(marks, "s", {"kind": "overlays-mark", "profile": "alice", "session_id": "s",
+                           "token": "from an earlier release"}, index=False)
     store.searched.clear()
-    grown = tier.window("s", 1000, compact=False)
-    assert grown.tail[-1].content == "one more turn"
-    assert store.searched == []  # the newest page again by key, the overlays from the cache
-    assert grown == uncached(tier, "s", 1000)
+    w = tier.window("s", 1000, compact=False)
+    assert [o.id for o in w.overlays] == [made.id]
+    assert store.searched == [tier.overlays_namespace("s")]  # no ids: listed
+    tier.window("s", 1000)  # a compacting window writes the mark that lists them
+    mark = store.get(marks, "s")
+    assert mark is not None and made.id in mark.value["ids"]
+    victim = tier.list_messages("s", start=made.from_seq, limit=1)[0]
+    tier.delete_messages("s", [victim.id])  # its overlay goes, and the mark with it
+    assert store.get(marks, "s") is None
+    assert made.id not in [o.id for o in tier.window("s", 1000, compact=False).overlays]
 
 
 @pytest.fixture(params=["memory", "chroma"])
@@ -417,61 +434,28 @@ def test_windows_see_every_change_another_writer_makes(two_views: tuple[BaseStor
     assert w == uncached(reader, "t", budget)
 
 
-def test_page_cache_trusts_appends_only() -> None:
-    rec = {"epoch": "e1", "profile": "p", "session_id": "s", "page_size": 10,
-           "first_ts": "t", "next_seq": 100, "count": 100}
-    assert appended_only(rec, {**rec, "next_seq": 103, "count": 103})
-    assert not appended_only(rec, {**rec, "next_seq": 103, "count": 102})  # a deletion
-    assert not appended_only(rec, {**rec, "count": 99})
-    assert not appended_only(rec, {**rec, "epoch": "e2"})  # deleted and created again
-    assert not appended_only(rec, {**rec, "next_seq": 90, "count": 90})
-    old = {k: v for k, v in rec.items() if k != "epoch"}
-    assert not appended_only(old, old)  # sessions from before the epoch: never cached
-
-    cache, ns = PageCache(), ("p", "messages", "s")
-    page = tuple(StoredMessage(id=f"m{i}", session_id="s", role="user", content="x", seq=i,
-                               ts=datetime(2026, 1, 1, tzinfo=UTC)) for i in range(90, 100))
-    assert cache.check(ns, rec) == {}
-    cache.keep(ns, rec, 9, 10, page[:9])  # short page, no deletion ever: not yet visible
-    cache.keep(ns, rec, 10, 10, page)  # not below next_seq: may still grow
-    assert cache.check(ns, rec) == {}
-    cache.keep(ns, rec, 9, 10, page)
-    assert cache.check(ns, {**rec, "next_seq": 101, "count": 101}) == {9: page}
-    assert cache.check(ns, {**rec, "next_seq": 101, "count": 100}) == {}  # dropped
-
-
-def test_no_page_cache_on_a_store_that_expires_items(tmp_path: Any) -> None:
-    from langmem_edge.store import ChromaStore
-
-    store = InMemoryStore()
-    assert page_cache_for(store) is page_cache_for(store) is not None
-    expiring = ChromaStore.from_path(str(tmp_path / "db"), ttl={"default_ttl": 5.0})
-    try:
-        assert page_cache_for(expiring) is None
-    finally:
-        expiring.close()
-
-
-def test_a_session_from_before_the_epoch_is_read_until_its_next_ingest() -> None:
+def test_a_session_from_before_the_id_lists_is_searched_until_its_next_ingest() -> None:
     store = CountingStore()
     tier = EpisodicTier(store, ROOT)
     fill(tier, 100)
     record = store.get(tier.sessions_namespace, "s")
     assert record is not None
-    old = {k: v for k, v in record.value.items() if k not in ("epoch", "recent")}
+    old = {k: v for k, v in record.value.items() if k not in ("epoch", "recent", "first")}
     store.put(tier.sessions_namespace, "s", old, index=False)
-    tier.window("s", 1000, compact=False)
     store.searched.clear()
     w = tier.window("s", 1000, compact=False)
-    assert store.searched.count(tier.messages_namespace("s")) == w.rows_scanned // 10 + 1
+    searched = store.searched.count(tier.messages_namespace("s"))
+    assert searched == w.rows_scanned // 10 + 1  # the tail's pages and the head's
     assert w == uncached(tier, "s", 1000)
     tier.add_messages([{"role": "user", "content": "a later turn"}], "s")
     again = store.get(tier.sessions_namespace, "s")
-    assert again is not None and again.value["epoch"]
-    tier.window("s", 1000, compact=False)
+    assert again is not None and again.value["epoch"] and "first" not in again.value
     store.searched.clear()
-    assert tier.window("s", 1000, compact=False).tail[-1].content == "a later turn"
-    assert store.searched == []
+    w = tier.window("s", 1000, compact=False)
+    assert w.tail[-1].content == "a later turn"
+    # the newest page (seq 100, the append) by key: its id starts the record's list
+    assert store.searched.count(tier.messages_namespace("s")) == (w.rows_scanned - 1) // 10 + 1
+    assert w == uncached(tier, "s", 1000)
 
 
 # -- pages by key: the session record lists its newest messages' ids -----------------------
@@ -482,22 +466,39 @@ def test_recent_ids_cover_the_newest_pages_and_follow_appends_and_deletions() ->
     assert rec == {"from": 0, "ids": [f"m{i}" for i in range(7)]}
     record = {"next_seq": 7, "recent": rec}
     assert recent_keys(record, 0, 10) == [f"m{i}" for i in range(7)]
-    rec = recent_after_append(record, 7, [f"m{i}" for i in range(7, 31)], 10)
-    assert rec["from"] == 30 - (RECENT_PAGES - 1) * 10  # pages 2 and 3: the newest two
-    record = {"next_seq": 31, "recent": rec}
-    assert recent_keys(record, 20, 30) == [f"m{i}" for i in range(20, 30)]
-    assert recent_keys(record, 30, 40) == ["m30"]
+    end = RECENT_PAGES * 10 + 31
+    rec = recent_after_append(record, 7, [f"m{i}" for i in range(7, end)], 10)
+    assert rec["from"] == (end // 10 - RECENT_PAGES + 1) * 10  # the newest RECENT_PAGES
+    record = {"next_seq": end, "recent": rec}
+    assert recent_keys(record, end - 11, end - 1) == [f"m{i}" for i in range(end - 11, end - 1)]
+    assert recent_keys(record, end - 1, end + 9) == [f"m{end - 1}"]
     assert recent_keys(record, 10, 20) is None  # before the span: searched
-    assert recent_keys({"next_seq": 32, "recent": rec}, 30, 40) is None  # span out of date
-    assert recent_keys({"next_seq": 31}, 30, 40) is None  # a record from before it
-    blanked = recent_after_delete(record, {21, 30})
+    assert recent_keys({"next_seq": end + 1, "recent": rec}, end - 1, end + 9) is None
+    assert recent_keys({"next_seq": end}, end - 1, end + 9) is None  # a record from before it
+    blanked = recent_after_delete(record, {end - 10, end - 1})
     assert blanked is not None
-    assert recent_keys({"next_seq": 31, "recent": blanked}, 20, 40) == [
-        f"m{i}" for i in range(20, 30) if i != 21]
+    assert recent_keys({"next_seq": end, "recent": blanked}, end - 11, end) == [
+        f"m{i}" for i in range(end - 11, end) if i not in (end - 10, end - 1)]
     assert recent_after_delete({"next_seq": 31}, {1}) is None
     # a span that does not reach the append (another writer's gap) starts again
     assert recent_after_append({"recent": {"from": 0, "ids": ["a"]}}, 5, ["f"], 10) == {
         "from": 5, "ids": ["f"]}
+
+
+def test_first_ids_list_the_first_page_and_follow_appends_and_deletions() -> None:
+    first = first_after_append(None, 0, ["a", "b", "c"], 10)
+    assert first == ["a", "b", "c"]
+    first = first_after_append({"first": first}, 3, [f"m{i}" for i in range(3, 15)], 10)
+    assert first is not None and len(first) == 10 and first[-1] == "m9"
+    record = {"next_seq": 15, "page_size": 10, "first": first,
+              "recent": {"from": 10, "ids": [f"m{i}" for i in range(10, 15)]}}
+    assert recent_keys(record, 0, 2) == ["a", "b"]  # the head, by key
+    assert first_after_append(record, 15, ["x"], 10) == first  # past the first page
+    assert first_after_append({"next_seq": 4}, 4, ["x"], 10) is None  # from before it
+    blanked = first_after_delete(record, {1})
+    assert blanked is not None and blanked[:3] == ["a", None, "c"]
+    assert recent_keys({**record, "first": blanked}, 0, 3) == ["a", "c"]
+    assert recent_keys({**record, "first": first[:9]}, 0, 2) is None  # incomplete: searched
 
 
 def test_the_window_after_a_turn_reads_no_page_by_search_on_either_store(
@@ -536,5 +537,7 @@ def test_a_writer_that_does_not_keep_recent_ids_is_read_by_search() -> None:
     store.searched.clear()
     w = tier.window("s", 1000, compact=False)
     assert w.tail[-1].content == "from an old writer"
-    assert store.searched.count(tier.messages_namespace("s")) == 1
+    # the tail's pages searched (the listed span no longer ends at next_seq), the head's by
+    # key (the first page's list is complete)
+    assert store.searched.count(tier.messages_namespace("s")) == (w.rows_scanned - 1) // 10 + 1
     assert w == uncached(tier, "s", 1000)

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -563,17 +563,25 @@ def weighted_tf(
     fields: Mapping[str, Sequence[str]],
     field_weights: Mapping[str, float],
     default_field_weight: float = 1.0,
+    *,
+    only: Container[str] | None = None,
 ) -> tuple[dict[str, float], float]:
     """A document's weighted term frequencies and weighted length (the BM25F sums of the
     module docstring): each field's counts times its weight; a field of weight 0 counts
-    nothing."""
+    nothing. ``only``: count just these terms (a query's: what scoring reads; the length is
+    the whole document's still)."""
     tf: dict[str, float] = {}
     length = 0.0
     for name, terms in fields.items():
         w = field_weights.get(name, default_field_weight)
         if w == 0 or not terms:
             continue
-        for term, n in Counter(terms).items():
-            tf[term] = tf.get(term, 0.0) + w * n
+        if only is None:
+            for term, n in Counter(terms).items():
+                tf[term] = tf.get(term, 0.0) + w * n
+        else:
+            for term in terms:
+                if term in only:
+                    tf[term] = tf.get(term, 0.0) + w
         length += w * len(terms)
     return tf, length

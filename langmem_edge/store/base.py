@@ -24,7 +24,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypedDict, Unpack
 
 from chromadb.api import ClientAPI
@@ -201,8 +200,6 @@ class ChromaStore(
         self._prefix_share: dict[tuple[str, ...], float] = {}  # see SearchMixin._gather
         self._large_prefixes: dict[tuple[str, ...], int] = {}  # see _rank_in_process
         self._large_keyword_scopes: dict[tuple[str, ...], int] = {}  # see KeywordMixin
-        self._posting_pool: ThreadPoolExecutor | None = None  # made at the first use
-        self._posting_lock = threading.Lock()
         self._clock: Callable[[], float] = time.time  # epoch seconds; tests may replace it
         self._statistics = PlannerStatistics.for_client(
             client, lambda: self._call(self._items.count))
@@ -245,10 +242,6 @@ class ChromaStore(
         """Stop the TTL sweeper; release the client if this store created it."""
         self.stop_ttl_sweeper(timeout=5)
         self._statistics.wait(timeout=30)
-        with self._posting_lock:
-            pool, self._posting_pool = self._posting_pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
         if self._owns_client:
             closer = getattr(self._client, "close", None)
             if callable(closer):

@@ -13,16 +13,16 @@ come from all of the scope's documents.
 term, the scope's ``where`` and ``{"kt": {"$contains": term}}``: Chroma answers it from
 SQLite's index on the field, ~0.3 ms for a rare term and ~2.5 ms for one in 1,000 rows), and
 the scope's document count N (one id-only ``get``, ``kl != 0``), so every document frequency
-and N are exact; these gets run side by side (:data:`POSTING_WORKERS` threads). The rows are
-ranked by the idf sum of the terms they hold; the documents of the best
-:data:`KEYWORD_CANDIDATES` (or three times ``limit``) are read (one ``get``) and scored by
-BM25F exactly. What is approximate: a row outside those candidates is not ranked (it holds
-only common query terms, or fewer of them); when some rows are left out, a document
-frequency counts the rows holding the term in any field, also one that the ``field_weights``
-weigh 0 (when none is left out, it is counted from the documents, per field); and the
-average length is the mean of the rows read, which runs above the scope's mean (longer texts
-hold more terms). A query's terms past :data:`MAX_POSTING_TERMS` are not fetched. Measured
-in ``benchmarks/keyword_postings.py`` (docs/retrieval.md): 16 ms against 137 ms for fetching
+and N are exact. The rows are ranked by the idf sum of the terms they hold; the documents of
+the best :data:`KEYWORD_CANDIDATES` (or three times ``limit``) are read (one ``get``) and
+scored by BM25F exactly. What is approximate: a row outside those candidates is not
+ranked (it holds only common query terms, or fewer of them); when some rows are left out,
+a document frequency counts the rows holding the term in any field, also one that the
+``field_weights`` weigh 0 (when none is left out, it is counted from the documents, per
+field); and the average length is the
+mean of the rows read, which runs above the scope's mean (longer texts hold more terms).
+A query's terms past :data:`MAX_POSTING_TERMS` are not fetched. Measured in
+``benchmarks/keyword_postings.py`` (docs/retrieval.md): 16 ms against 137 ms for fetching
 every row holding a term with its document, top ten 0.97 of the exact ranking's, at 1,000
 messages. A row past :data:`~langmem_edge.retrieval.keywords.MAX_ROW_TERMS` distinct terms
 is not found here by a term beyond the cap.
@@ -40,9 +40,7 @@ sweeper deletes it; callers that read the rows (``hybrid_search``, ``keyword_sea
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.runnables.config import run_in_executor
@@ -84,10 +82,6 @@ MAX_POSTING_TERMS = 16
 """Most distinct query terms, in query order, whose rows a large scope's search fetches (one
 id-only ``get`` each); a term past them adds nothing to the search."""
 
-POSTING_WORKERS = 4
-"""Threads a large scope's search fetches its terms' rows on (one pool per store, made at the
-first such search, shut down by ``close``)."""
-
 MAX_SCOPES_KEPT = 4096
 """Scopes remembered as too large to read whole (then the hint starts over)."""
 
@@ -103,8 +97,6 @@ class KeywordMixin:
     _analyzer: Analyzer
     _names: ItemNames
     _large_keyword_scopes: dict[tuple[str, ...], int]
-    _posting_pool: ThreadPoolExecutor | None
-    _posting_lock: threading.Lock
     _clock: Callable[[], float]
     _get_items: Callable[..., dict[str, dict[str, Any]]]
 
@@ -218,13 +210,13 @@ class KeywordMixin:
                 weights, default = cfg["field_weights"], cfg["default_field_weight"]
             else:
                 default = 0.0
-            tfs = {iid: weighted_tf(d.fields, weights, default)
+            query_set = set(terms)
+            tfs = {iid: weighted_tf(d.fields, weights, default, only=query_set)
                    for iid, d in decoded.items() if any(d.fields.values())}
             if exact:
                 n = len(tfs)
                 lengths = [length for _, length in tfs.values()]
             else:  # the rows holding a query term (key-only matches left out)
-                query_set = set(terms)
                 lengths = [length for tf, length in tfs.values() if query_set & tf.keys()]
             avglen = sum(lengths) / len(lengths) if lengths else 0.0
             out["keyword"] = [
@@ -236,23 +228,6 @@ class KeywordMixin:
             out["key"] = rank_keys({i: d.segments for i, d in decoded.items()}, words,
                                    limit=limit)
         return out
-
-    def _fan_out(self, wheres: list[dict[str, Any]]) -> list[list[str]]:
-        """The ids of the rows matching each of ``wheres`` (one id-only ``get`` each), the
-        gets run side by side on :data:`POSTING_WORKERS` threads: Chroma answers them
-        outside the GIL (measured: 12 term gets of a 1,000-row scope, 20 ms one after
-        another, 10 ms on two threads, 8 ms on four; docs/benchmarks.md)."""
-        def ids(where: dict[str, Any]) -> list[str]:
-            return list(self._call(self._items.get, where=where, include=[])["ids"])
-
-        if len(wheres) < 2:
-            return [ids(w) for w in wheres]
-        with self._posting_lock:
-            if self._posting_pool is None:
-                self._posting_pool = ThreadPoolExecutor(
-                    POSTING_WORKERS, thread_name_prefix="langmem-edge-postings")
-            pool = self._posting_pool
-        return list(pool.map(ids, wheres))
 
     def _posting_route(
         self, prefix: tuple[str, ...], scope: dict[str, Any], terms: list[str],
@@ -266,13 +241,12 @@ class KeywordMixin:
             # $ne, not $gt: a range on it made Chroma walk the field's index (measured:
             # 110-140 ms against 15 ms on a scope of 1,000 rows of 50,000)
             counted = layout.and_where([scope, {LENGTH_FIELD: {"$ne": 0}}])
-            fetched = list(dict.fromkeys(terms))[:MAX_POSTING_TERMS]
-            got = self._fan_out([counted, *(layout.and_where(
-                [scope, {TERMS_FIELD: {"$contains": term}}]) for term in fetched)])
-            n = len(got[0])
+            n = len(self._call(self._items.get, where=counted, include=[])["ids"])
             if n <= KEYWORD_SCAN_ROWS // 2:
                 self._large_keyword_scopes.pop(prefix, None)
-            for term, ids in zip(fetched, got[1:], strict=True):
+            for term in list(dict.fromkeys(terms))[:MAX_POSTING_TERMS]:
+                ids = self._call(self._items.get, include=[], where=layout.and_where(
+                    [scope, {TERMS_FIELD: {"$contains": term}}]))["ids"]
                 df[term] = len(ids)
                 idf = bm25_idf(len(ids), n) if ids else 0.0
                 for iid in ids:

@@ -25,6 +25,7 @@ averages about 4 characters a token); budgets built on it err on the side of fit
 from __future__ import annotations
 
 import math
+import re
 
 from langmem_edge.memory.config import (
     CJK_CHARS_PER_TOKEN,
@@ -69,6 +70,11 @@ _CJK_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
+_CJK = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES) + "]")
+"""One character of the CJK blocks (counted in C: a window estimates every message it reads)."""
+_JSON = re.compile("[" + re.escape("".join(sorted(JSON_CHARS))) + "]")
+
+
 def is_cjk(char: str) -> bool:
     """Whether one character belongs to the CJK blocks listed in the module docstring."""
     code = ord(char)
@@ -90,10 +96,10 @@ def chars_per_token(
     if not text:
         return default_ratio
     total = len(text)
-    cjk = sum(1 for c in text if is_cjk(c))
+    cjk = len(_CJK.findall(text))
     if cjk / total > cjk_threshold:
         return cjk_ratio
-    punct = sum(1 for c in text if c in JSON_CHARS)
+    punct = len(_JSON.findall(text))
     if punct / total > json_threshold:
         return json_ratio
     return default_ratio

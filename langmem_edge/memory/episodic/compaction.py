@@ -26,12 +26,14 @@ starts), and a page is one ``search`` with the equality filter ``{"profile", "pa
 ``limit=page_size``. Equality on a short string is the filter every store runs natively;
 a numeric range filter would be exact too but ChromaStore evaluates ranges in Python over the
 whole namespace (about 1 s per page at 10,000 messages). Reading stops when the tail budget
-is full or when the next page would pass ``max_rows_scanned`` (200) rows. Complete pages are
-kept per process (:mod:`.pages`) and used again only while the session record, read first in
-every window, shows the session has only grown by appends since: a steady window reads the
-session record and the overlays, and no history page it already read. Overlays are read
-without a store filter (ChromaStore pays a pass over the collection for any pushed-down
-filter) and kept only when their ``profile`` matches.
+is full or when the next page would pass ``max_rows_scanned`` (200) rows. The session record
+and the session's overlays mark, read first, list the ids of its first page, of its newest
+pages (:mod:`.pages`) and of its overlays (:func:`overlays_mark`), so those are read by key,
+not searched: a window is that read, one batch of the head's and the newest page's ids with
+the overlays', then the older pages the tail seems to need by the tokens of those read
+(more, twice as many a batch, while it has room). Nothing is kept between calls. Overlays a
+mark does not list are listed without a store filter (ChromaStore pays a pass over the
+collection for any pushed-down filter), and kept only when their ``profile`` matches.
 
 No message is both in an overlay and in the tail: when an overlay straddles the tail's start
 (the budget grew since it was made), the tail starts after the overlay instead.
@@ -54,15 +56,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
+from itertools import takewhile
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langgraph.store.base import GetOp, Item, PutOp, SearchOp
+from langgraph.store.base import GetOp, Item, Op, PutOp, SearchOp
 from pydantic import BaseModel, Field
 
 from langmem_edge.errors import InvalidInputError
@@ -75,7 +77,7 @@ from langmem_edge.memory.episodic.extraction import (
     StoredMessage,
     model_extraction_plan,
 )
-from langmem_edge.memory.episodic.pages import PageCache, recent_keys
+from langmem_edge.memory.episodic.pages import recent_keys
 from langmem_edge.memory.episodic.rules import extractive_summary, rule_based_memories
 
 __all__ = [
@@ -307,12 +309,14 @@ def pick_overlays(
     return sorted(chosen, key=lambda o: o.from_seq)
 
 
-def overlays_mark(profile: str, session_id: str) -> dict[str, Any]:
-    """The value of a session's overlays mark, ``(*R, "overlays")`` / session id: a fresh
-    random token written after every overlay write, so a process that cached the session's
-    overlays (:mod:`.pages`) sees they changed by reading one item by key."""
+def overlays_mark(profile: str, session_id: str, ids: Iterable[str]) -> dict[str, Any]:
+    """The value of a session's overlays mark, ``(*R, "overlays")`` / session id: the ids of
+    its overlays, so a window reads them by key instead of listing the namespace (a filtered
+    pass over the collection on ChromaStore). Written after every overlay write; a deletion
+    of overlays deletes it (the next window lists them and writes it again). A mark without
+    ``ids`` (earlier releases) is listed the same way."""
     return {"kind": "overlays-mark", "profile": profile, "session_id": session_id,
-            "token": uuid.uuid4().hex}
+            "ids": sorted(set(ids))}
 
 
 def page_ops(ns: tuple[str, ...], profile: str, lo: int, hi: int, page_size: int
@@ -369,12 +373,11 @@ def window_plan(
     config: EpisodicConfig,
     model: BaseChatModel | None,
     compact: bool,
-    pages: PageCache | None = None,
 ) -> Plan[ContextWindow]:
     """Plan: assemble the window of ``session_id`` and, when ``compact``, add at most one
-    overlay (with its pre-compaction flush). See the module docstring. ``pages``: this
-    process's cache of complete history pages (:mod:`.pages`), checked against the session
-    record read here."""
+    overlay (with its pre-compaction flush). See the module docstring. Nothing is kept
+    between calls: the session record is read first, then the pages the window needs, by key
+    where the record lists their ids (:mod:`.pages`)."""
     if budget_tokens <= 0:
         raise InvalidInputError(f"budget_tokens must be > 0, got {budget_tokens}")
     head_b, over_b, tail_b = split_budget(budget_tokens, config)
@@ -382,60 +385,63 @@ def window_plan(
                            head_budget=head_b, overlay_budget=over_b, tail_budget=tail_b)
     ov_page = config.overlay_page_size
     marks_ns = overlays_ns[:-1]
-    # the session record and the session's overlays mark (both by key) in one batch
     meta, mark = yield StoreStep((GetOp(sessions_ns, session_id),
                                   GetOp(marks_ns, session_id)))
     if meta is None or meta.value.get("profile") != profile:
         return window
+    listed = mark.value.get("ids") if mark is not None and (
+        mark.value.get("profile") == profile) else None
+    by_key = isinstance(listed, list)
     n = int(meta.value["next_seq"])
     ps = int(meta.value.get("page_size", config.page_size))
     head_n = min(config.head_messages, n)
     cap = config.max_rows_scanned
-    known = pages.check(messages_ns, meta.value) if pages is not None else {}
-    mark_value = mark.value if mark is not None else None
-    raw_overlays = (pages.overlays(messages_ns, meta.value, mark_value)
-                    if pages is not None else None)
-    if raw_overlays is None:
-        # read without a store filter (a pushed-down filter costs some stores a pass over
-        # the collection); checked against the profile below
-        raw_overlays = []
-        while len(raw_overlays) < config.max_overlays:
-            (more,) = yield StoreStep((SearchOp(overlays_ns, limit=ov_page,
-                                                offset=len(raw_overlays)),))
-            raw_overlays += more
-            if len(more) < ov_page:
-                break
-        if pages is not None:
-            pages.keep_overlays(messages_ns, meta.value, mark_value, raw_overlays)
 
     def read(wanted: Sequence[int]) -> Plan[dict[int, tuple[StoredMessage, ...]]]:
-        """History pages by number: from the cache when it has them, else one search each."""
-        got = {b: known[b] for b in wanted if b in known}
-        missing = [b for b in dict.fromkeys(wanted) if b not in got]
-        if missing:
-            steps = [history_ops(messages_ns, profile, b * ps, (b + 1) * ps, ps, meta.value)
-                     for b in missing]
-            found = yield StoreStep(tuple(op for step in steps for op in step))
-            pos = 0
-            for b, step in zip(missing, steps, strict=True):
-                got[b] = tuple(in_range(found[pos:pos + len(step)], b * ps, (b + 1) * ps,
-                                        profile=profile))
-                pos += len(step)
-                if pages is not None:
-                    pages.keep(messages_ns, meta.value, b, ps, got[b])
+        """History pages by number, in one batch (by key where the record lists their ids),
+        with the session's overlays on the first call (by key where the mark lists them,
+        else listed without a store filter: a pushed-down filter costs some stores a pass
+        over the collection; checked against the profile below)."""
+        steps = [history_ops(messages_ns, profile, b * ps, (b + 1) * ps, ps, meta.value)
+                 for b in wanted]
+        listing: tuple[Op, ...] = ()
+        if not overlays_read:
+            listing = (tuple(GetOp(overlays_ns, key) for key in listed) if by_key
+                       else (SearchOp(overlays_ns, limit=ov_page),))
+        found = yield StoreStep((*listing, *(op for step in steps for op in step)))
+        if listing:
+            head, found = found[:len(listing)], found[len(listing):]
+            if by_key:
+                raw_overlays.extend(it for it in head if isinstance(it, Item))
+            else:
+                raw_overlays.extend(head[0])
+        got, pos = {}, 0
+        for b, step in zip(wanted, steps, strict=True):
+            got[b] = tuple(in_range(found[pos:pos + len(step)], b * ps, (b + 1) * ps,
+                                    profile=profile))
+            pos += len(step)
         return got
 
-    ratios = (*_ratios(config).values(), config.message_overhead_tokens)
+    raw_overlays: list[Item] = []
+    overlays_read = False
 
     def cost(msg: StoredMessage) -> int:
-        if pages is None:
-            return message_tokens(msg.content, config)
-        return pages.tokens(msg, ratios, lambda text: message_tokens(text, config))
+        return message_tokens(msg.content, config)
 
-    # head and the newest history page first, then older pages while the tail has room
+    # head and the newest history page first (with the overlays), then older pages while the
+    # tail has room (each step one batch)
     bucket, last_bucket = (n - 1) // ps, head_n // ps
     head_pages = range((head_n - 1) // ps + 1) if head_n else range(0)
     got = yield from read([*head_pages, bucket])
+    overlays_read = True
+    while not by_key and len(raw_overlays) < config.max_overlays \
+            and len(raw_overlays) % ov_page == 0 and raw_overlays:  # a full page: maybe more
+        (more,) = yield StoreStep((SearchOp(overlays_ns, limit=ov_page,
+                                            offset=len(raw_overlays)),))
+        raw_overlays += more
+        if len(more) < ov_page:
+            break
+    step = 1
     head_msgs = [m for b in head_pages for m in got[b] if m.seq < head_n]
     scanned: list[StoredMessage] = []  # newest first
     used, full = 0, False
@@ -452,7 +458,15 @@ def window_plan(
         bucket -= 1
         if full or bucket < last_bucket or len(scanned) + ps > cap:
             break
-        got = yield from read([bucket])
+        if bucket not in got:  # pages listed by key: as many as the tail seems to need
+            room = max(1, (cap - len(scanned)) // ps)  # (by the tokens of those read so far)
+            wanted = math.ceil((tail_b - used) * len(scanned) / max(used, 1) / ps) + 1
+            more = list(takewhile(
+                lambda b: recent_keys(meta.value, b * ps, (b + 1) * ps) is not None,
+                range(bucket, max(last_bucket - 1, bucket - min(max(step, wanted), room)),
+                      -1)))
+            got.update((yield from read(more or [bucket])))  # searched: one page a step
+            step *= 2
     tail, _ = fill_tail(scanned, tail_b, config, cost=cost)
     newest = tail[-1].seq if tail else n
     overlays = sorted((Overlay.from_value(it.value) for it in raw_overlays
@@ -465,6 +479,9 @@ def window_plan(
     tail = [m for m in tail if m.seq >= tail_start]
 
     gaps = uncovered_ranges(overlays, head_n, tail_start)
+    if compact and not by_key:  # listed: write the mark that lists them
+        yield StoreStep((PutOp(marks_ns, session_id, overlays_mark(
+            profile, session_id, [it.key for it in raw_overlays]), index=False),))
     todo = next((g for g in gaps if g[1] - g[0] + 1 >= config.min_range_messages), None)
     if compact and todo is not None:
         lo, hi_seq = todo[0], min(todo[1], todo[0] + config.max_range_messages - 1)
@@ -475,9 +492,11 @@ def window_plan(
                                                     over_b, config, model)
         yield StoreStep((PutOp(overlays_ns, overlay.id, overlay.to_value(profile),
                                index=False),))
-        # then a new overlays mark: a window that reads it lists the overlays again
-        yield StoreStep((PutOp(marks_ns, session_id, overlays_mark(profile, session_id),
-                               index=False),))
+        # then the mark listing it: a window reads the overlays by key
+        yield StoreStep((PutOp(marks_ns, session_id, overlays_mark(
+            profile, session_id, [*(it.key for it in raw_overlays), overlay.id]),
+            index=False),))
+        by_key = True
         overlays = sorted([*overlays, overlay], key=lambda o: o.from_seq)
         window.new_overlay, window.flushed = overlay, flushed
         gaps = uncovered_ranges(overlays, head_n, tail_start)

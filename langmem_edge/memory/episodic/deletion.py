@@ -61,6 +61,8 @@ def delete_messages_plan(tier: EpisodicTier, session_id: str, message_ids: Itera
              if any(ov.value["from_seq"] <= s <= ov.value["to_seq"] for s in seqs)]
     ops = [PutOp(ns, it.key, None) for it in items]
     ops += [PutOp(ov.namespace, ov.key, None) for ov in stale]
+    if stale:  # the overlays mark lists them: the next window lists the overlays anew
+        ops.append(PutOp(tier.overlays_namespace(sid)[:-1], sid, None))
     gone = {it.key for it in items}
     ps = int(meta.value.get("page_size", tier.config.page_size)) if meta else (
         tier.config.page_size)

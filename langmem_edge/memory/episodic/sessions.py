@@ -1,10 +1,10 @@
 """The session record, ``(*R, "sessions")`` / session id, as ingest and deletion move it.
 
 One item per session (docs/episodic.md has every field). Ingest writes it in the batch that
-appends the messages; a deletion in the batch that removes them. Both keep its two lists of
-the newest messages in step: ``recent`` (their ids, so history pages are read by key:
-:mod:`.pages`) and ``tail`` (their ids and text, the context of the next ingest's first
-message: :mod:`.embedded`).
+appends the messages; a deletion in the batch that removes them. Both keep its lists of
+messages in step: ``recent`` and ``first`` (the ids of the newest pages and of the first, so
+history pages are read by key: :mod:`.pages`) and ``tail`` (the last messages' ids and
+text, the context of the next ingest's first message: :mod:`.embedded`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,12 @@ from typing import Any
 
 from langmem_edge.memory.episodic.embedded import TAIL_FIELD, embedded_fields, session_tail
 from langmem_edge.memory.episodic.extraction import StoredMessage
-from langmem_edge.memory.episodic.pages import recent_after_append, recent_after_delete
+from langmem_edge.memory.episodic.pages import (
+    first_after_append,
+    first_after_delete,
+    recent_after_append,
+    recent_after_delete,
+)
 
 __all__ = ["mark_after", "record_after_append", "record_after_delete"]
 
@@ -46,6 +51,9 @@ def record_after_append(
                  last_ts=new[-1].ts.isoformat(), updated_at=now.isoformat(),
                  extracted_to=extracted_to,
                  recent=recent_after_append(value, start, [m.id for m in new], page_size))
+    first = first_after_append(old, start, [m.id for m in new], page_size)
+    if first is not None:
+        value["first"] = first
     if contact is not None:
         value.setdefault("contact", contact)
     tail = value.get(TAIL_FIELD) or []
@@ -62,6 +70,9 @@ def record_after_delete(old: Mapping[str, Any], seqs: set[int], gone: set[str]
     recent = recent_after_delete(value, seqs)
     if recent is not None:
         value["recent"] = recent
+    first = first_after_delete(value, seqs)
+    if first is not None:
+        value["first"] = first
     if TAIL_FIELD in value:
         value[TAIL_FIELD] = [t for t in value[TAIL_FIELD] if t.get("id") not in gone]
     return value

@@ -84,6 +84,7 @@ from langmem_edge.memory.episodic.compaction import (
     Overlay,
     history_ops,
     in_range,
+    overlays_mark,
     page_ops,
     window_plan,
 )
@@ -104,7 +105,6 @@ from langmem_edge.memory.episodic.messages import (
     orphaned_messages,
     validate_session_id,
 )
-from langmem_edge.memory.episodic.pages import page_cache_for
 from langmem_edge.memory.episodic.recall import (
     cut_off_keys,
     hybrid_ranking,
@@ -260,7 +260,7 @@ class EpisodicTier:
         end = start + len(new)
         riding = None  # the memories' puts, written with the messages (the mark moves too)
         if (memory_puts is not None and memories and new
-                and applies_whole(self.store, len(new) + len(memories) + 1)):
+                and applies_whole(self.store, len(new) + len(memories) + 2)):
             riding = yield from memory_puts(memories, bool(behind))
         # nothing extracted (or written here): nothing to wait for
         wait = confirm_later and bool(memories) and riding is None
@@ -275,7 +275,10 @@ class EpisodicTier:
             yield from plan_new_rows(self.store, [
                 *(PutOp(ns, m.id, m.to_value(self.profile, ps) | embedded[m.id],
                         index=MESSAGE_INDEX_FIELDS) for m in new),
-                PutOp(self.sessions_namespace, sid, value, index=False), *(riding or ())])
+                PutOp(self.sessions_namespace, sid, value, index=False),
+                *(() if meta else (PutOp(self.overlays_namespace(sid)[:-1], sid, overlays_mark(
+                    self.profile, sid, ()), index=False),)),  # a new session: no overlays
+                *(riding or ())])
             yield from plan_after(self.store, ns, meta.value.get(TAIL_FIELD) or [] if meta
                                   else [], new)
         elif behind and not wait:
@@ -413,8 +416,7 @@ class EpisodicTier:
         return window_plan(
             messages_ns=self.messages_namespace(sid), overlays_ns=self.overlays_namespace(sid),
             sessions_ns=self.sessions_namespace, profile=self.profile, session_id=sid,
-            budget_tokens=budget_tokens, config=self.config, model=self.model, compact=compact,
-            pages=page_cache_for(self.store))
+            budget_tokens=budget_tokens, config=self.config, model=self.model, compact=compact)
 
     def _overlays_plan(self, session_id: str) -> Plan[list[Overlay]]:
         sid = validate_session_id(session_id)
