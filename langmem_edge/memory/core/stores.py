@@ -1,18 +1,17 @@
 """What memory may use of a store beyond the ``BaseStore`` API, each found by duck typing.
 
 Memory never imports the store layer (import-linter says so); a store that offers more than
-``batch``/``abatch`` is recognised by the methods it has. Four capabilities today, all
+``batch``/``abatch`` is recognised by the methods it has. The capabilities, all
 ``ChromaStore``'s:
 
 - ranking keys by vector without reading values (:class:`NearestKeys`), which the tiers use
-  where they hold the values already (the profile read for an operation, the episodic
-  tier's message index);
+  where they hold the values already (the profile read for an operation);
 - ranking keys by BM25 inside the database (:class:`KeywordSearch`): a large profile's
   recall asks it instead of reading the profile;
 - rewriting items only while they exist (:class:`PutExisting`), for side-effect rewrites
   that must never bring back a record another writer deleted;
-- applying a batch of puts whole (:func:`atomic_put_limit`), which lets a write of the
-  episodic change log be one batch instead of three (``docs/architecture.md``);
+- applying a batch of puts whole (:func:`atomic_put_limit`), which lets an ingest write its
+  messages and the memories extracted from them as one batch (``docs/architecture.md``);
 - returning each item's vector with its row (:class:`ListsVectors`), so an operation that
   reads a profile whole ranks it by vector in process, with no second read.
 """

@@ -56,7 +56,7 @@ ALONE_CHARS = 500
 window of 256 word pieces) stands alone: it is embedded as it is, its keyword side has no
 context, and it lends none to the messages around it but ends theirs
 (:func:`context_window`: what lies beyond it is another exchange), in the vector side
-(:mod:`.embedded`) as in the keyword side (:func:`message_fields`, the message index).
+(:mod:`.embedded`) as in the keyword side (:func:`message_fields`, and the rows' fields).
 
 In hybrid recall its vector rank weighs ``recall_alone_vector_weight`` instead of
 ``recall_vector_weight``, and it is no seed of the second keyword round (its words would

@@ -12,9 +12,9 @@ Layout, under a profile's root ``R = (*app_namespace, "profiles", profile)`` of 
 - ``(*R, "overlays", session_id)``: compaction overlays (:mod:`.compaction`), not embedded;
 - ``(*R, "sessions")``: one item per session, key = session id: ``next_seq``, ``count``,
   ``page_size``, first/last timestamps, contact, and ``epoch`` (a random token given when the
-  session is created, or at the first ingest of a session from before it: a session deleted
-  and created again is told apart from the old one by the page cache, :mod:`.pages`), and
-  ``recent``, the ids of the newest two pages' messages (read by key, :mod:`.pages`), and
+  session is created, or at the first ingest of a session from before it), ``recent`` and
+  ``first``, the ids of the newest pages' messages and of the first page's (read by key,
+  :mod:`.pages`), and
   ``tail``, the last messages' ids and text (the context of the next ingest's first
   message, :mod:`.embedded`). It is what makes ordering possible on any backend.
 
