@@ -325,3 +325,37 @@ async def test_passes_run_at_once_merge_each_cluster_once(memory: AgentMemory) -
     assert sorted(active(memory)) == [f"alice enjoys {t} lessons"
                                       for t in ("chess", "piano", "sailing")]
     assert not (await memory.aconsolidate("alice")).changed
+
+
+def test_passes_that_merge_between_each_other_s_fresh_read_and_write_leave_one(
+        backend: str, request: pytest.FixtureRequest, tmp_path: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from langmem_edge.memory.config import MemoryConfig
+    from langmem_edge.memory.semantic import write
+
+    store = _store(backend, request, tmp_path, FakeEmbeddings(DIMS), DIMS)
+    # a lease this short lets passes start while another runs (as when processes take it at
+    # once: it has no compare-and-set)
+    config = MemoryConfig(consolidation=ConsolidationConfig(lease_seconds=1e-6))
+    alice = AgentMemory(store, config=config).profile("alice")
+    for _ in range(3):
+        alice.remember("alice enjoys piano lessons", verify=False)
+    real_commit = write.plan_commit_new
+    passes: list[Any] = []
+
+    def racing_commit(ctx: Any, records: Any, *args: Any, **kw: Any) -> Any:
+        # each pass's canonical memory has its id (the older, the smaller) when the next
+        # pass starts: three passes write in the reverse order of their ids, the last
+        # written taking every member first
+        if records[0].source == "consolidation" and len(passes) < 3:
+            passes.append(None)
+            passes[-1] = AgentMemory(store, config=config).consolidate("alice").profiles[0]
+        return (yield from real_commit(ctx, records, *args, **kw))
+
+    monkeypatch.setattr(write, "plan_commit_new", racing_commit)
+    passes.append(AgentMemory(store, config=config).consolidate("alice").profiles[0])
+    merged = sorted(p.merged[0].memory_id for p in passes if p is not None and p.merged)
+    assert len(merged) >= 2
+    canon = [m.id for m in alice.list(limit=500) if m.source == "consolidation"]
+    assert canon == merged[:1]
+    assert [m.text for m in alice.list(limit=500)] == ["alice enjoys piano lessons"]

@@ -29,15 +29,18 @@ number a default of :class:`~langmem_edge.memory.config.ConsolidationConfig`:
 **Safe while the agent writes.** Every record changed is read fresh right before the write
 that changes it (write rule 4), after any model call: a member deleted, forgotten,
 superseded or changed since the pass looked at it skips its whole cluster for this pass
-(reported in ``skipped``), so no member is lost (merged into a statement that does not
-cover its new version) or resurrected (written back after a delete). A decay skips a memory
-that is no longer active. A profile lease (``reflective`` tier, ``lease_seconds``) keeps a
-second pass from starting while one runs; if two passes still overlap, each checks after its
-merge for another active canonical memory superseding one of its members, and the one with
-the larger id is superseded by the smaller: both passes apply the same rule, so one
-canonical memory stays active (no double merge). The one window no ``BaseStore`` lets us
-close is the round trip between a fresh read and the write after it, as in every rewrite of
-the semantic tier; the model call comes before the fresh read to keep it that short.
+(reported in ``skipped``), so no member is lost (merged into a statement that does not cover
+its new version) or resurrected (written back after a delete). A decay skips a memory that
+is no longer active. A profile lease (``reflective`` tier, ``lease_seconds``) keeps a second
+pass from starting while one runs; if two passes still overlap, each checks after its merge
+for another active canonical memory superseding one of its members, and the one with the
+larger id is superseded by the smaller: both passes apply the same rule, so one canonical
+memory stays active (no double merge). For that a canonical memory names its whole cluster
+in ``supersedes``, also members another pass's merge superseded between this pass's fresh
+read and its write (else the later merge would name none and stay beside the other). The one
+window no ``BaseStore`` lets us close is the round trip between a fresh read and the write
+after it, as in every rewrite of the semantic tier; the model call comes before the fresh
+read to keep it that short.
 
 **Idempotent.** After a pass, a cluster's members are superseded and leave the sample; the
 canonical memory has no active near-duplicate left; decay waits for its next period. So a
@@ -317,7 +320,8 @@ def _plan_merge(ctx: ProfileContext, model: BaseChatModel | None, cluster: list[
                 or item.value.get("updated_at") != old.get("updated_at")):
             return None
     fresh = [dict(it.value) for it in got if it is not None]
-    record = yield from plan_write(ctx, _spec(fresh, text), verify=False, supersede=cluster)
+    record = yield from plan_write(ctx, _spec(fresh, text), verify=False, supersede=cluster,
+                                   name_all=True)
     return Merge(memory_id=record.id, text=record.text, members=list(cluster), by=by)
 
 

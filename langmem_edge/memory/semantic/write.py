@@ -37,7 +37,7 @@ back a record that another process deleted between its read and its write.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -282,6 +282,7 @@ def plan_commit_new(
     *,
     patches: dict[str, dict[str, Any]] | None = None,
     flush: AccessFlush | None = None,
+    named: Collection[str] = (),
 ) -> Plan[list[MemoryRecord]]:
     """Write new records (embedded as :func:`new_puts` says) and rewritten ``others``
     (``index/store_io.py``: a rewrite of a record deleted meanwhile is not written). If the
@@ -292,8 +293,8 @@ def plan_commit_new(
 
     ``patches`` (a ``PutExisting`` store only): ``{id: changes}`` applied by the store to
     the records still active (:func:`~..index.store_io.plan_write_records`); a new record
-    whose ``supersedes`` names one that was not is rewritten without it. ``flush``: access
-    counts written in the new records' call."""
+    whose ``supersedes`` names one that was not is rewritten without it, unless ``named``
+    holds its id. ``flush``: access counts written in the new records' call."""
     records, puts = new_puts(ctx, records)
     embed = [ix is not False for _, ix in puts]
     rest: list[tuple[dict[str, Any], Any]] = [(o, ctx.index_arg(o)) for o in others]
@@ -317,7 +318,8 @@ def plan_commit_new(
         access_failed(flush, e)
         raise
     access_written(flush)
-    return (yield from plan_unname_missed(ctx, records, set(gone).intersection(patches or ())))
+    missed = set(gone).intersection(patches or ()).difference(named)
+    return (yield from plan_unname_missed(ctx, records, missed))
 
 
 def plan_unname_missed(ctx: ProfileContext, records: Sequence[MemoryRecord],
@@ -350,8 +352,13 @@ def plan_write(
     *,
     verify: bool | None = None,
     supersede: Sequence[str] = (),
+    name_all: bool = False,
 ) -> Plan[MemoryRecord]:
-    """Write a new memory (see the module docstring); returns it (plaintext)."""
+    """Write a new memory (see the module docstring); returns it (plaintext).
+
+    ``name_all``: the record names every id of ``supersede`` in its ``supersedes``, also
+    those another writer superseded, forgot or deleted first (consolidation finds a rival
+    merge of the same cluster by the members both name)."""
     now = utcnow()
     record = prepare(ctx, spec, now)
     ctx = yield from plan_read_keyed(ctx, record)
@@ -368,7 +375,8 @@ def plan_write(
         flush = take_access(ctx.layout, ctx.index.access_writer, ctx.index)
         (record,) = yield from plan_commit_new(
             ctx, [record], patches={mid: superseded_changes(record.id, now) for mid in olds
-                                    if mid not in by_key}, flush=flush)
+                                    if mid not in by_key}, flush=flush,
+            named=supersede if name_all else ())
         settled: dict[str, str] = {}
         (record,) = yield from plan_settle_keys(ctx, [record], now, settled)
         missed = {mid for mid in by_key if settled.get(mid) != record.id}
@@ -376,7 +384,8 @@ def plan_write(
         return record
     values = [superseded_value(o, record.id, now)
               for o in (yield from plan_fresh_active(ctx, superseded))]
-    record = record.model_copy(update={"supersedes": [o["id"] for o in values],
+    named = [o["id"] for o in values] + (list(supersede) if name_all else [])
+    record = record.model_copy(update={"supersedes": list(dict.fromkeys(named)),
                                        "contradicts": contradicts})
     (record,) = yield from plan_commit_new(ctx, [record], values)
     (record,) = yield from plan_settle_keys(ctx, [record], now)
