@@ -231,10 +231,10 @@ def test_a_large_profile_is_recalled_from_the_stores_candidates(tmp_path, monkey
     bees = p.remember("Keeps bees on the roof", key="hobby.bees")
     queries = ["bees roof", "hobby.bees", "gardening tools", "Note 7"]
     whole = {q: [c.id for c in p.recall(q, fill=False).candidates] for q in queries}
-    assert memory.size_hints.big("p") is False and whole["bees roof"][0] == bees.id
+    assert memory.size_hints.big("p", 5) is True and whole["bees roof"][0] == bees.id
     monkeypatch.setattr(recall_module, "WHOLE_READ_MAX", 5)
     big = {q: [c.id for c in p.recall(q, fill=False).candidates] for q in queries}
-    assert memory.size_hints.big("p") is True
+    assert memory.size_hints.big("p", recall_module.WHOLE_READ_MAX) is True
     # the same memories, the best first (ties may order otherwise: BM25 is the store's)
     assert {q: sorted(ids) for q, ids in big.items()} == {q: sorted(ids) for q, ids in
                                                           whole.items()}
@@ -243,7 +243,15 @@ def test_a_large_profile_is_recalled_from_the_stores_candidates(tmp_path, monkey
         q: whole[q][0] for q in queries[:2] + queries[3:]}
     filled = p.recall("bees roof", limit=20)
     assert filled.candidates[0].id == bees.id and len(filled.candidates) == 13
+    from langmem_edge.memory.semantic import context as context_module
+
+    monkeypatch.setattr(context_module, "WRITE_WHOLE_MAX", 5)
+    calls = Calls(store)
     hens = p.remember("Keeps hens now", key="hobby.bees")  # big: reads the key's records
+    # no profile read: the key's records, the store's nearest and those records, the
+    # record, the key settled
+    assert calls.names == ["get", "get", "get", "upsert", "get", "update"]
+    calls.stop()
     assert hens.supersedes == [bees.id] and p.get(bees.id).status == "superseded"
     assert p.recall("hens roof", fill=False).candidates[0].id == hens.id
     assert bees.id not in [c.id for c in p.recall("bees roof", fill=False).candidates]
@@ -276,7 +284,8 @@ def test_a_recall_ranks_the_vectors_read_with_the_profile_as_the_store_does(
         return out
 
     read = {q: vector_ranking(q) for q in queries}
-    assert calls.names == ["get"] * len(queries)  # one read a recall: records, counts, vectors
+    # two reads a recall: the active records with their vectors, the access counts
+    assert calls.names == ["get", "get"] * len(queries)
     calls.stop()
     with monkeypatch.context() as m:
         m.setattr(store_io, "reads_vectors", lambda store: False)

@@ -45,8 +45,8 @@ from langmem_edge.memory.core.plans import Call, Plan, batch
 from langmem_edge.memory.core.stores import ListsVectors, PutExisting, PutNew, reads_vectors
 from langmem_edge.memory.index.profile_index import ProfileIndex
 
-__all__ = ["DELETED", "LOAD_LIMIT", "WHOLE_READ_MAX", "SizeHints", "fill", "load_ops",
-           "plan_load", "plan_query_vector", "plan_read_batch", "plan_write_records",
+__all__ = ["DELETED", "LOAD_LIMIT", "WHOLE_READ_MAX", "WRITE_WHOLE_MAX", "SizeHints", "fill",
+           "load_ops", "plan_load", "plan_query_vector", "plan_read_batch", "plan_write_records",
            "rewrites_existing"]
 
 logger = logging.getLogger(__name__)
@@ -58,21 +58,32 @@ DELETED = "deleted"
 WHOLE_READ_MAX = 1_000
 """Records a recall reads whole, on a store that can rank keys by vector and by keyword
 (``nearest_keys`` and ``keyword_search``: ``ChromaStore``). A larger profile is recalled from
-the store's candidates instead (``semantic/recall.py``): reading a profile costs about
-0.25 ms a record on Chroma (2,000 records: ~0.5 s), its candidates a few milliseconds."""
+the store's candidates instead (``semantic/recall.py``). Reading a profile costs ~0.15 ms a
+record on Chroma, and the candidates' route is still the dearer up to here
+(``benchmarks/recall_routes.py``: 16 against 50 ms at 100 records, 152 against 200 at
+1,000; 5-10 Chroma calls)."""
+
+WRITE_WHOLE_MAX = 200
+"""Records a write reads whole on such a store when the profile was last seen this small
+(:class:`SizeHints`); past it, only the records under the write's key, the store finding
+verification's candidates (``semantic/context.py`` ``plan_read_keyed``). Measured
+(``benchmarks/recall_routes.py``, remember p50 whole / key's records): keyed 37 / 43 ms at
+100 records, 87 / 46 at 400, 192 / 59 at 1,000; without a key 25 / 22, 68 / 28, 167 / 34."""
 
 LOAD_LIMIT = 100_000_000
 """``limit`` of the searches that read a whole profile (one search each: offset pages are
 not stable on a store that orders by update time while others write)."""
 
 
-def load_ops(index: ProfileIndex, *, counts: bool = True, limit: int = LOAD_LIMIT
-             ) -> list[SearchOp]:
-    """The searches :func:`plan_load` makes: the records (at most ``limit``), and
-    (``counts``) the access-count items. A caller may batch them with its own reads and hand
-    the results to :func:`fill`."""
+def load_ops(index: ProfileIndex, *, counts: bool = True, limit: int = LOAD_LIMIT,
+             active: bool = False) -> list[SearchOp]:
+    """The searches :func:`plan_load` makes: the records (at most ``limit``; with
+    ``active``, only the active ones: superseded and forgotten records are history that a
+    profile keeps growing), and (``counts``) the access-count items. A caller may batch them
+    with its own reads and hand the results to :func:`fill`."""
     layout = index.layout
-    ops = [SearchOp(layout.memories, limit=limit)]
+    ops = [SearchOp(layout.memories, filter={"status": "active"} if active else None,
+                    limit=limit)]
     if counts:
         ops.append(SearchOp(layout.access, limit=LOAD_LIMIT))
     return ops
@@ -106,11 +117,14 @@ def plan_read_batch(store: BaseStore, ops: Sequence[Op]) -> Plan[tuple[list[Any]
     return list((yield batch(store, list(ops)))), None
 
 
-def plan_load(store: BaseStore, index: ProfileIndex, *, counts: bool = True) -> Plan[None]:
+def plan_load(store: BaseStore, index: ProfileIndex, *, counts: bool = True,
+              active: bool = False) -> Plan[None]:
     """Read the whole profile into ``index`` (empty, made for this operation): one batch,
-    the records (with their vectors on a store that returns them) and (``counts``: what
-    recall and reads that show counts need; writes do not) the access-count items."""
-    found, vectors = yield from plan_read_batch(store, load_ops(index, counts=counts))
+    the records (with their vectors on a store that returns them; ``active``: only the
+    active ones) and (``counts``: what recall and reads that show counts need; writes do
+    not) the access-count items."""
+    found, vectors = yield from plan_read_batch(store, load_ops(index, counts=counts,
+                                                                active=active))
     fill(index, *found, vectors=vectors)
 
 
@@ -123,31 +137,33 @@ def plan_query_vector(store: BaseStore, text: str) -> Plan[list[float]]:
 
 
 class SizeHints:
-    """Which profiles were last seen larger than :data:`WHOLE_READ_MAX` (bounded, least
-    recently used dropped). A routing hint, not data: a wrong one costs time, never a wrong
-    answer (a small profile recalled from candidates finds what a whole read does, but for
-    the relevance fill's choice among memories no channel matched)."""
+    """How many records each profile held when last read whole (bounded, least recently used
+    dropped; a recall's read stops past :data:`WHOLE_READ_MAX`). A routing hint, not data: a
+    wrong one costs time, never a wrong answer (a small profile recalled from candidates
+    finds what a whole read does, but for the relevance fill's choice among memories no
+    channel matched; a write reads its key's records instead of the profile)."""
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._big: OrderedDict[str, bool] = OrderedDict()
+        self._sizes: OrderedDict[str, int] = OrderedDict()
         self._capacity = capacity
         self._lock = threading.Lock()
 
-    def big(self, profile: str) -> bool | None:
-        """``True``/``False`` as last seen, ``None`` when not seen."""
+    def big(self, profile: str, most: int) -> bool | None:
+        """Whether ``profile`` was last seen holding more than ``most`` records; ``None``
+        when not seen."""
         with self._lock:
-            seen = self._big.get(profile)
+            seen = self._sizes.get(profile)
             if seen is not None:
-                self._big.move_to_end(profile)
-            return seen
+                self._sizes.move_to_end(profile)
+            return None if seen is None else seen > most
 
-    def saw(self, profile: str, big: bool) -> None:
-        """Record what a read of ``profile`` found."""
+    def saw(self, profile: str, size: int) -> None:
+        """Record the number of records a read of ``profile`` found."""
         with self._lock:
-            self._big[profile] = big
-            self._big.move_to_end(profile)
-            while len(self._big) > self._capacity:
-                self._big.popitem(last=False)
+            self._sizes[profile] = size
+            self._sizes.move_to_end(profile)
+            while len(self._sizes) > self._capacity:
+                self._sizes.popitem(last=False)
 
 
 def rewrites_existing(store: BaseStore) -> bool:

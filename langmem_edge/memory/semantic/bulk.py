@@ -57,7 +57,11 @@ from langgraph.store.base import PutOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.core.plans import Plan
-from langmem_edge.memory.index.store_io import plan_write_records, rewrites_existing
+from langmem_edge.memory.index.store_io import (
+    WRITE_WHOLE_MAX,
+    plan_write_records,
+    rewrites_existing,
+)
 from langmem_edge.memory.records import SUPERSEDABLE_KINDS, MemoryRecord, utcnow
 from langmem_edge.memory.semantic.access import (
     AccessFlush,
@@ -252,7 +256,7 @@ def plan_riding_puts(ctx: ProfileContext, specs: Sequence[WriteSpec], resumed: b
     the stored ones, not against each other (as a bulk chunk does). An invalid memory is
     logged and left out. The profile's pending access counts ride too. After the write:
     :func:`plan_finish_riding` (it marks the superseded records)."""
-    if ctx.hints is not None and ctx.hints.big(ctx.profile):
+    if ctx.hints is not None and ctx.hints.big(ctx.profile, WRITE_WHOLE_MAX):
         return None
     now = utcnow()
     records = []

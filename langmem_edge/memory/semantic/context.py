@@ -22,7 +22,12 @@ from langmem_edge.memory.core.crypto import MemoryCipher
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.index.profile_index import ProfileIndex
-from langmem_edge.memory.index.store_io import LOAD_LIMIT, SizeHints, plan_load
+from langmem_edge.memory.index.store_io import (
+    LOAD_LIMIT,
+    WRITE_WHOLE_MAX,
+    SizeHints,
+    plan_load,
+)
 from langmem_edge.memory.records import MemoryRecord
 
 __all__ = [
@@ -100,22 +105,30 @@ class ProfileContext:
         return record
 
 
-def plan_read(ctx: ProfileContext, *, counts: bool = True) -> Plan[ProfileContext]:
-    """``ctx`` with the whole profile read into an index of its own (one batch: records and,
-    with ``counts``, access counts: :func:`~langmem_edge.memory.index.store_io.plan_load`).
-    An operation that needs the profile starts here and uses the context it returns; nothing
-    read outlives it."""
+def plan_read(ctx: ProfileContext, *, counts: bool = True, active: bool = False
+              ) -> Plan[ProfileContext]:
+    """``ctx`` with the whole profile read into an index of its own (one batch: records,
+    with ``active`` only the active ones, and with ``counts`` access counts:
+    :func:`~langmem_edge.memory.index.store_io.plan_load`). An operation that needs the
+    profile starts here and uses the context it returns; nothing read outlives it."""
     fresh = ctx.fresh()
-    yield from plan_load(ctx.store, fresh.index, counts=counts)
+    yield from plan_load(ctx.store, fresh.index, counts=counts, active=active)
     return fresh
 
 
 def plan_read_keyed(ctx: ProfileContext, record: MemoryRecord) -> Plan[ProfileContext]:
-    """What a write needs of the profile: all of it (one search) unless the profile was last
-    seen too large to read whole (``ctx.hints``); then only the records under ``record``'s
-    key (verification reads the vector candidates it needs itself)."""
-    if ctx.hints is None or not ctx.hints.big(ctx.profile):
-        return (yield from plan_read(ctx, counts=False))
+    """What a write needs of the profile: all of it (one search), unless the store ranks by
+    vector and by keyword (``NearestKeys`` and ``KeywordSearch``: ``ChromaStore``) and the
+    profile was last seen holding more than ``WRITE_WHOLE_MAX`` records (``ctx.hints``);
+    then only the records under ``record``'s key (verification asks the store for the
+    vector candidates it needs). A write reads only active records (what it supersedes and
+    is verified against); its whole read tells the hints the profile's size."""
+    ranks = ctx.nearest and ctx.keywords and ctx.hints is not None
+    if not ranks or not ctx.hints.big(ctx.profile, WRITE_WHOLE_MAX):
+        ctx = yield from plan_read(ctx, counts=False, active=True)
+        if ranks:
+            ctx.hints.saw(ctx.profile, len(ctx.index.values))
+        return ctx
     ctx = ctx.fresh()
     if record.key:
         (items,) = yield batch(ctx.store, [SearchOp(

@@ -180,9 +180,10 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
     # one store round trip on the common path: the profile's read and every search
     ctx = ctx.fresh()
     hints = ctx.hints if ctx.nearest and ctx.keywords else None
-    big = hints is not None and hints.big(ctx.profile) is True
+    big = hints is not None and hints.big(ctx.profile, WHOLE_READ_MAX) is True
+    # an at(ts) view needs the records superseded since ts; a recall now, the active ones
     load = [] if big else load_ops(ctx.index, limit=LOAD_LIMIT if hints is None
-                                   else WHOLE_READ_MAX + 1)
+                                   else WHOLE_READ_MAX + 1, active=as_of is None)
     results: list[Any] = []
     try:
         got, vectors = ((yield from plan_read_batch(ctx.store, [*load, *ops])) if load
@@ -192,7 +193,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
             records = got[0]
             if hints is not None:
                 big = len(records) > WHOLE_READ_MAX
-                hints.saw(ctx.profile, big)
+                hints.saw(ctx.profile, len(records))
             if not big:
                 fill_index(ctx.index, *got[: len(load)], vectors=vectors)
     except Exception as e:
@@ -200,7 +201,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
             raise
         logger.warning("vector search failed (%s); keyword and key channels only", e)
         if not big:
-            yield from plan_load(ctx.store, ctx.index)
+            yield from plan_load(ctx.store, ctx.index, active=as_of is None)
     hits: dict[str, list[tuple[str, float]]] = {}
     if big:  # a large profile: the store ranks, its candidates are read
         hits = yield from plan_store_candidates(ctx, req.query, req.limit, vector_texts,
