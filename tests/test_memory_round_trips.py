@@ -196,3 +196,17 @@ def test_rewrite_matching_reads_decides_and_updates_in_two_calls(store: ChromaSt
     assert calls.names == ["get"]  # nothing matched: no write
     with pytest.raises(Exception, match="changes"):
         store.rewrite_matching(("m",), {"k": "food"}, lambda items: {"zz": {"status": "x"}})
+
+
+def test_a_count_of_a_memory_superseded_before_its_flush_is_kept(store: ChromaStore) -> None:
+    """A write reads active records only: a recalled memory that another process superseded
+    before this one flushed its bump is absent from that read, not deleted; its count is
+    written all the same."""
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    old = p.remember("Lives in Oslo", key="home.city")
+    assert p.recall("Oslo", fill=False).candidates[0].id == old.id  # a bump, pending
+    AgentMemory(store).profile("p").remember("Lives in Bergen", key="home.city")
+    p.remember("Keeps bees")  # its write flushes the bump
+    got = AgentMemory(store).profile("p").get(old.id)
+    assert (got.status, got.access_count) == ("superseded", 1)

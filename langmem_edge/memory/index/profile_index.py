@@ -108,6 +108,9 @@ class ProfileIndex:
         self.complete = False
         """Whether it holds the whole profile as read in this operation (else only some
         records: none, or a large profile's candidates)."""
+        self.history = True
+        """Whether a complete read took superseded and forgotten records too (else only the
+        active ones: a record it lacks may still exist)."""
         self.read_at = time.monotonic()
         """When the read that fills it began, at the latest (made just before the read)."""
         self.counts: dict[str, dict[str, tuple[int, str]]] = {}

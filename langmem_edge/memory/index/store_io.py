@@ -90,10 +90,12 @@ def load_ops(index: ProfileIndex, *, counts: bool = True, limit: int = LOAD_LIMI
 
 
 def fill(index: ProfileIndex, records: Sequence[Any], counts: Sequence[Any] = (), *,
-         complete: bool = True, vectors: Sequence[Any] | None = None) -> None:
+         complete: bool = True, vectors: Sequence[Any] | None = None,
+         active: bool = False) -> None:
     """Fill ``index`` with what :func:`load_ops` read (items of another profile skipped);
     ``complete=False`` when the records are only some of the profile's; ``vectors``: the
-    records' vectors in the same order, when the store returned them (:func:`plan_load`)."""
+    records' vectors in the same order, when the store returned them (:func:`plan_load`);
+    ``active``: the read asked for active records only."""
     values = []
     by_id: dict[str, Any] | None = {} if vectors is not None else None
     for i, item in enumerate(records):
@@ -104,6 +106,7 @@ def fill(index: ProfileIndex, records: Sequence[Any], counts: Sequence[Any] = ()
         else:
             logger.warning("skipped foreign record %r in profile %r", item.key, index.profile)
     index.reset(values, counts, complete=complete, vectors=by_id)
+    index.history = not active
 
 
 def plan_read_batch(store: BaseStore, ops: Sequence[Op]) -> Plan[tuple[list[Any], Any]]:
@@ -125,7 +128,7 @@ def plan_load(store: BaseStore, index: ProfileIndex, *, counts: bool = True,
     not) the access-count items."""
     found, vectors = yield from plan_read_batch(store, load_ops(index, counts=counts,
                                                                 active=active))
-    fill(index, *found, vectors=vectors)
+    fill(index, *found, vectors=vectors, active=active)
 
 
 def plan_query_vector(store: BaseStore, text: str) -> Plan[list[float]]:

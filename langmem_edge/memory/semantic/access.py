@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from langgraph.store.base import BaseStore, PutOp
@@ -47,16 +48,36 @@ class AccessFlush:
     puts: list[PutOp] = field(default_factory=list)
 
 
+class _Every(Collection[str]):
+    """Holds every id (a flush after an active-only read takes every pending bump)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def take_access(layout: ProfileLayout, counter: AccessWriter, index: ProfileIndex
                 ) -> AccessFlush | None:
     """The profile's pending bumps of the memories ``index`` holds, taken for one write
     (None: nothing pending); after the write, :func:`access_written` (or, on failure,
     ``counter.release``)."""
-    writer, taken, written = counter.start_flush(
-        index.values, index.read_at if index.complete else float("-inf"))
+    if index.complete and not index.history:
+        # only active records were read: a bumped memory it lacks may be superseded, not
+        # deleted, so every bump is written and no count is dropped
+        present: Collection[str] = _Every()
+        read_at = float("-inf")
+    else:
+        present = index.values
+        read_at = index.read_at if index.complete else float("-inf")
+    writer, taken, written = counter.start_flush(present, read_at)
     if not taken:
         return None
-    totals = counter.totals(index.values if index.complete else None)
+    totals = counter.totals(index.values if index.complete and index.history else None)
     puts = [PutOp(layout.access_by_writer, writer,
                   {"profile": layout.profile, "writer": writer,
                    "counts": {mid: [count, last] for mid, (count, last) in sorted(
@@ -88,10 +109,11 @@ def plan_flush_access(ctx: ProfileContext) -> Plan[int]:
     process's count writer, :mod:`~langmem_edge.memory.index.access`): its cumulative count
     of every memory it counted, written blind. No record is read or written. Only the bumps
     of memories the operation's read found are written (``ctx.index``); after a read of the
-    whole profile, those of a memory deleted since its recall are dropped
-    (:meth:`AccessWriter.start_flush`) and so are its counts in the row; after a partial read
-    (a large profile's candidates) the rest stay pending. On failure the bumps stay
-    pending.
+    whole profile with its history, those of a memory deleted since its recall are dropped
+    (:meth:`AccessWriter.start_flush`) and so are its counts in the row; after a read of the
+    active records only (a recall, a write), every bump is written (a memory it lacks may
+    be superseded, not deleted); after a partial read (a large profile's candidates) the
+    rest stay pending. On failure the bumps stay pending.
     """
     return (yield from plan_write_access(ctx.store, ctx.layout, ctx.index.access_writer,
                                          ctx.index))

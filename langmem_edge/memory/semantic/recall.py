@@ -195,7 +195,7 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
                 big = len(records) > WHOLE_READ_MAX
                 hints.saw(ctx.profile, len(records))
             if not big:
-                fill_index(ctx.index, *got[: len(load)], vectors=vectors)
+                fill_index(ctx.index, *got[: len(load)], vectors=vectors, active=as_of is None)
     except Exception as e:
         if not ops:
             raise
