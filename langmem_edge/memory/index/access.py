@@ -123,7 +123,7 @@ class AccessWriter:
         with self._lock:
             return len(self._pending)
 
-    def start_flush(self, present: Collection[str], read_at: float
+    def start_flush(self, present: Collection[str] | None, read_at: float
                     ) -> tuple[str, dict[str, tuple[int, str]], list[tuple[str, int, str]]]:
         """Take the pending bumps of the memories in ``present`` (those a read that began at
         ``read_at``, on :func:`time.monotonic`, found) for a flush and :meth:`reserve` their
@@ -132,11 +132,12 @@ class AccessWriter:
         :meth:`restore_pending` if the write fails) and the items to write, ``(id,
         cumulative count, last)``. A memory that read did not find is dropped if it was
         bumped before the read began (it existed then, so it was deleted since); one bumped
-        later stays pending (the read may predate it)."""
+        later stays pending (the read may predate it). ``present=None``: every pending bump
+        (the read could not tell a deleted memory from one it did not ask for)."""
         with self._lock:
             taken: dict[str, tuple[int, str]] = {}
             for mid in list(self._pending):
-                if mid in present:
+                if present is None or mid in present:
                     taken[mid] = self._pending.pop(mid)
                 elif self._bumped_at.get(mid, 0.0) < read_at:
                     self._pending.pop(mid)

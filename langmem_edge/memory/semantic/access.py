@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from langgraph.store.base import BaseStore, PutOp
@@ -48,36 +47,20 @@ class AccessFlush:
     puts: list[PutOp] = field(default_factory=list)
 
 
-class _Every(Collection[str]):
-    """Holds every id (a flush after an active-only read takes every pending bump)."""
-
-    def __contains__(self, item: object) -> bool:
-        return True
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-
 def take_access(layout: ProfileLayout, counter: AccessWriter, index: ProfileIndex
                 ) -> AccessFlush | None:
     """The profile's pending bumps of the memories ``index`` holds, taken for one write
     (None: nothing pending); after the write, :func:`access_written` (or, on failure,
     ``counter.release``)."""
-    if index.complete and not index.history:
-        # only active records were read: a bumped memory it lacks may be superseded, not
-        # deleted, so every bump is written and no count is dropped
-        present: Collection[str] = _Every()
-        read_at = float("-inf")
-    else:
-        present = index.values
-        read_at = index.read_at if index.complete else float("-inf")
+    whole = index.complete and index.history
+    # after a read of active records only, a bumped memory it lacks may be superseded, not
+    # deleted: every bump is taken and no count dropped
+    present = index.values if whole or not index.complete else None
+    read_at = index.read_at if whole else float("-inf")
     writer, taken, written = counter.start_flush(present, read_at)
     if not taken:
         return None
-    totals = counter.totals(index.values if index.complete and index.history else None)
+    totals = counter.totals(index.values if whole else None)
     puts = [PutOp(layout.access_by_writer, writer,
                   {"profile": layout.profile, "writer": writer,
                    "counts": {mid: [count, last] for mid, (count, last) in sorted(
