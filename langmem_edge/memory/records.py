@@ -13,10 +13,14 @@ defaults to the kind's namesake for the other kinds.
 
 A record's lifecycle ``status`` is ``active``, ``superseded`` (a newer record replaced it:
 ``superseded_by`` points forward, the old row is kept) or ``forgotten`` (``forget``; kept, never
-recalled). ``delete`` removes the row. ``embedding_status`` is ``complete``, ``pending`` (the
-embedding failed; keyword search still finds it; ``AgentMemory.reembed`` retries), ``failed``
-(retries gave up) or ``skipped`` (tasks, encrypted memories, stores without a vector index:
-never embedded).
+recalled). ``delete`` removes the row. The stored value also carries ``live``: the profile while
+the record is active, ``None`` once not (:func:`live_of`), so "this profile's active records"
+is one equality a store indexes (``status == "active"`` is shared by every profile's active
+records: Chroma reads all of them to evaluate it).
+
+``embedding_status`` is ``complete``, ``pending`` (the embedding failed; keyword search still
+finds it; ``AgentMemory.reembed`` retries), ``failed`` (retries gave up) or ``skipped`` (tasks,
+encrypted memories, stores without a vector index: never embedded).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "FACT_TYPES_BY_KIND",
     "KIND_OF_FACT_TYPE",
+    "LIVE",
     "NOT_PROVIDED",
     "Candidate",
     "ChannelScore",
@@ -49,7 +54,9 @@ __all__ = [
     "SessionDeletion",
     "Source",
     "Status",
+    "live_of",
     "new_memory_id",
+    "with_live",
 ]
 
 Kind = Literal["fact", "event", "instruction", "task"]
@@ -238,15 +245,32 @@ class MemoryRecord(BaseModel):
         return self.status == "active"
 
     def to_value(self) -> dict[str, Any]:
-        """The store value: JSON-friendly, with ``scope`` for equality filters."""
+        """The store value: JSON-friendly, with ``scope`` and ``live`` for equality
+        filters."""
         value = self.model_dump(mode="json")
         value["scope"] = self.scope
+        value[LIVE] = live_of(self.profile, self.status)
         return value
 
     @classmethod
     def from_value(cls, value: dict[str, Any]) -> MemoryRecord:
         """A record from a store value."""
         return cls.model_validate(value)
+
+
+LIVE = "live"
+"""The stored field that names the profile of an active record (``None`` otherwise)."""
+
+
+def live_of(profile: str, status: str | None) -> str | None:
+    """A stored record's ``live`` field: its profile while ``status`` is active."""
+    return profile if status == "active" else None
+
+
+def with_live(value: dict[str, Any]) -> dict[str, Any]:
+    """A stored record's value with its ``live`` field set from its status (records written
+    before the field, or imported from an export of them)."""
+    return {**value, LIVE: live_of(str(value.get("profile")), value.get("status"))}
 
 
 def scope_of(contact: str | None) -> str:

@@ -71,7 +71,7 @@ from langmem_edge.memory.documents.plans import DocumentScope, plan_restore
 from langmem_edge.memory.episodic.embedded import MESSAGE_INDEX_FIELDS
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.index.store_io import plan_write_records
-from langmem_edge.memory.records import MemoryRecord, SessionInfo, utcnow
+from langmem_edge.memory.records import MemoryRecord, SessionInfo, utcnow, with_live
 from langmem_edge.memory.reflective.records import Goal, Reflection
 
 __all__ = [
@@ -487,7 +487,9 @@ def _plan_import(memory: AgentMemory, parsed: _Parsed, on_progress: Progress | N
                 new = [(ln, spot) for ln, spot, f in zip(chunk, spots, fresh, strict=True) if f]
                 existing[type_name] += len(chunk) - len(new)
                 if new and kind.name == "memory":  # absent a moment ago: new records
-                    puts = [(ln.value, _memory_index(memory, ln.value)) for ln, _ in new]
+                    # an export of records written before the ``live`` field gets it here
+                    values = [with_live(ln.value) for ln, _ in new]
+                    puts = [(v, _memory_index(memory, v)) for v in values]
                     yield from plan_write_records(store, index, new=puts)
                 elif new and kind.name == "document":  # its text is in: cut and embed it
                     scope = DocumentScope(store=store, layout=layout,

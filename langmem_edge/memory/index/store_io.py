@@ -44,6 +44,7 @@ from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
 from langmem_edge.memory.core.plans import Call, Plan, batch
 from langmem_edge.memory.core.stores import ListsVectors, PutExisting, PutNew, reads_vectors
 from langmem_edge.memory.index.profile_index import ProfileIndex
+from langmem_edge.memory.records import LIVE
 
 __all__ = ["DELETED", "LOAD_LIMIT", "WHOLE_READ_MAX", "WRITE_WHOLE_MAX", "SizeHints", "fill",
            "load_ops", "plan_load", "plan_query_vector", "plan_read_batch", "plan_write_records",
@@ -82,7 +83,7 @@ def load_ops(index: ProfileIndex, *, counts: bool = True, limit: int = LOAD_LIMI
     profile keeps growing), and (``counts``) the access-count items. A caller may batch them
     with its own reads and hand the results to :func:`fill`."""
     layout = index.layout
-    ops = [SearchOp(layout.memories, filter={"status": "active"} if active else None,
+    ops = [SearchOp(layout.memories, filter={LIVE: index.profile} if active else None,
                     limit=limit)]
     if counts:
         ops.append(SearchOp(layout.access, limit=LOAD_LIMIT))

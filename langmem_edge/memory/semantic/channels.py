@@ -21,6 +21,7 @@ from langmem_edge.memory.index.store_io import (
     plan_query_vector,
 )
 from langmem_edge.memory.index.store_io import fill as fill_index
+from langmem_edge.memory.records import LIVE
 from langmem_edge.memory.semantic.context import ProfileContext
 
 __all__ = ["Scope", "confidence", "key_channel", "keyword_channel", "plan_nearest",
@@ -100,9 +101,11 @@ def temporal_channel(index: ProfileIndex, window: DateWindow, depth: int,
 def vector_ops(ctx: ProfileContext, scope: Scope, text: str, depth: int) -> list[SearchOp]:
     ops = []
     for s in scope.scopes:
-        flt: dict[str, Any] = {"profile": ctx.profile, "scope": s}
-        if not scope.as_of:
-            flt["status"] = "active"
+        flt: dict[str, Any] = {"scope": s}
+        if scope.as_of:
+            flt["profile"] = ctx.profile
+        else:
+            flt[LIVE] = ctx.profile  # active records of this profile
         if scope.kinds is not None and len(scope.kinds) == 1:
             flt["kind"] = scope.kinds[0]
         if scope.writer is not None:

@@ -24,6 +24,7 @@ from langmem_edge.memory.index.profile_index import count_entries, ended_at
 from langmem_edge.memory.index.store_io import LOAD_LIMIT, plan_write_records
 from langmem_edge.memory.records import (
     KINDS,
+    LIVE,
     NOT_PROVIDED,
     MemoryPage,
     MemoryRecord,
@@ -117,8 +118,8 @@ def plan_forget(ctx: ProfileContext, memory_id: str, reason: str | None) -> Plan
         raise NotFoundError(f"no memory {memory_id!r} in profile {ctx.profile!r}")
     if value.get("status") != "forgotten":
         stamp = utcnow().isoformat()
-        value.update(status="forgotten", forgotten_at=stamp, forgotten_reason=reason,
-                     updated_at=stamp)
+        value.update({"status": "forgotten", LIVE: None, "forgotten_at": stamp,
+                      "forgotten_reason": reason, "updated_at": stamp})
         # deleted meanwhile by another process: it stays deleted
         yield from plan_write_records(ctx.store, ctx.index,
                                       rewrites=[(value, ctx.index_arg(value))])

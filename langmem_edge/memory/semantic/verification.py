@@ -47,7 +47,7 @@ from langmem_edge.memory.core.models import structured_runnable
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
 from langmem_edge.memory.core.stores import NearestKeys
 from langmem_edge.memory.index.store_io import plan_query_vector
-from langmem_edge.memory.records import MemoryRecord
+from langmem_edge.memory.records import LIVE, MemoryRecord
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.retrieval.text import default_analyzer
 
@@ -249,7 +249,7 @@ def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable
             found = [(h.key, float(h.score), values[h.key]) for h in hits
                      if admits(values.get(h.key))]
         else:
-            flt = {"profile": ctx.profile, "status": "active", "scope": record.scope}
+            flt = {LIVE: ctx.profile, "scope": record.scope}
             (items,) = yield batch(ctx.store, [SearchOp(
                 ctx.layout.memories, filter=flt, limit=cfg.search_limit, query=record.text)])
             found = [(it.key, float(it.score), it.value) for it in items

@@ -62,6 +62,7 @@ from langmem_edge.memory.records import (
     FACT_TYPES_BY_KIND,
     KIND_OF_FACT_TYPE,
     KINDS,
+    LIVE,
     SOURCES,
     SUPERSEDABLE_KINDS,
     MemoryRecord,
@@ -227,8 +228,8 @@ def left_to_settling(ctx: ProfileContext, under_key: Sequence[str]) -> set[str]:
 def superseded_changes(new_id: str, now: datetime) -> dict[str, Any]:
     """The fields that mark a stored value superseded by ``new_id`` at ``now``."""
     stamp = now.isoformat()
-    return {"status": "superseded", "superseded_by": new_id, "superseded_at": stamp,
-            "updated_at": stamp}
+    return {"status": "superseded", LIVE: None, "superseded_by": new_id,
+            "superseded_at": stamp, "updated_at": stamp}
 
 
 def superseded_value(old: dict[str, Any], new_id: str, now: datetime) -> dict[str, Any]:
@@ -447,7 +448,7 @@ def _plan_settle_in_store(ctx: ProfileContext, keyed: Sequence[MemoryRecord],
 
         written = yield Call(store.rewrite_matching, store.arewrite_matching,
                              (ctx.layout.memories,
-                              {"key": key, "scope": scope, "status": "active"}, decide))
+                              {"key": key, "scope": scope, LIVE: ctx.profile}, decide))
         with ctx.index.lock:
             for value in written.values():
                 ctx.index.apply(value)
@@ -471,7 +472,7 @@ def _plan_settle_read_then_write(ctx: ProfileContext, keyed: Sequence[MemoryReco
     else:
         found = yield batch(ctx.store, [
             SearchOp(ctx.layout.memories,
-                     filter={"key": key, "scope": scope, "status": "active"}, limit=LOAD_LIMIT)
+                     filter={"key": key, "scope": scope, LIVE: ctx.profile}, limit=LOAD_LIMIT)
             for scope, key in pairs])
     actives: dict[tuple[str, str], set[str]] = {}
     held: dict[str, dict[str, Any]] = {}
