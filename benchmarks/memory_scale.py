@@ -12,6 +12,8 @@ profile of the store, as a service with many users does:
 
 - ``recall``: ``profile.recall(query)`` (one of the profile's memory texts, reworded);
 - ``remember``: ``profile.remember(text)`` (a new fact);
+- ``remember_key``: ``profile.remember(text, key=...)`` under one of 15 keys (the write
+  settles its key: reads the key's active records after it and supersedes the older);
 - ``ingest``: ``profile.ingest(2 messages, session_id=<new>)`` (rule-based extraction).
 
 Printed: per store and operation, the median milliseconds, the ratio to the smallest store's
@@ -59,6 +61,10 @@ def build(folder: str, profiles: int, memories: int, seed: int) -> tuple[ChromaS
     return store, memory
 
 
+OPS = ("recall", "remember", "remember_key", "ingest")
+"""The operations measured, in their order within a round."""
+
+
 def run_op(memory: AgentMemory, profiles: int, op: str, rng: random.Random, n: int
            ) -> tuple[float, int]:
     """One operation on a random profile: (seconds, Chroma calls)."""
@@ -69,6 +75,10 @@ def run_op(memory: AgentMemory, profiles: int, op: str, rng: random.Random, n: i
         profile.recall(f"what does the user enjoy, {rng.choice(TOPICS)}?")
     elif op == "remember":
         profile.remember(f"The user bought a {rng.choice(TOPICS)} book, number {n}.")
+    elif op == "remember_key":  # settles its key: supersedes the key's earlier record
+        topic = rng.choice(TOPICS)
+        profile.remember(f"The user's favourite {topic} place is number {n}.",
+                         key=f"favourite.{topic}")
     else:
         profile.ingest([{"role": "user", "content": f"I love {rng.choice(TOPICS)}."},
                         {"role": "assistant", "content": "Noted."}],
@@ -105,14 +115,14 @@ def main() -> None:
         for _ in range(args.rounds):
             for n in counts:  # interleaved: each round runs every store in turn
                 _, memory = built[n]
-                for op in ("recall", "remember", "ingest"):
+                for op in OPS:
                     for _ in range(args.ops):
                         serial += 1
                         samples.setdefault((n, op), []).append(
                             run_op(memory, n, op, rng, serial))
         rows = []
         figures = []
-        for op in ("recall", "remember", "ingest"):
+        for op in OPS:
             base = statistics.median(t for t, _ in samples[(counts[0], op)])
             for n in counts:
                 times = sorted(t for t, _ in samples[(n, op)])

@@ -64,7 +64,7 @@ from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.models import structured_runnable
 from langmem_edge.memory.core.plans import Plan, batch, invoke
 from langmem_edge.memory.index.store_io import plan_write_records
-from langmem_edge.memory.records import LIVE, utcnow
+from langmem_edge.memory.records import LIVE, scope_filter, utcnow
 from langmem_edge.memory.reflective.tier import ReflectiveScope, plan_acquire, plan_release
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
 from langmem_edge.memory.semantic.write import WriteSpec, plan_flush_access, plan_write
@@ -242,7 +242,7 @@ def _plan_clusters(ctx: ProfileContext, now: datetime) -> Plan[tuple[int, list[l
         members, frontier = [seed], [seed]
         while frontier and len(members) < cfg.max_cluster_size:
             ops = [SearchOp(ctx.layout.memories, query=values[m].get("text", ""),
-                            filter={LIVE: ctx.profile, "scope": scope},
+                            filter={LIVE: ctx.profile, **scope_filter(scope)},
                             limit=cfg.neighbours) for m in frontier]
             found = yield batch(ctx.store, ops)
             frontier = []

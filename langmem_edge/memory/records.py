@@ -56,6 +56,7 @@ __all__ = [
     "Status",
     "live_of",
     "new_memory_id",
+    "scope_filter",
     "with_live",
 ]
 
@@ -271,6 +272,15 @@ def with_live(value: dict[str, Any]) -> dict[str, Any]:
     """A stored record's value with its ``live`` field set from its status (records written
     before the field, or imported from an export of them)."""
     return {**value, LIVE: live_of(str(value.get("profile")), value.get("status"))}
+
+
+def scope_filter(scope: str) -> dict[str, str]:
+    """The store filter on a stored ``scope``: none for the agent-wide one, which most records
+    share. A store like Chroma evaluates each equality of a filter by the rows that hold it,
+    so one every profile's records share (``scope == "agent"``, ``status == "active"``) costs
+    a read of all of them (``benchmarks/filter_selectivity.py``); callers check the scope of
+    what comes back."""
+    return {} if scope == "agent" else {"scope": scope}
 
 
 def scope_of(contact: str | None) -> str:

@@ -198,8 +198,10 @@ class RewriteMixin:
         filters.validate_filter(filter)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"limit must be an integer >= 1, got {limit!r}")
-        where = filters.and_where([layout.prefix_where(ns), {"nd": len(ns)},
-                                   filters.pushdown_where(filter)])
+        # the namespace's own items are told from deeper ones here: ``nd``, an equality every
+        # item of that depth shares, would cost Chroma a read of all of them
+        # (``benchmarks/filter_selectivity.py``)
+        where = filters.and_where([layout.prefix_where(ns), filters.pushdown_where(filter)])
         include = ["documents", "embeddings"] if self._row_dims else ["documents"]
         with self._write_lock:
             now = self._clock()
@@ -216,7 +218,8 @@ class RewriteMixin:
                     continue
                 item = layout.row_to_item(meta)
                 read_docs[iid] = docs[i]
-                if meta["exp"] <= now or not filters.matches_filter(item.value, filter):
+                if (tuple(item.namespace) != ns or meta["exp"] <= now
+                        or not filters.matches_filter(item.value, filter)):
                     continue
                 metas[iid], found[item.key] = meta, item
                 if embs is not None:

@@ -448,7 +448,7 @@ def _plan_settle_in_store(ctx: ProfileContext, keyed: Sequence[MemoryRecord],
 
         written = yield Call(store.rewrite_matching, store.arewrite_matching,
                              (ctx.layout.memories,
-                              {"key": key, "scope": scope, LIVE: ctx.profile}, decide))
+                              {"key": key, LIVE: ctx.profile}, decide))  # decide checks the scope
         with ctx.index.lock:
             for value in written.values():
                 ctx.index.apply(value)
@@ -472,7 +472,7 @@ def _plan_settle_read_then_write(ctx: ProfileContext, keyed: Sequence[MemoryReco
     else:
         found = yield batch(ctx.store, [
             SearchOp(ctx.layout.memories,
-                     filter={"key": key, "scope": scope, LIVE: ctx.profile}, limit=LOAD_LIMIT)
+                     filter={"key": key, LIVE: ctx.profile}, limit=LOAD_LIMIT)
             for scope, key in pairs])
     actives: dict[tuple[str, str], set[str]] = {}
     held: dict[str, dict[str, Any]] = {}
