@@ -63,12 +63,11 @@ def test_records_of_the_previous_release_get_their_field_once_and_are_recalled(
     assert run_sync(plan_upgrade(store, Upgrades(NS))) == 0  # the marker: nothing again
 
 
-def test_an_empty_memory_gets_no_marker_until_it_holds_records(make_store) -> None:
+def test_an_empty_memory_gets_its_marker_at_the_first_read(make_store) -> None:
     store = make_store()
-    first = AgentMemory(store)
-    first.profile("p").remember("Prefers tea in the morning")
-    assert first.upgrades.done and store.get((*NS, FORMATS), LIVE_MARK) is None
-    AgentMemory(store).profile("p").recall("tea")
+    memory = AgentMemory(store)
+    memory.profile("p").recall("tea")
+    assert memory.upgrades.done
     assert store.get((*NS, FORMATS), LIVE_MARK).value["records"] == 0
 
 

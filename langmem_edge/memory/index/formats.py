@@ -10,7 +10,8 @@ lookup and intersects them, so that filter read every active record of every pro
 Records written before have no ``live``. The first operation of an ``AgentMemory`` in a process
 that reads a profile runs :func:`plan_upgrade`: it reads one marker item, ``(*namespace,
 "formats") / "live"``; when the marker is missing it gives every active record under
-``(*namespace, "profiles")`` its field, then writes the marker. On a store that rewrites only
+``(*namespace, "profiles")`` its field, a profile at a time, then writes the marker (an empty
+memory gets it at once). On a store that rewrites only
 what exists (``PutExisting``: ``ChromaStore``) the change is a merge applied only to records
 still active, so a record deleted or superseded meanwhile is left as it is; elsewhere it is a
 put of the value read. Processes that start together may each run it: they write the same
@@ -26,9 +27,10 @@ from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
+from langmem_edge.memory.core.labels import plan_child_labels
 from langmem_edge.memory.core.plans import Call, Plan, batch
 from langmem_edge.memory.core.stores import PutExisting
-from langmem_edge.memory.records import LIVE, live_of
+from langmem_edge.memory.records import LIVE
 
 __all__ = ["FORMATS", "LIVE_MARK", "UPGRADE_CHUNK", "Upgrades", "plan_upgrade"]
 
@@ -44,7 +46,10 @@ UPGRADE_CHUNK = 500
 """Records rewritten a call while upgrading."""
 
 SEARCH_LIMIT = 100_000_000
-"""``limit`` of the one search that finds the records to upgrade."""
+"""``limit`` of the search that reads one profile's records."""
+
+MAX_PROFILES = 100_000
+"""Namespaces a listing of the profiles asks for at a time."""
 
 
 class Upgrades:
@@ -58,54 +63,54 @@ class Upgrades:
 
 def plan_upgrade(store: BaseStore, upgrades: Upgrades | None) -> Plan[int]:
     """Bring the records under ``upgrades.namespace`` to the current format, once a process
-    (nothing after the first call; one ``get`` when the marker is there); returns the number
-    of records rewritten. The marker is written once some record exists (until then, each
-    process's first read also searches the empty memory once)."""
+    (nothing after the first call; one ``get`` when the marker is there), and write the
+    marker (an empty memory gets it at once: whatever is written from then on has the
+    field); returns the number of records rewritten."""
     if upgrades is None or upgrades.done:
         return 0
     mark = (*upgrades.namespace, FORMATS)
     (found,) = yield batch(store, [GetOp(mark, LIVE_MARK)])
     count = 0
     if found is None:
-        active, count = yield from _plan_add_live(store, upgrades.namespace)
-        if active:  # an empty memory has nothing to upgrade, and gets no marker yet
-            yield batch(store, [PutOp(mark, LIVE_MARK, {"records": count, "at": time.time()},
-                                      index=False)])
+        count = yield from _plan_add_live(store, upgrades.namespace)
+        yield batch(store, [PutOp(mark, LIVE_MARK, {"records": count, "at": time.time()},
+                                  index=False)])
     upgrades.done = True
     return count
 
 
-def _plan_add_live(store: BaseStore, namespace: tuple[str, ...]) -> Plan[tuple[int, int]]:
+def _plan_add_live(store: BaseStore, namespace: tuple[str, ...]) -> Plan[int]:
     """Give every active record under ``(*namespace, "profiles")`` that lacks it its ``live``
-    field; returns how many active records there were, and how many were rewritten."""
+    field, a profile at a time (its records read whole: a filter on ``status`` would read
+    every profile's); returns how many were rewritten."""
     root = (*namespace, "profiles")
-    (items,) = yield batch(store, [SearchOp(root, filter={"status": "active"},
-                                            limit=SEARCH_LIMIT)])
-    records = [it for it in items
-               if len(it.namespace) == len(root) + 2 and it.namespace[-1] == "memories"
-               and it.value.get("id") == it.key
-               and it.value.get("profile") == it.namespace[len(root)]]
-    todo = [it for it in records
-            if it.value.get(LIVE) != live_of(it.value["profile"], it.value.get("status"))]
-    if todo:
-        logger.info("adding the live field to %d records under %r", len(todo), namespace)
+    names = yield from plan_child_labels(store, root, page=MAX_PROFILES)
     done = 0
-    for lo in range(0, len(todo), UPGRADE_CHUNK):
-        chunk = todo[lo: lo + UPGRADE_CHUNK]
-        if isinstance(store, PutExisting):
-            items_: list[Any] = [
-                (it.namespace, it.key, {LIVE: it.value["profile"]})
-                if it.value.get("embedding_status", "complete") == "complete"
-                else (it.namespace, it.key, {LIVE: it.value["profile"]}, False)
-                for it in chunk]
-            rewriting = cast(PutExisting, store)
-            wrote = yield Call(rewriting.put_existing, rewriting.aput_existing, (items_,),
-                               {"merge": True, "confirm": False, "when": {"status": "active"}})
-            done += sum(1 for ok in wrote if ok)
-        else:
-            yield batch(store, [PutOp(it.namespace, it.key,
-                                      {**it.value, LIVE: it.value["profile"]}, index=False)
-                                for it in chunk])
-            done += len(chunk)
-        logger.info("live field: %d of %d records", lo + len(chunk), len(todo))
-    return len(records), done
+    for n, name in enumerate(names, 1):
+        memories = (*root, name, "memories")
+        (items,) = yield batch(store, [SearchOp(memories, limit=SEARCH_LIMIT)])
+        todo = [it for it in items
+                if tuple(it.namespace) == memories and it.value.get("id") == it.key
+                and it.value.get("profile") == name and it.value.get("status") == "active"
+                and it.value.get(LIVE) != name]
+        for lo in range(0, len(todo), UPGRADE_CHUNK):
+            chunk = todo[lo: lo + UPGRADE_CHUNK]
+            if isinstance(store, PutExisting):
+                # applied only where the record is still there and still active
+                changes: list[Any] = [
+                    (memories, it.key, {LIVE: name})
+                    if it.value.get("embedding_status", "complete") == "complete"
+                    else (memories, it.key, {LIVE: name}, False) for it in chunk]
+                rewriting = cast(PutExisting, store)
+                wrote = yield Call(rewriting.put_existing, rewriting.aput_existing, (changes,),
+                                   {"merge": True, "confirm": False,
+                                    "when": {"status": "active"}})
+                done += sum(1 for ok in wrote if ok)
+            else:
+                yield batch(store, [PutOp(memories, it.key, {**it.value, LIVE: name},
+                                          index=False) for it in chunk])
+                done += len(chunk)
+        if todo:
+            logger.info("live field: profile %d of %d (%s), %d records", n, len(names), name,
+                        len(todo))
+    return done
