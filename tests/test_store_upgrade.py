@@ -15,7 +15,7 @@ from legacy_layout import to_schema_5
 from langmem_edge import ChromaStore
 from langmem_edge._chroma import SCHEMA_KEY
 from langmem_edge.errors import ConfigurationError
-from langmem_edge.store import layout, upgrade
+from langmem_edge.store import filters, layout, upgrade
 from langmem_edge.testing import FakeEmbeddings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "schema4_store"
@@ -198,7 +198,7 @@ def test_a_schema_5_store_moves_its_values_into_the_documents_once(
     monkeypatch.setattr(ChromaStore, "_values_to_documents", original)
     capsys.readouterr()
     again = ChromaStore.from_path(path, index=index())
-    assert "from schema 5 to 6: 31 of 31 rows" in capsys.readouterr().err
+    assert f"from schema 5 to {layout.SCHEMA_VERSION}: 31 of 31 rows" in capsys.readouterr().err
     assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
     got = again._items.get(include=["metadatas", "documents"])
     for meta, doc in zip(got["metadatas"], got["documents"], strict=True):
@@ -215,3 +215,33 @@ def test_a_schema_5_store_moves_its_values_into_the_documents_once(
     third = ChromaStore.from_path(path, index=index())
     assert capsys.readouterr().err == ""  # moved once
     third.close()
+
+
+def test_a_schema_6_store_retypes_its_incomplete_mirror_flags_once(tmp_path: Path) -> None:
+    """Schema 6 flagged an item whose filter mirror is incomplete with ``fx = True``, which
+    Chroma does not index; opening it retypes the flag of those rows (only those), and a
+    filter on a leaf left out of the mirror still finds the item."""
+    path = str(tmp_path / "s6")
+    store = ChromaStore.from_path(path, index=index())
+    wide = {f"k{i:02d}": f"v{i}" for i in range(filters.MAX_FILTER_FIELDS + 6)}
+    store.put(("users",), "wide", {"text": "many leaves", **wide})
+    store.put(("users",), "plain", {"text": "a few leaves", "k00": "v0"})
+    flagged = store._items.get(where={filters.INCOMPLETE_FIELD: filters.INCOMPLETE_FLAG},
+                               include=[])["ids"]
+    assert flagged == [layout.item_id(("users",), "wide")]
+    store._items.update(ids=flagged, metadatas=[{filters.INCOMPLETE_FIELD: True}])
+    meta = {k: v for k, v in (store._items.metadata or {}).items() if not k.startswith("hnsw:")}
+    store._items.modify(metadata={**meta, SCHEMA_KEY: 6})
+    store.close()
+    again = ChromaStore.from_path(path, index=index())
+    assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
+    rows = again._items.get(include=["metadatas"])
+    flags = {iid: m.get(filters.INCOMPLETE_FIELD) for iid, m in zip(
+        rows["ids"], rows["metadatas"], strict=True)}
+    assert flags == {flagged[0]: filters.INCOMPLETE_FLAG,
+                     layout.item_id(("users",), "plain"): None}
+    last = f"k{filters.MAX_FILTER_FIELDS + 5:02d}"
+    assert [it.key for it in again.search(("users",), filter={last: wide[last]})] == ["wide"]
+    assert sorted(it.key for it in again.search(("users",), filter={"k00": "v0"})) == [
+        "plain", "wide"]
+    again.close()

@@ -80,8 +80,12 @@ from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitE
 from langmem_edge.store.filters import and_where as and_where
 from langmem_edge.store.filters import filter_fields
 
-SCHEMA_VERSION = 6
-"""Version of this layout, stored in each collection's metadata. 6: each item row's value
+SCHEMA_VERSION = 7
+"""Version of this layout, stored in each collection's metadata. 7: the incomplete-mirror
+flag ``fx`` is the int :data:`~langmem_edge.store.filters.INCOMPLETE_FLAG`, not ``True``
+(Chroma indexes no bool: a ``where`` naming it read every metadata row), and bools are
+mirrored as ``g:`` numbers only; opening a collection of 6 or 5 rewrites the flag of the rows
+that carry it (``store/upgrade.py``). 6: each item row's value
 and bookkeeping (:data:`DOCUMENT_ONLY`) in its document, beside the keyword document, and
 reads ask for documents only (:func:`split_row`); opening a collection of 5 moves them once
 (``store/upgrade.py``). 5: the item rows in

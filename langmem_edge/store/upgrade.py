@@ -112,8 +112,28 @@ class UpgradeMixin:
         meta = {COPYING_KEY: copying} if copying else None
         return _chroma.open_collection(
             self._client, name, schema_version=layout.SCHEMA_VERSION,
-            reads_from=5, call=self._call, metadata=meta, upgrade=self._values_to_documents,
+            reads_from=5, call=self._call, metadata=meta, upgrade=self._upgrade_rows,
             ef_search=ef_search if self._row_dims > 0 else None)
+
+    def _upgrade_rows(self, rows: Any, found: int) -> None:
+        """Bring a rows collection of schema ``found`` (5 or 6) to :data:`layout.SCHEMA_VERSION`:
+        values into documents (from 5), then the incomplete-mirror flags retyped."""
+        if found < 6:
+            self._values_to_documents(rows, found)
+        self._retype_incomplete_flags(rows)
+
+    def _retype_incomplete_flags(self, rows: Any) -> None:
+        """Schema 7: the rows whose ``fx`` is ``True`` get :data:`filters.INCOMPLETE_FLAG` (one
+        read of the collection's metadata, now, instead of one per pushed-down filter; then
+        only those rows are written: ``update`` merges metadata). Idempotent."""
+        ids = self._call(rows.get, where={filters.INCOMPLETE_FIELD: True}, include=[])["ids"]
+        for start in range(0, len(ids), GET_PAGE):
+            chunk = ids[start:start + GET_PAGE]
+            self._call(rows.update, ids=chunk,
+                       metadatas=[{filters.INCOMPLETE_FIELD: filters.INCOMPLETE_FLAG}] * len(chunk))
+        if ids:
+            logger.info("schema 7: retyped the incomplete-mirror flag of %d row(s) of %s",
+                        len(ids), rows.name)
 
     def _values_to_documents(self, rows: Any, found: int) -> None:
         """Upgrade a rows collection from schema 5: move each row's value and bookkeeping into
@@ -186,6 +206,8 @@ class UpgradeMixin:
                 moved = layout.upgraded_row(meta, doc)  # schema 6 rows from any source
                 if moved is not None:
                     metas[j], docs[j] = moved
+                if metas[j].get(filters.INCOMPLETE_FIELD) is True:  # schema 7's flag
+                    metas[j] = {**metas[j], filters.INCOMPLETE_FIELD: filters.INCOMPLETE_FLAG}
             for start in range(0, len(ids), size):
                 end = start + size
                 self._call(rows.upsert, ids=ids[start:end], metadatas=metas[start:end],
