@@ -14,7 +14,12 @@ each ``where``:
 
 - ``namespace``: ``p3`` only (every record of the profile, history included);
 - ``namespace + status``: ``p3`` and ``f:status == "active"`` (what reads asked before);
-- ``namespace + live``: ``p3`` and ``f:live == profile`` (what they ask now).
+- ``namespace + live``: ``p3`` and ``f:live == profile`` (what they ask now);
+- ``namespace + (live or fx == True)`` and ``... fx == 1``: the same with the branch every
+  pushed-down filter of ``ChromaStore`` carries (an item whose mirror is incomplete passes),
+  its flag a bool (schema 6) or an int (schema 7). No row holds it, but as soon as one
+  candidate fails ``live`` SQLite evaluates the branch, and Chroma keeps no index of bool
+  values: that branch reads every metadata row of the collection.
 
 Printed: the median milliseconds of each and the rows returned. Chroma evaluates each
 equality of a ``where`` as ``id IN (SELECT id FROM embedding_metadata WHERE key = ? AND
@@ -66,6 +71,10 @@ WHERES = {
     "namespace": lambda p: {"p3": namespace(p)},
     "namespace + status": lambda p: {"$and": [{"p3": namespace(p)}, {"f:status": "active"}]},
     "namespace + live": lambda p: {"$and": [{"p3": namespace(p)}, {"f:live": f"u{p}"}]},
+    "namespace + (live or fx == True)": lambda p: {"$and": [
+        {"p3": namespace(p)}, {"$or": [{"f:live": f"u{p}"}, {"fx": True}]}]},
+    "namespace + (live or fx == 1)": lambda p: {"$and": [
+        {"p3": namespace(p)}, {"$or": [{"f:live": f"u{p}"}, {"fx": 1}]}]},
 }
 
 
