@@ -1,5 +1,6 @@
 """Turn a ``ChromaStore``'s collections back into older layouts, so tests can write them with
-today's code and open them again: schema 5 (the row's value and bookkeeping in its metadata,
+today's code and open them again: schema 7 (a scalar ``f:<path>`` field per string leaf,
+:func:`to_schema_7`), schema 5 (the row's value and bookkeeping in its metadata,
 :func:`to_schema_5`) and schema 4 (item rows in ``<prefix>-items`` with the constant 1-d
 vector, :func:`to_schema_4`)."""
 
@@ -12,8 +13,30 @@ from langgraph.store.base import PutOp
 
 from langmem_edge._chroma import SCHEMA_KEY, split_labels
 from langmem_edge.embeddings import text_hash
-from langmem_edge.store import layout
+from langmem_edge.store import filters, layout
 from langmem_edge.store.base import ChromaStore
+
+
+def schema_7_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    """A row's metadata as schema 7 stored it: each entry of the strings list as its own
+    ``f:<path>`` field."""
+    out = {k: v for k, v in meta.items() if k != filters.STRINGS_FIELD}
+    for entry in meta.get(filters.STRINGS_FIELD) or []:
+        path, _, text = entry.partition(filters.ENTRY_SEPARATOR)
+        out[filters.LEGACY_FILTER_FIELD_PREFIX + path] = text
+    return out
+
+
+def to_schema_7(store: ChromaStore) -> None:
+    """Rewrite ``store``'s item rows as schema 7 and mark its rows collection so. The store
+    must not be used after."""
+    got = store._items.get(include=["metadatas"])
+    for iid, meta in zip(got["ids"], got["metadatas"], strict=True):
+        if filters.STRINGS_FIELD in meta:  # update merges: the list is removed by None
+            store._items.update(ids=[iid], metadatas=[{**schema_7_metadata(meta),
+                                                       filters.STRINGS_FIELD: None}])
+    meta = {k: v for k, v in (store._items.metadata or {}).items() if not k.startswith("hnsw:")}
+    store._items.modify(metadata={**meta, SCHEMA_KEY: 7})
 
 
 def schema_5_rows(got: dict[str, Any]) -> dict[str, Any]:
@@ -24,7 +47,7 @@ def schema_5_rows(got: dict[str, Any]) -> dict[str, Any]:
         data = json.loads(doc)
         row = data.pop("m")
         row.pop(layout.FILTER_KEYS, None)
-        metas.append({**meta, **row})
+        metas.append({**schema_7_metadata(meta), **row})
         docs.append(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
     return {**got, "metadatas": metas, "documents": docs}
 

@@ -19,7 +19,7 @@ from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys, PutExist
 from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.retrieval.keywords import MAX_ROW_TERMS, TERMS_FIELD
 from langmem_edge.retrieval.text import default_analyzer
-from langmem_edge.store import keyword, layout
+from langmem_edge.store import filters, keyword, layout
 from langmem_edge.testing import FakeEmbeddings
 
 DIMS = 16
@@ -166,7 +166,8 @@ def test_the_row_carries_its_terms_and_the_cap(chroma_store_factory: Any,
     row = doc.pop("m")
     assert doc == {"f": {"text": "run runner run dark theme"}, "k": ["pref", "ui", "theme"]}
     assert row["k"] == "pref.ui_theme" and json.loads(row["v"])["text"].startswith("Running")
-    assert row["fk"] == ["f:text"]
+    assert row["fk"] == [filters.STRINGS_FIELD] and meta[filters.STRINGS_FIELD] == [
+        filters.string_entry("text", "Running runners run; the dark theme")]
     assert not set(layout.DOCUMENT_ONLY) & meta.keys()  # schema 6
     assert "kw" not in meta and "ks" not in meta
     many = " ".join(f"w{i}x" for i in range(MAX_ROW_TERMS + 10))
@@ -268,7 +269,8 @@ def test_put_existing_rewrites_only_what_exists(chroma_store_factory: Any) -> No
     assert store.search(("m",), filter={"status": "active"}) == []
     assert store.search(("m",), filter={"old": "gone soon"}) == []
     meta = store._items.get(ids=[layout.item_id(("m",), "a")])["metadatas"][0]
-    assert "f:old" not in meta and "f:status" in meta
+    assert sorted(meta[filters.STRINGS_FIELD]) == [filters.string_entry("status", "retired"),
+                                                   filters.string_entry("text", "likes tea")]
     assert [h.key for h in store.keyword_search(("m",), "tea")] == ["a"]
     assert store.search(("m",), query="likes tea")[0].key == "a"
 

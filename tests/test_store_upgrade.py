@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from legacy_layout import to_schema_5
+from legacy_layout import to_schema_5, to_schema_7
 
 from langmem_edge import ChromaStore
 from langmem_edge._chroma import SCHEMA_KEY
@@ -244,4 +244,41 @@ def test_a_schema_6_store_retypes_its_incomplete_mirror_flags_once(tmp_path: Pat
     assert [it.key for it in again.search(("users",), filter={last: wide[last]})] == ["wide"]
     assert sorted(it.key for it in again.search(("users",), filter={"k00": "v0"})) == [
         "plain", "wide"]
+    again.close()
+
+
+def test_a_schema_7_store_lists_its_string_mirrors_once(tmp_path: Path) -> None:
+    """Schema 7 mirrored each short string leaf as its own ``f:<path>`` field; opening it moves
+    them into the one strings list (reads pay for every scalar field of a row), which
+    filters then find, and a later put whose value lost its strings drops the list."""
+    path = str(tmp_path / "s7")
+    store = ChromaStore.from_path(path, index=index())
+    store.put(("users",), "a", {"text": "tea", "status": "active", "who": {"name": "ann"},
+                                "n": 3, "ok": True})
+    store.put(("users",), "b", {"text": "coffee", "status": "gone", "n": 4})
+    to_schema_7(store)
+    # before the upgrade a pushed-down equality finds nothing: the rows have no list yet
+    assert store._items.get(where={filters.STRINGS_FIELD: {"$contains": filters.string_entry(
+        "status", "active")}}, include=[])["ids"] == []
+    store.close()
+    again = ChromaStore.from_path(path, index=index())
+    assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
+    rows = again._items.get(include=["metadatas"])
+    for meta in rows["metadatas"]:
+        assert not [k for k in meta if k.startswith(filters.LEGACY_FILTER_FIELD_PREFIX)]
+    lists = {iid: sorted(m[filters.STRINGS_FIELD]) for iid, m in zip(
+        rows["ids"], rows["metadatas"], strict=True)}
+    sep = filters.ENTRY_SEPARATOR
+    assert lists[layout.item_id(("users",), "a")] == [
+        f"status{sep}active", f"text{sep}tea", f"who.name{sep}ann"]
+    assert [it.key for it in again.search(("users",), filter={"status": "active"})] == ["a"]
+    assert [it.key for it in again.search(("users",), filter={"who": {"name": "ann"}})] == [
+        "a"]
+    assert [it.key for it in again.search(("users",), filter={"n": {"$gte": 4}})] == ["b"]
+    assert [it.key for it in again.search(("users",), filter={"ok": True})] == ["a"]
+    again.put(("users",), "a", {"n": 5})  # no string leaf left: the list goes
+    meta = again._items.get(ids=[layout.item_id(("users",), "a")],
+                            include=["metadatas"])["metadatas"][0]
+    assert filters.STRINGS_FIELD not in meta
+    assert [it.key for it in again.search(("users",), filter={"status": "active"})] == []
     again.close()

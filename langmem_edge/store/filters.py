@@ -1,7 +1,7 @@
 """Filters of ``ChromaStore``: which leaves of a value an item row mirrors so a filter can
-run inside Chroma (``f:``/``g:`` fields), the ``where`` a filter pushes down, and the Python
-check that always decides (InMemoryStore's rules, plus dotted keys). Pure functions, no I/O;
-the rest of the row layout is :mod:`langmem_edge.store.layout`."""
+run inside Chroma (the ``fs`` list and ``g:`` fields), the ``where`` a filter pushes down,
+and the Python check that always decides (InMemoryStore's rules, plus dotted keys). Pure
+functions, no I/O; the rest of the row layout is :mod:`langmem_edge.store.layout`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,24 @@ from typing import Any
 
 from langmem_edge.errors import InvalidInputError
 
-FILTER_FIELD_PREFIX = "f:"
-"""Prefix of the metadata fields that mirror value leaves for filtering inside Chroma."""
+STRINGS_FIELD = "fs"
+"""The metadata list that mirrors a value's short string leaves, one element
+``<dotted.path>`` U+001F ``<string>`` each (:func:`string_entry`): an equality is pushed down as
+``$contains``. One list, not a field per leaf (schema 7 and older kept ``f:<path>``
+scalars): Chroma reads every scalar field of each row it returns, whatever ``include`` asks
+for, but a row's lists only when metadata is asked for, and reads ask for documents only.
+Measured (``benchmarks/filter_selectivity.py --mirror``, docs/store.md): a memory record's
+row goes from 28 scalar fields to 15, and a profile read costs about a third less."""
+
+LEGACY_FILTER_FIELD_PREFIX = "f:"
+"""Prefix of the metadata fields that mirrored string leaves up to schema 7 (one field per
+leaf); opening such a collection moves them into :data:`STRINGS_FIELD` once
+(``store/upgrade.py``)."""
+
+ENTRY_SEPARATOR = "\x1f"
+"""Between a leaf's path and its string in a :data:`STRINGS_FIELD` entry. A path or string
+holding it could make two leaves' entries equal: a pushed-down filter then lets an item
+through that Python rejects, never the reverse."""
 
 NUMBER_FIELD_PREFIX = "g:"
 """Prefix of the metadata fields that mirror numeric leaves (as floats) for range filters."""
@@ -24,7 +40,8 @@ MAX_FILTER_DEPTH = 3
 """Deepest dict nesting mirrored into metadata."""
 
 MAX_FILTER_FIELDS = 64
-"""Most leaves mirrored per item (the first ones in the value's order); an item with more
+"""Most leaves mirrored per item (strings and numbers, the first ones in the value's
+order); an item with more
 carries ``INCOMPLETE_FIELD`` and is let through every pushed-down filter."""
 
 INCOMPLETE_FIELD = "fx"
@@ -69,34 +86,43 @@ def _number(v: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def filter_fields(value: Mapping[str, Any]) -> dict[str, str | int | float]:
+def string_entry(path: str, value: str) -> str:
+    """The :data:`STRINGS_FIELD` element of a string leaf at ``path``."""
+    return path + ENTRY_SEPARATOR + value
+
+
+def filter_fields(value: Mapping[str, Any]) -> dict[str, Any]:
     """Leaves of ``value`` mirrored as metadata so filters can run inside Chroma, plus
     ``INCOMPLETE_FIELD: INCOMPLETE_FLAG`` when a leaf that a pushed-down filter could name was
     left out (more than ``MAX_FILTER_FIELDS``, or a numeric string that is not finite, such
     as ``"inf"``, which Python's range check still compares).
 
-    ``f:<dotted.path>`` holds short strings (equality); ``g:<dotted.path>`` holds
-    ``float(leaf)`` for every leaf Python's range filters can convert (numbers, bools, numeric
-    strings), so comparisons pushed down agree with the Python check (a bool's equality is
-    pushed down as its number: schema 6 and older also kept an unused ``f:`` copy). Keys
-    containing ``.`` are skipped (their dotted path would be ambiguous); so are lists.
+    :data:`STRINGS_FIELD` lists the short strings (equality; absent when there are none);
+    ``g:<dotted.path>`` holds ``float(leaf)`` for every leaf Python's range filters can
+    convert (numbers, bools, numeric strings), so comparisons pushed down agree with the
+    Python check (a bool's equality is pushed down as its number). Keys containing ``.`` are
+    skipped (their dotted path would be ambiguous); so are lists.
     """
-    out: dict[str, str | int | float] = {}
+    out: dict[str, Any] = {}
+    strings: list[str] = []
+    leaves = 0
     incomplete = False
 
     def walk(node: Mapping[str, Any], path: str, depth: int) -> None:
-        nonlocal incomplete
+        nonlocal incomplete, leaves
         for k, v in node.items():
             if not _pushable_key(k):
                 continue  # never pushed down either: the Python check decides
-            if len(out) >= MAX_FILTER_FIELDS:
+            if leaves >= MAX_FILTER_FIELDS:
                 incomplete = True
                 return
             p = f"{path}.{k}" if path else k
             if isinstance(v, str) and len(v) <= MAX_FILTER_STRING:
-                out[FILTER_FIELD_PREFIX + p] = v  # a bool is pushed down as its g: number
+                strings.append(string_entry(p, v))  # a bool is pushed down as its g: number
+                leaves += 1
             if (x := _number(v)) is not None:
                 out[NUMBER_FIELD_PREFIX + p] = x
+                leaves += 1
             elif isinstance(v, Mapping):
                 if depth < MAX_FILTER_DEPTH:
                     walk(v, p, depth + 1)
@@ -104,6 +130,8 @@ def filter_fields(value: Mapping[str, Any]) -> dict[str, str | int | float]:
                 incomplete = True
 
     walk(value, "", 1)
+    if strings:
+        out[STRINGS_FIELD] = strings
     if incomplete:
         out[INCOMPLETE_FIELD] = INCOMPLETE_FLAG
     return out
@@ -134,10 +162,11 @@ _RANGE_PUSH = {"$gt", "$gte", "$lt", "$lte"}
 def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A ``where`` Chroma can evaluate that keeps every item the ``filter`` keeps.
 
-    Pushed down: equality on a short string (``f:``), equality on a number or bool and the
-    range operators on anything numeric (``g:``, as floats), on keys without dots. ``$ne`` and
-    anything else stay in Python. The full filter is always re-checked in Python
-    (``matches_filter``), so this only narrows the candidates, never decides.
+    Pushed down: equality on a short string (:data:`STRINGS_FIELD` ``$contains``),
+    equality on a number or bool and the range operators on anything numeric (``g:``, as
+    floats), on keys without dots. ``$ne`` and anything else stay in Python. The full filter
+    is always re-checked in Python (``matches_filter``), so this only narrows the
+    candidates, never decides.
     """
     if not filter:
         return None
@@ -146,7 +175,7 @@ def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
     def equality(p: str, v: Any) -> None:
         if isinstance(v, str):
             if len(v) <= MAX_FILTER_STRING:
-                clauses.append({FILTER_FIELD_PREFIX + p: v})
+                clauses.append({STRINGS_FIELD: {"$contains": string_entry(p, v)}})
         elif isinstance(v, (bool, int, float)) and (x := _number(v)) is not None:
             clauses.append({NUMBER_FIELD_PREFIX + p: x})
 

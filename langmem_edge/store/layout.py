@@ -27,14 +27,15 @@ or 0 for a store opened without an index (its rows hold the 1-d :data:`ITEM_VECT
               its lists only when metadata is (``benchmarks/row_fields.py``).
     metadata  what a ``where`` names: ``nd``, ``p1``..``p{d}`` (each
               prefix, joined: Chroma has no prefix match, so a namespace prefix is one
-              equality), ``exp``, ``ua``, ``nv``, ``f:<path>`` copies of short string/bool
-              leaves and ``g:<path>`` float copies of numeric leaves, so equality and range
-              filters run inside Chroma; ``fx`` (True) when some leaf a filter could name was not
-              mirrored (too many leaves, a non-finite number), so pushed-down filters let the
-              item through to the Python check (:func:`pushdown_where`); ``kt`` (the
-              distinct analysed terms, a list), ``ky`` (the key's segments, a list) and
-              ``kl`` (the number of analysed terms), which a keyword search matches and
-              counts (:mod:`langmem_edge.retrieval.keywords`).
+              equality), ``exp``, ``ua``, ``nv``, ``fs`` (the short string leaves, a list of
+              ``<path>`` U+001F ``<string>``) and ``g:<path>`` float copies of numeric
+              (and bool) leaves, so equality and range filters run inside Chroma; ``fx``
+              (1) when some leaf a filter could name was not mirrored (too many leaves, a
+              non-finite number), so pushed-down filters let the item through to the
+              Python check (:func:`pushdown_where`); ``kt`` (the distinct analysed terms,
+              a list), ``ky`` (the key's segments, a list) and ``kl`` (the number of
+              analysed terms), which a keyword search matches and counts
+              (:mod:`langmem_edge.retrieval.keywords`).
 
 ``vectors``: one row per indexed text of an item after its first (``a[*].b`` yields one
 text per element); the first text's vector is the item row's own.
@@ -77,11 +78,15 @@ from langgraph.store.base import InvalidNamespaceError as _LanggraphNamespaceErr
 
 from langmem_edge._chroma import join_labels, split_labels
 from langmem_edge.errors import InvalidInputError, InvalidNamespaceError, LimitExceededError
+from langmem_edge.store import filters
 from langmem_edge.store.filters import and_where as and_where
 from langmem_edge.store.filters import filter_fields
 
-SCHEMA_VERSION = 7
-"""Version of this layout, stored in each collection's metadata. 7: the incomplete-mirror
+SCHEMA_VERSION = 8
+"""Version of this layout, stored in each collection's metadata. 8: a row's short string
+leaves are mirrored as one list (:data:`~langmem_edge.store.filters.STRINGS_FIELD`), not a
+scalar ``f:<path>`` field each (Chroma reads every scalar field of a row it returns);
+opening a collection of 7 or older moves them once (``store/upgrade.py``). 7: the incomplete-mirror
 flag ``fx`` is the int :data:`~langmem_edge.store.filters.INCOMPLETE_FLAG`, not ``True``
 (Chroma indexes no bool: a ``where`` naming it read every metadata row), and bools are
 mirrored as ``g:`` numbers only; opening a collection of 6 or 5 rewrites the flag of the rows
@@ -369,11 +374,18 @@ def to_datetime(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
 
 
-def row_to_item(meta: Mapping[str, Any]) -> Item:
+DECODED_VALUE = "_value"
+"""Key under which a read row keeps its value once decoded (a filter check decodes it, the
+item takes it: :func:`row_to_item` removes it, so no two items share one value); never
+stored."""
+
+
+def row_to_item(meta: dict[str, Any]) -> Item:
     """An ``Item`` from an items-collection metadata row."""
     ns = split_labels(meta["ns"]) if meta["nd"] else ()
+    value = meta.pop(DECODED_VALUE, None)
     return Item(
-        value=json.loads(meta["v"]),
+        value=json.loads(meta["v"]) if value is None else value,
         key=meta["k"],
         namespace=ns,
         created_at=to_datetime(meta["ca"]),
@@ -435,7 +447,8 @@ scalar field of a row it returns, whatever ``include`` asks for). ``nd``, ``exp`
 name them)."""
 
 FILTER_KEYS = "fk"
-"""In a row's ``"m"``: the metadata keys its filter mirror holds (``f:``/``g:``/``fx``), so the
+"""In a row's ``"m"``: the metadata keys its filter mirror holds (``fs``/``g:``/``fx``;
+``f:`` keys up to schema 7), so the
 next write of the item removes those its new value no longer has (Chroma's ``upsert`` and
 ``update`` merge metadata)."""
 
@@ -448,7 +461,7 @@ def split_row(meta: Mapping[str, Any], keyword_document: str) -> tuple[dict[str,
     metadata = {k: v for k, v in meta.items() if k not in DOCUMENT_ONLY}
     row = {k: meta[k] for k in ROW_FIELDS if k in meta}  # schema 2 rows: no vg, vt
     row[FILTER_KEYS] = sorted(k for k, v in meta.items() if v is not None and (
-        k.startswith(("f:", "g:")) or k == "fx"))
+        k.startswith(("f:", "g:")) or k in (filters.INCOMPLETE_FIELD, filters.STRINGS_FIELD)))
     head = json.dumps({"m": row}, ensure_ascii=False, separators=(",", ":"))
     body = keyword_document.strip()
     if body.startswith("{") and body != "{}":
@@ -484,12 +497,31 @@ def upgraded_row(meta: Mapping[str, Any], document: str | None
     return metadata, doc
 
 
+def listed_strings(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The changes that bring a row's metadata of schema 7 or older to schema 8: its
+    ``f:<path>`` string mirrors removed (None) and listed in
+    :data:`~langmem_edge.store.filters.STRINGS_FIELD` (their bool copies of schema 6 and older
+    dropped: bools are pushed down as numbers); None for a row without them."""
+    prefix = filters.LEGACY_FILTER_FIELD_PREFIX
+    old = {k: v for k, v in meta.items() if k.startswith(prefix)}
+    if not old:
+        return None
+    entries = [filters.string_entry(k[len(prefix):], v) for k, v in old.items()
+               if isinstance(v, str)]
+    changes: dict[str, Any] = dict.fromkeys(old)
+    if entries:
+        changes[filters.STRINGS_FIELD] = entries
+    return changes
+
+
 def removed_keys(prev: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, None]:
     """The metadata keys of an item's stored row (``prev``, as reads return it) that its new
     ``metadata`` lacks, mapped to None (a Chroma write then removes them): the filter keys
     its ``"m"`` lists, and for a row of schema 5 or older every field it had."""
     if FILTER_KEYS in prev:
-        return {k: None for k in (*prev[FILTER_KEYS], "kt", "ky") if k not in metadata}
+        # a row upgraded to schema 8 lists its old f: keys, not its strings' list
+        return {k: None for k in (*prev[FILTER_KEYS], "kt", "ky", filters.STRINGS_FIELD)
+                if k not in metadata}
     return {k: None for k in prev if k not in metadata}
 
 

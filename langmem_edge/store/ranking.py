@@ -142,7 +142,10 @@ def passes(meta: dict[str, Any], filter: dict[str, Any] | None) -> bool:
 
 
 def _value(meta: dict[str, Any]) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(meta["v"])
+    """The row's value, decoded once: kept in the row for :func:`layout.row_to_item`."""
+    value: dict[str, Any] | None = meta.get(layout.DECODED_VALUE)
+    if value is None:
+        value = meta[layout.DECODED_VALUE] = json.loads(meta["v"])
     return value
 
 

@@ -116,11 +116,39 @@ class UpgradeMixin:
             ef_search=ef_search if self._row_dims > 0 else None)
 
     def _upgrade_rows(self, rows: Any, found: int) -> None:
-        """Bring a rows collection of schema ``found`` (5 or 6) to :data:`layout.SCHEMA_VERSION`:
-        values into documents (from 5), then the incomplete-mirror flags retyped."""
+        """Bring a rows collection of schema ``found`` (5 to 7) to :data:`layout.SCHEMA_VERSION`:
+        values into documents (from 5), the incomplete-mirror flags retyped (from 6), the
+        string mirrors listed (from 7)."""
         if found < 6:
             self._values_to_documents(rows, found)
-        self._retype_incomplete_flags(rows)
+        if found < 7:
+            self._retype_incomplete_flags(rows)
+        if found < 8:
+            self._list_strings(rows, found)
+
+    def _list_strings(self, rows: Any, found: int) -> None:
+        """Schema 8: each row's ``f:<path>`` string mirrors become one list
+        (:func:`layout.listed_strings`), a page at a time, by ``update`` of the metadata
+        only (it merges: the old fields are set to None). Rows already moved (by an upgrade
+        that crashed) have none left. Past :data:`UPGRADE_PROGRESS_ROWS` rows a progress
+        line a page goes to stderr."""
+        size = max(1, int(self._call(self._client.get_max_batch_size)))
+        total, done, moved = int(self._call(rows.count)), 0, 0
+        for page in _pages(self._call, rows, ["metadatas"]):
+            changed = [(iid, changes) for iid, meta in zip(page["ids"], page["metadatas"],
+                                                          strict=True)
+                       if (changes := layout.listed_strings(meta or {})) is not None]
+            for start in range(0, len(changed), size):
+                chunk = changed[start:start + size]
+                self._call(rows.update, ids=[i for i, _ in chunk],
+                           metadatas=[c for _, c in chunk])
+            moved += len(changed)
+            done += len(page["ids"])
+            if total > UPGRADE_PROGRESS_ROWS:
+                print(f"langmem_edge: {rows.name} from schema {found} to "
+                      f"{layout.SCHEMA_VERSION}: {done:,} of {total:,} rows",
+                      file=sys.stderr, flush=True)
+        logger.info("schema 8: listed the string mirrors of %d row(s) of %s", moved, rows.name)
 
     def _retype_incomplete_flags(self, rows: Any) -> None:
         """Schema 7: the rows whose ``fx`` is ``True`` get :data:`filters.INCOMPLETE_FLAG` (one
@@ -208,6 +236,9 @@ class UpgradeMixin:
                     metas[j], docs[j] = moved
                 if metas[j].get(filters.INCOMPLETE_FIELD) is True:  # schema 7's flag
                     metas[j] = {**metas[j], filters.INCOMPLETE_FIELD: filters.INCOMPLETE_FLAG}
+                if (listed := layout.listed_strings(metas[j])) is not None:  # schema 8's
+                    metas[j] = {k: v for k, v in {**metas[j], **listed}.items()
+                                if v is not None}
             for start in range(0, len(ids), size):
                 end = start + size
                 self._call(rows.upsert, ids=ids[start:end], metadatas=metas[start:end],

@@ -1,0 +1,168 @@
+"""What the filter mirror's layout costs a read: one scalar field per string leaf (schema 7)
+against one list of them (schema 8), on real memory-record rows (issues 33, 34).
+
+    python benchmarks/string_mirrors.py [--profiles 20,200] [--memories 100] [--reads 30]
+                                        [--folder /dev/shm]
+
+For each ``--profiles`` count: ``AgentMemory.remember_many`` writes ``--memories`` memories in
+each profile of a ``ChromaStore`` folder (fake 64-d embeddings; the rows are this version's,
+schema 8), then every item row is copied into a second collection of the same folder with its
+string mirror laid out as schema 7 did (``f:<path>`` fields: ``tests/legacy_layout.py``'s
+conversion), and SQLite's planner statistics are taken (as the store does). Chroma reads
+every scalar field of each row it returns, whatever ``include`` asks for, but a row's lists
+only when metadata is asked for: that is the difference measured. Then ``--reads`` reads of
+a random profile by each layout, interleaved:
+
+- ``profile read``: the profile's active records with their vectors (a recall's read:
+  ``p4`` and ``live``, documents and embeddings);
+- ``key read``: the records under one key, active (a keyed remember's settling read:
+  ``key`` and ``live``, documents);
+- ``upsert``: one new row of the profile (metadata, document and vector), then deleted.
+
+Printed: p50 milliseconds of each, the ratio list / scalars, the scalar fields of a record's
+row in each layout, and the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+from _common import table  # noqa: E402
+from memory_scale import build  # noqa: E402
+
+from langmem_edge._sqlite_stats import refresh  # noqa: E402
+from langmem_edge.store import filters  # noqa: E402
+
+PAGE = 2000
+
+
+def schema_7(meta: dict[str, Any]) -> dict[str, Any]:
+    """A schema 8 row's metadata with its strings list as schema 7's ``f:`` fields."""
+    out = {k: v for k, v in meta.items() if k != filters.STRINGS_FIELD}
+    for entry in meta.get(filters.STRINGS_FIELD) or []:
+        path, _, text = entry.partition(filters.ENTRY_SEPARATOR)
+        out[filters.LEGACY_FILTER_FIELD_PREFIX + path] = text
+    return out
+
+
+def _scalars(meta: dict[str, Any]) -> int:
+    return sum(not isinstance(v, list) for v in meta.values())
+
+
+def run(folder: str, profiles: int, memories: int, reads: int, rng: random.Random
+        ) -> list[list[object]]:
+    store, _ = build(folder, profiles, memories, 1)
+    rows8 = store._items
+    rows7 = store._client.create_collection(rows8.name + "-s7", embedding_function=None,
+                                            metadata={"hnsw:space": "cosine"})
+    offset = 0
+    while True:
+        page = rows8.get(include=["metadatas", "documents", "embeddings"], limit=PAGE,
+                         offset=offset)
+        if page["ids"]:
+            rows7.add(ids=page["ids"], metadatas=[schema_7(m) for m in page["metadatas"]],
+                      documents=page["documents"], embeddings=list(page["embeddings"]))
+        if len(page["ids"]) < PAGE:
+            break
+        offset += PAGE
+    refresh(folder)
+    sample = rows8.get(where={"nd": 4}, limit=1, include=["metadatas"])["metadatas"][0]
+    depth = int(sample["nd"])
+    key = "music.favourite"  # one keyed record a profile, for the key read
+    for p in range(profiles):
+        _.profile(f"user:{p}").remember(f"The user's favourite album is number {p}.", key=key)
+    moved = rows8.get(where={filters.STRINGS_FIELD: {"$contains": filters.string_entry(
+        "key", key)}}, include=["metadatas", "documents", "embeddings"])
+    rows7.add(ids=moved["ids"], metadatas=[schema_7(m) for m in moved["metadatas"]],
+              documents=moved["documents"], embeddings=list(moved["embeddings"]))
+    ns = sample[f"p{depth}"].rsplit("\x1f", 2)[0]  # the app namespace and "profiles"
+
+    def prefix(p: str) -> str:
+        return f"{ns}\x1f{p}\x1fmemories"
+
+    def live(p: str, listed: bool) -> dict[str, Any]:
+        if listed:
+            return {filters.STRINGS_FIELD: {"$contains": filters.string_entry("live", p)}}
+        return {filters.LEGACY_FILTER_FIELD_PREFIX + "live": p}
+
+    def keyed(listed: bool) -> dict[str, Any]:
+        if listed:
+            return {filters.STRINGS_FIELD: {"$contains": filters.string_entry("key", key)}}
+        return {filters.LEGACY_FILTER_FIELD_PREFIX + "key": key}
+
+    layouts = {"scalars (schema 7)": (rows7, False), "list (schema 8)": (rows8, True)}
+    new_row = rows8.get(ids=moved["ids"][:1], include=["metadatas", "documents",
+                                                        "embeddings"])
+    ops: dict[str, Callable[[Any, bool, str], object]] = {
+        "profile read": lambda col, listed, p: col.get(
+            where={"$and": [{f"p{depth}": prefix(p)}, live(p, listed)]},
+            include=["documents", "embeddings"]),
+        "key read": lambda col, listed, p: col.get(
+            where={"$and": [keyed(listed), live(p, listed)]}, include=["documents"]),
+        "upsert": lambda col, listed, p: (
+            col.upsert(ids=["bench-new"], documents=new_row["documents"],
+                       embeddings=list(new_row["embeddings"]),
+                       metadatas=[new_row["metadatas"][0] if listed
+                                  else schema_7(new_row["metadatas"][0])]),
+            col.delete(ids=["bench-new"])),
+    }
+    times: dict[tuple[str, str], list[float]] = {}
+    for _i in range(reads):
+        p = f"user:{rng.randrange(profiles)}"
+        for op, fn in ops.items():
+            order = list(layouts.items())
+            rng.shuffle(order)
+            for name, (col, listed) in order:
+                start = time.perf_counter()
+                fn(col, listed, p)
+                times.setdefault((op, name), []).append((time.perf_counter() - start) * 1e3)
+    record = rows8.get(where={"$and": [{f"p{depth}": prefix("user:0")}, live("user:0", True)]},
+                       limit=1, include=["metadatas"])["metadatas"][0]
+    out = []
+    for op in ops:
+        old = statistics.median(times[(op, "scalars (schema 7)")])
+        new = statistics.median(times[(op, "list (schema 8)")])
+        out.append([profiles * memories, op, f"{old:.2f}", f"{new:.2f}", f"{new / old:.2f}x"])
+    out.append([profiles * memories, "scalar fields of a record's row",
+                _scalars(schema_7(record)), _scalars(record), ""])
+    store.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profiles", default="20,200")
+    parser.add_argument("--memories", type=int, default=100)
+    parser.add_argument("--reads", type=int, default=30)
+    parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    before = os.getloadavg()
+    rows: list[list[object]] = []
+    for profiles in [int(x) for x in args.profiles.split(",")]:
+        folder = tempfile.mkdtemp(prefix="string-mirrors-", dir=args.folder)
+        try:
+            rows += run(folder, profiles, args.memories, args.reads, rng)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    print(table(["memories", "read", "scalars (schema 7) p50 ms", "list (schema 8) p50 ms",
+                 "list / scalars"], rows))
+    print(f"load average before {before}, after {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
