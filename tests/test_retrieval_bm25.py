@@ -6,7 +6,6 @@ import math
 import random
 from collections import Counter
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -219,72 +218,6 @@ def test_remove_and_len() -> None:
 def test_bad_parameters(kwargs) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigurationError):
         BM25Index(**kwargs)
-
-
-def _random_ops(rng: random.Random, index: BM25Index, n: int, vocab: list[str],
-                namespaces: list[tuple[str, ...]]) -> None:
-    """``n`` random upserts, re-upserts and removals (the same ``rng`` gives the same ops)."""
-    for _ in range(n):
-        doc_id = f"d{rng.randrange(60)}"
-        if rng.random() < 0.3:
-            index.remove(doc_id)
-            continue
-        fields = {"text": rng.choices(vocab, k=rng.randint(0, 9))}
-        if rng.random() < 0.4:
-            fields["context"] = rng.choices(vocab, k=rng.randint(1, 5))
-        index.upsert(doc_id, fields, namespace=rng.choice(namespaces))
-
-
-def _same_answers(a: BM25Index, b: BM25Index, rng: random.Random, vocab: list[str]) -> None:
-    assert a.ids() == b.ids() and len(a) == len(b) and a.slots == b.slots
-    for doc_id in a.ids():
-        assert a.slot(doc_id) == b.slot(doc_id)
-        assert a.namespace_of(doc_id) == b.namespace_of(doc_id)
-    for prefix in [(), ("a",), ("a", "x"), ("b",), ("nowhere",)]:
-        assert a.prefix_stats(prefix) == b.prefix_stats(prefix)  # exact, not approx
-        for _ in range(8):
-            query = rng.choices([*vocab, "zzz"], k=rng.randint(1, 4))
-            mask = np.array([rng.random() < 0.7 for _ in range(a.slots)], dtype=bool)
-            for kwargs in ({}, {"limit": 3}, {"accept_mask": mask}):
-                got, want = (i.search(query, namespace_prefix=prefix, **kwargs) for i in (b, a))
-                assert got == want  # ScoredDoc equality: ids and scores bit for bit
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_a_restored_snapshot_behaves_as_the_index_it_was_taken_from(seed: int) -> None:
-    rng = random.Random(seed)
-    vocab = [f"t{i}" for i in range(rng.choice([5, 30, 200]))]
-    namespaces = [(), ("a",), ("a", "x"), ("b",)]
-    weights = {"context": 0.3}  # not dyadic: lengths and sums carry their history
-    built = BM25Index(field_weights=weights)
-    _random_ops(rng, built, 150, vocab, namespaces)  # free slots, reused numbers
-    restored = BM25Index(k1=built.k1, b=built.b, field_weights=weights)
-    restored.upsert("stale", {"text": ["t0"]})  # replaced, not merged
-    restored.restore(built.snapshot())
-    _same_answers(built, restored, random.Random(seed), vocab)
-    ops_seed = rng.random()
-    for index in (built, restored):  # the same writes to both: base documents removed,
-        _random_ops(random.Random(ops_seed), index, 120, vocab, namespaces)  # base terms
-    _same_answers(built, restored, random.Random(seed + 1), vocab)       # moved to dicts
-    again = BM25Index(field_weights=weights)
-    again.restore(restored.snapshot())  # a snapshot of a half-restored index
-    _same_answers(built, again, random.Random(seed + 2), vocab)
-    for index in (built, again):
-        _random_ops(random.Random(ops_seed + 1), index, 60, vocab, namespaces)
-    _same_answers(built, again, random.Random(seed + 3), vocab)
-
-
-def test_a_snapshot_is_not_restored_into_other_field_weights() -> None:
-    index = BM25Index(field_weights={"context": 0.5})
-    index.upsert("d", {"text": ["apple"], "context": ["fig"]})
-    snap = index.snapshot()
-    with pytest.raises(ConfigurationError, match="field weights"):
-        BM25Index().restore(snap)
-    empty = BM25Index(k1=2.0, field_weights={"context": 0.5})
-    empty.restore(BM25Index(field_weights={"context": 0.5}).snapshot())
-    assert len(empty) == 0 and empty.search(["apple"]) == []
-    empty.restore(snap)
-    assert [h.id for h in empty.search(["fig"])] == ["d"]
 
 
 def test_rank_documents_scores_as_the_index() -> None:

@@ -37,16 +37,6 @@ write touches the term), a namespace prefix becomes a cached boolean mask over n
 numbers, and scores accumulate in a dense array. The arithmetic is the formula above evaluated
 in the same order as the straightforward per-posting loop, so scores (and with them the ties)
 are bit-for-bit what that loop gives; only the best ``limit`` candidates are sorted in Python.
-
-**Snapshots.** :meth:`BM25Index.snapshot` gives the index's state as arrays
-(:class:`BM25Snapshot`: the postings in CSR form, per-slot lengths and namespace numbers, the
-slot ids, the free slots and namespace numbers in the order they are taken back);
-:meth:`BM25Index.restore` takes one back without a Python object per document or posting: the
-restored postings stay arrays (a *base*), read by searches as views, and a term becomes a
-dict of its own only when a write touches it. A document of the base knows its terms through
-a forward index built from the base at the first removal. A restored index answers every
-search, and every later upsert or removal, exactly as the index it was taken from (tested
-bit for bit).
 """
 
 from __future__ import annotations
@@ -66,7 +56,6 @@ __all__ = [
     "DEFAULT_K1",
     "MAX_PREFIX_MASKS",
     "BM25Index",
-    "BM25Snapshot",
     "ScoredDoc",
     "weighted_tf",
 ]
@@ -87,34 +76,6 @@ Namespace = tuple[str, ...]
 _FloatArray = npt.NDArray[np.float64]
 _IntArray = npt.NDArray[np.intp]
 _BoolArray = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True, slots=True)
-class BM25Snapshot:
-    """The state of a :class:`BM25Index` as arrays (:meth:`BM25Index.snapshot`).
-
-    Postings in CSR form: the postings of ``terms[i]`` are ``posting_slots[offsets[i]:
-    offsets[i + 1]]`` with their weighted term frequencies in ``posting_tfs``. Per slot:
-    ``ids`` (``None`` for a free slot), ``lengths`` and ``namespace_numbers``. ``free`` and
-    ``free_numbers`` are the free slots and namespace numbers, the last taken back first;
-    ``namespaces`` is the namespace of each number (``None``: free); ``namespace_stats`` is
-    ``(namespace, documents, total length)`` in the index's order (the order its sums take).
-    ``field_weights`` and ``default_field_weight`` shaped the frequencies and lengths.
-    """
-
-    field_weights: dict[str, float]
-    default_field_weight: float
-    ids: list[str | None]
-    free: list[int]
-    lengths: _FloatArray
-    namespace_numbers: _IntArray
-    namespaces: list[Namespace | None]
-    free_numbers: list[int]
-    namespace_stats: list[tuple[Namespace, int, float]]
-    terms: list[str]
-    offsets: _IntArray
-    posting_slots: _IntArray
-    posting_tfs: _FloatArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +125,8 @@ class BM25Index:
         self.default_field_weight = float(default_field_weight)
         self._slot: dict[str, int] = {}
         self._ids: list[str | None] = []
-        # per slot: its document's terms; None for a document of the base (restored)
-        self._terms: list[tuple[str, ...] | None] = []
+        # per slot: its document's terms
+        self._terms: list[tuple[str, ...]] = []
         self._free: list[int] = []
         self._postings: dict[str, dict[int, float]] = {}
         self._ns_stats: dict[Namespace, list[float]] = {}  # ns -> [doc count, total length]
@@ -182,14 +143,6 @@ class BM25Index:
         self.max_prefix_masks = max_prefix_masks
         # term -> (slots, weighted tfs) of its posting; dropped whenever the posting changes.
         self._arrays: dict[str, tuple[_IntArray, _FloatArray]] = {}
-        # The base (restore): postings kept as CSR arrays. A term is in at most one of
-        # _postings and _base_no; touching a base term by a write moves it to _postings.
-        self._base_terms: list[str] = []
-        self._base_no: dict[str, int] = {}
-        self._base_offsets: _IntArray = np.zeros(1, dtype=np.intp)
-        self._base_slots: _IntArray = np.zeros(0, dtype=np.intp)
-        self._base_tfs: _FloatArray = np.zeros(0, dtype=np.float64)
-        self._base_forward: tuple[_IntArray, _IntArray] | None = None
 
     # ----------------------------------------------------------------- writes
 
@@ -264,8 +217,8 @@ class BM25Index:
             return False
         arrays = self._arrays
         terms = self._terms[slot]
-        for term in self._base_doc_terms(slot) if terms is None else terms:
-            posting = self._posting(term)
+        for term in terms:
+            posting = self._postings[term]
             del posting[slot]
             if not posting:
                 del self._postings[term]
@@ -295,99 +248,11 @@ class BM25Index:
         )
 
     def _posting(self, term: str) -> dict[int, float]:
-        """The postings of ``term`` as a dict a write may change (moved out of the base)."""
+        """The postings of ``term`` (created empty)."""
         posting = self._postings.get(term)
         if posting is None:
-            no = self._base_no.pop(term, None)
-            if no is None:
-                posting = {}
-            else:
-                lo, hi = int(self._base_offsets[no]), int(self._base_offsets[no + 1])
-                posting = dict(zip(self._base_slots[lo:hi].tolist(),
-                                   self._base_tfs[lo:hi].tolist(), strict=True))
-            self._postings[term] = posting
+            posting = self._postings[term] = {}
         return posting
-
-    def _base_doc_terms(self, slot: int) -> list[str]:
-        """The terms of the base document in ``slot`` (a forward index of the base, built at
-        the first removal of a base document: the base never changes)."""
-        if self._base_forward is None:
-            counts = np.diff(self._base_offsets)
-            term_of = np.repeat(np.arange(len(counts), dtype=np.intp), counts)
-            order = np.argsort(self._base_slots, kind="stable")
-            starts = np.searchsorted(self._base_slots[order],
-                                     np.arange(len(self._ids) + 1, dtype=np.intp))
-            self._base_forward = (starts.astype(np.intp), term_of[order])
-        starts, term_of = self._base_forward
-        names = self._base_terms
-        return [names[i] for i in term_of[starts[slot]:starts[slot + 1]].tolist()]
-
-    def snapshot(self) -> BM25Snapshot:
-        """The index's state as arrays (:class:`BM25Snapshot`); :meth:`restore` gives an
-        index that behaves as this one. Nothing of this index is shared with the result
-        but immutable strings."""
-        base = np.fromiter(self._base_no.values(), dtype=np.intp, count=len(self._base_no))
-        lo, hi = self._base_offsets[base], self._base_offsets[base + 1]
-        counts = [hi - lo, np.fromiter((len(p) for p in self._postings.values()),
-                                       dtype=np.intp, count=len(self._postings))]
-        # the base's live slices, gathered: position k of slice j is lo[j] + k
-        size = int(counts[0].sum())
-        starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts[0])[:-1])).astype(
-            np.intp), counts[0]) if size else np.zeros(0, dtype=np.intp)
-        picked = starts + np.arange(size, dtype=np.intp)
-        slots = [self._base_slots[picked]]
-        tfs = [self._base_tfs[picked]]
-        for posting in self._postings.values():
-            slots.append(np.fromiter(posting.keys(), dtype=np.intp, count=len(posting)))
-            tfs.append(np.fromiter(posting.values(), dtype=np.float64, count=len(posting)))
-        n = len(self._ids)
-        return BM25Snapshot(
-            field_weights=dict(self.field_weights),
-            default_field_weight=self.default_field_weight,
-            ids=list(self._ids), free=list(self._free),
-            lengths=self._len[:n].copy(), namespace_numbers=self._nsno[:n].copy(),
-            namespaces=list(self._number_ns), free_numbers=list(self._free_numbers),
-            namespace_stats=[(ns, int(c), float(t)) for ns, (c, t) in self._ns_stats.items()],
-            terms=[*self._base_no, *self._postings],
-            offsets=np.concatenate(([0], np.cumsum(np.concatenate(counts)))).astype(np.intp),
-            posting_slots=np.concatenate(slots), posting_tfs=np.concatenate(tfs))
-
-    def restore(self, snapshot: BM25Snapshot) -> None:
-        """Replace every document of this index by the state of ``snapshot`` (see the
-        module docstring); ``k1``, ``b`` and the mask bound stay this index's. The snapshot's
-        arrays become the base (kept, never written). Raises :class:`ConfigurationError`
-        when the snapshot's field weights are not this index's (its frequencies would be
-        weighted otherwise), ``ValueError`` when its arrays do not fit together."""
-        snap = snapshot
-        if (snap.field_weights != self.field_weights
-                or snap.default_field_weight != self.default_field_weight):
-            raise ConfigurationError(
-                f"a BM25 snapshot of field weights {snap.field_weights} (default "
-                f"{snap.default_field_weight}) cannot be restored into an index of "
-                f"{self.field_weights} (default {self.default_field_weight})")
-        n, v = len(snap.ids), len(snap.terms)
-        offsets = np.asarray(snap.offsets, dtype=np.intp)
-        if (len(snap.lengths) != n or len(snap.namespace_numbers) != n or len(offsets) != v + 1
-                or not int(offsets[-1]) == len(snap.posting_slots) == len(snap.posting_tfs)
-                or (n and len(snap.posting_slots) and int(np.max(snap.posting_slots)) >= n)):
-            raise ValueError("BM25 snapshot arrays do not fit together")
-        self.clear()
-        self._ids = list(snap.ids)
-        self._slot = dict(zip(self._ids, range(n), strict=True))  # type: ignore[arg-type]
-        self._slot.pop(None, None)  # type: ignore[call-overload]
-        self._terms = [None] * n
-        self._free = list(snap.free)
-        self._len = np.array(snap.lengths, dtype=np.float64)
-        self._nsno = np.array(snap.namespace_numbers, dtype=np.intp)
-        self._number_ns = list(snap.namespaces)
-        self._ns_number = {ns: i for i, ns in enumerate(self._number_ns) if ns is not None}
-        self._free_numbers = list(snap.free_numbers)
-        self._ns_stats = {ns: [c, t] for ns, c, t in snap.namespace_stats}
-        self._base_terms = list(snap.terms)
-        self._base_no = dict(zip(self._base_terms, range(v), strict=True))
-        self._base_offsets = offsets
-        self._base_slots = np.asarray(snap.posting_slots, dtype=np.intp)
-        self._base_tfs = np.asarray(snap.posting_tfs, dtype=np.float64)
 
     # ----------------------------------------------------------------- reads
 
@@ -499,23 +364,18 @@ class BM25Index:
         return self._rank(found, scores[found], limit)
 
     def _posting_arrays(self, term: str) -> tuple[_IntArray, _FloatArray] | None:
-        """``(slots, weighted tfs)`` of a term's postings (a view of the base, or arrays of
-        its dict, kept until a write touches the term); ``None`` when no document has it."""
+        """``(slots, weighted tfs)`` of a term's postings (arrays of its dict, kept until a
+        write touches the term); ``None`` when no document has it."""
         cached = self._arrays.get(term)
         if cached is None:
             posting = self._postings.get(term)
-            if posting:
-                count = len(posting)
-                cached = (
-                    np.fromiter(posting.keys(), dtype=np.intp, count=count),
-                    np.fromiter(posting.values(), dtype=np.float64, count=count),
-                )
-            else:
-                no = self._base_no.get(term)
-                if no is None:
-                    return None
-                lo, hi = int(self._base_offsets[no]), int(self._base_offsets[no + 1])
-                cached = (self._base_slots[lo:hi], self._base_tfs[lo:hi])
+            if not posting:
+                return None
+            count = len(posting)
+            cached = (
+                np.fromiter(posting.keys(), dtype=np.intp, count=count),
+                np.fromiter(posting.values(), dtype=np.float64, count=count),
+            )
             self._arrays[term] = cached
         return cached
 

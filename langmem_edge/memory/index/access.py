@@ -128,8 +128,8 @@ class AccessWriter:
         """Take the pending bumps of the memories in ``present`` (those a read that began at
         ``read_at``, on :func:`time.monotonic`, found) for a flush and :meth:`reserve` their
         counts in one step (no reader sees a bump in neither place): the writer id to write
-        under, the bumps taken (``{id: (count, last ISO)}``, for :meth:`release` and
-        :meth:`restore_pending` if the write fails) and the items to write, ``(id,
+        under, the bumps taken (``{id: (count, last ISO)}``, for :meth:`release` if the
+        write fails) and the items to write, ``(id,
         cumulative count, last)``. A memory that read did not find is dropped if it was
         bumped before the read began (it existed then, so it was deleted since); one bumped
         later stays pending (the read may predate it). ``present=None``: every pending bump
@@ -147,11 +147,6 @@ class AccessWriter:
             if not self._pending:
                 self.pending_since = None
             return self.writer_id, taken, self._reserve(taken)
-
-    def restore_pending(self, taken: Mapping[str, tuple[int, str]], now: float) -> None:
-        """Put back bumps not written (``{id: (count, last ISO)}``), counted at ``now``."""
-        with self._lock:
-            self._restore(taken, now)
 
     def _restore(self, taken: Mapping[str, tuple[int, str]], now: float) -> None:
         for mid, (count, stamp) in taken.items():

@@ -1,9 +1,7 @@
 """The profile index's numeric columns: one row per record, for vectorised masks and ranking.
 
-Rows are never reused (a deleted record leaves a dead row; the profile index rebuilds its
-rows when dead ones outnumber live ones). Scopes and writers are small integer codes. An
-index image (``index/image.py``) holds the live rows as arrays: :meth:`Columns.snapshot` and
-:meth:`Columns.restore` move them without a Python object per record.
+Rows are never reused (a deleted record leaves a dead row). Scopes and writers are small
+integer codes.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ COLUMN_DTYPES: dict[str, str] = {
     "valid_until": "<f8", "superseded_at": "<f8", "forgotten_at": "<f8",
     "scope": "<i4", "kind": "<i1", "writer": "<i4", "slot": "<i8",
 }
-"""Every column but ``present``, with its dtype (as an index image stores it)."""
+"""Every column but ``present``, with its dtype."""
 
 _FILL = {"scope": -1, "kind": -1, "writer": -1, "slot": -1}
 
@@ -129,24 +127,3 @@ class Columns:
             self.ids[row] = None
             self.dead += 1
         return row
-
-    def snapshot(self, ids: list[str]) -> dict[str, np.ndarray]:
-        """The columns of the records ``ids`` (live), in that order, as new arrays."""
-        rows = np.fromiter((self.row_of[mid] for mid in ids), dtype=np.intp, count=len(ids))
-        return {name: getattr(self, name)[rows].astype(dtype)
-                for name, dtype in COLUMN_DTYPES.items()}
-
-    def restore(self, ids: list[str], arrays: dict[str, np.ndarray], codes: list[str]) -> None:
-        """Replace every row by ``ids`` (row ``i`` is ``ids[i]``, all live) with the columns
-        :meth:`snapshot` gave; ``codes`` are the scope and writer strings in code order.
-        Raises ``ValueError`` when an array is missing or of another length."""
-        n = len(ids)
-        if set(arrays) != set(COLUMN_DTYPES) or any(len(a) != n for a in arrays.values()):
-            raise ValueError("index image columns do not fit its records")
-        self.__init__(max(INITIAL_ROWS, n))  # type: ignore[misc]
-        self.ids = list(ids)
-        self.row_of = dict(zip(self.ids, range(n), strict=True))  # type: ignore[arg-type]
-        self.codes = {text: i for i, text in enumerate(codes)}
-        self.present[:n] = True
-        for name, array in arrays.items():
-            getattr(self, name)[:n] = array
