@@ -28,7 +28,10 @@ them alike:
 - filtered search with a query (``filter={"kind": ...}``, one kind in four), k=10, and recall;
 - listing (search without a query), first page and tenth page (``offset=90``) of 10;
 - ``list_namespaces()``;
-- a single ``put`` of a new item into a populated namespace (the exact answers follow it);
+- a single ``put`` of a new item into a populated namespace (the exact answers follow it),
+  and, in the ``ChromaStore folder`` column, one raw ``upsert`` of the row that put wrote
+  (its metadata, document and vector, copied under a new id into the same collection and
+  deleted again, untimed): the floor issue 33 sets a put against;
 - after the rounds, ``--threads`` threads (8) sharing each store in turn for
   ``--thread-seconds`` (20): 60 % ``get``, 30 % vector search, 10 % ``put``, as ops/s.
 
@@ -443,6 +446,23 @@ def measure(stores: dict[str, BaseStore], order: list[str], cases: list[tuple],
                     record[name][figure + "_recall"].append(check(case, result))
 
 
+def same_row_upserts(store: Any, cases: list[tuple], out: list[float]) -> None:
+    """Issue 33's floor of a put: for each item ``cases`` just put, its row as the store wrote
+    it (metadata, document, vector) upserted by one raw Chroma call into the same collection
+    under a new id (deleted again, untimed); the seconds of each upsert go to ``out``."""
+    from langmem_edge.store import layout
+
+    for ns, key, _ in cases:
+        got = store._items.get(ids=[layout.item_id(ns, key)],
+                               include=["metadatas", "documents", "embeddings"])
+        copy = "copy-" + got["ids"][0]
+        start = time.perf_counter()
+        store._items.upsert(ids=[copy], metadatas=got["metadatas"],
+                            documents=got["documents"], embeddings=list(got["embeddings"]))
+        out.append(time.perf_counter() - start)
+        store._items.delete(ids=[copy])
+
+
 def threaded(store: BaseStore, cases: list[tuple], puts: list[tuple], threads: int,
              seconds: float) -> tuple[float, int]:
     """ops/s of ``threads`` threads sharing ``store`` for ``seconds``: each op a ``get`` (60 %),
@@ -490,6 +510,7 @@ FIGURES = (
     ("list10", "listing, tenth page, p50"),
     ("list_namespaces", "`list_namespaces` p50"),
     ("put", "single `put` of a new item, p50"),
+    ("same_row", "raw Chroma `upsert` of the row that `put` wrote, p50"),
 )
 
 
@@ -549,6 +570,9 @@ def run(args: argparse.Namespace) -> None:
             measure(stores, order, cases, "list_namespaces",
                     lambda s, c: s.list_namespaces(), record)
             measure(stores, order, new, "put", lambda s, c: s.put(*c), record)
+            if "ChromaStore folder" in stores and record is not None:
+                same_row_upserts(stores["ChromaStore folder"], new,
+                                 record["ChromaStore folder"]["same_row"])
             for ns, key, value in new:  # the exact answers follow the new items
                 truth.add(ns, key, value["kind"], embed.vector(value["text"]))
             if not warm:

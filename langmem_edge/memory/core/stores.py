@@ -25,8 +25,8 @@ from langgraph.store.base import BaseStore, Op, PutOp
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 __all__ = ["KEYWORD_ONLY", "KeywordSearch", "ListsVectors", "NearestKeys", "PutExisting",
-           "PutNew", "RewritesMatching", "atomic_put_limit", "distinct_text_batches", "ranks_keys",
-           "reads_vectors"]
+           "PutNew", "RewritesMatching", "atomic_put_limit", "distinct_text_batches",
+           "existing_item", "ranks_keys", "reads_vectors"]
 
 KEYWORD_ONLY = "keyword:"
 """How a put's ``index`` names a path for a :class:`KeywordSearch` store's keyword channel
@@ -99,6 +99,17 @@ class PutExisting(Protocol):
         self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
         merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
     ) -> list[bool]: ...
+
+
+def existing_item(namespace: tuple[str, ...], key: str, value: dict[str, Any],
+                  stored: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A :class:`PutExisting` item rewriting a record whose stored value is ``stored``
+    (``value``: the whole new value, or the changes with ``merge=True``): it keeps the
+    record's vectors (its text is unchanged), and one stored without a vector (pending,
+    failed, a task) is rewritten without one (``index=False``)."""
+    if stored.get("embedding_status", "complete") == "complete":
+        return (namespace, key, value)
+    return (namespace, key, value, False)
 
 
 @runtime_checkable

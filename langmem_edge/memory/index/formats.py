@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, cast
+from typing import cast
 
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from langmem_edge.memory.core.labels import plan_child_labels
 from langmem_edge.memory.core.plans import Call, Plan, batch
-from langmem_edge.memory.core.stores import PutExisting
+from langmem_edge.memory.core.stores import PutExisting, existing_item
 from langmem_edge.memory.records import LIVE
 
 __all__ = ["FORMATS", "LIVE_MARK", "UPGRADE_CHUNK", "Upgrades", "plan_upgrade"]
@@ -97,10 +97,8 @@ def _plan_add_live(store: BaseStore, namespace: tuple[str, ...]) -> Plan[int]:
             chunk = todo[lo: lo + UPGRADE_CHUNK]
             if isinstance(store, PutExisting):
                 # applied only where the record is still there and still active
-                changes: list[Any] = [
-                    (memories, it.key, {LIVE: name})
-                    if it.value.get("embedding_status", "complete") == "complete"
-                    else (memories, it.key, {LIVE: name}, False) for it in chunk]
+                changes = [existing_item(memories, it.key, {LIVE: name}, it.value)
+                           for it in chunk]
                 rewriting = cast(PutExisting, store)
                 wrote = yield Call(rewriting.put_existing, rewriting.aput_existing, (changes,),
                                    {"merge": True, "confirm": False,

@@ -42,7 +42,13 @@ from typing import Any, cast
 from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
 
 from langmem_edge.memory.core.plans import Call, Plan, batch
-from langmem_edge.memory.core.stores import ListsVectors, PutExisting, PutNew, reads_vectors
+from langmem_edge.memory.core.stores import (
+    ListsVectors,
+    PutExisting,
+    PutNew,
+    existing_item,
+    reads_vectors,
+)
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.records import LIVE
 
@@ -233,10 +239,8 @@ def plan_write_records(
     patched: dict[str, dict[str, Any]] = {}
     if patches:
         assert guarded, "patches need a store that rewrites only what exists"
-        # a record stored without a vector is rewritten without one (as below)
-        items = [(layout.memories, mid, changes)
-                 if index.values.get(mid, {}).get("embedding_status", "complete") == "complete"
-                 else (layout.memories, mid, changes, False) for mid, changes in patches.items()]
+        items = [existing_item(layout.memories, mid, changes, index.values.get(mid, {}))
+                 for mid, changes in patches.items()]
         rewriting = cast(PutExisting, store)
         done = yield Call(rewriting.put_existing, rewriting.aput_existing, (items,),
                           {"merge": True, "confirm": False, "when": patch_when or {
@@ -245,10 +249,7 @@ def plan_write_records(
                    if ok}
         gone += [mid for mid in patches if mid not in patched]
     if guarded and rewrites:
-        # a record stored without a vector (pending, failed, a task) is rewritten without
-        # one; the others keep theirs (their text is unchanged)
-        items = [(layout.memories, v["id"], v) if v.get("embedding_status") == "complete"
-                 else (layout.memories, v["id"], v, False) for v, _ in rewrites]
+        items = [existing_item(layout.memories, v["id"], v, v) for v, _ in rewrites]
         rewriting = cast(PutExisting, store)
         done = yield Call(rewriting.put_existing, rewriting.aput_existing, (items,))
         gone = [v["id"] for (v, _), ok in zip(rewrites, done, strict=True) if not ok]
