@@ -24,11 +24,11 @@ INITIAL_ROWS = 1024
 COLUMN_DTYPES: dict[str, str] = {
     "touched": "<f8", "access": "<f8", "confidence": "<f8", "valid_from": "<f8",
     "valid_until": "<f8", "superseded_at": "<f8", "forgotten_at": "<f8",
-    "scope": "<i4", "kind": "<i1", "writer": "<i4", "slot": "<i8",
+    "scope": "<i4", "kind": "<i1", "writer": "<i4",
 }
 """Every column but ``present``, with its dtype."""
 
-_FILL = {"scope": -1, "kind": -1, "writer": -1, "slot": -1}
+_FILL = {"scope": -1, "kind": -1, "writer": -1}
 
 
 def ended_at(value: dict[str, Any], status: str) -> float:
@@ -63,7 +63,6 @@ class Columns:
     scope: np.ndarray
     kind: np.ndarray
     writer: np.ndarray
-    slot: np.ndarray
 
     def __init__(self, capacity: int = INITIAL_ROWS) -> None:
         self.row_of: dict[str, int] = {}
@@ -123,7 +122,6 @@ class Columns:
         row = self.row_of.pop(mid, None)
         if row is not None:
             self.present[row] = False
-            self.slot[row] = -1
             self.ids[row] = None
             self.dead += 1
         return row

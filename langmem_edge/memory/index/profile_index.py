@@ -19,8 +19,9 @@ record (items written before, one per memory and writer, are still read:
 ``update``) plus the writers' counts plus this process's pending bumps.
 
 The keyword channel is the package's one BM25 (:class:`langmem_edge.retrieval.bm25.BM25Index`,
-keyed by memory id); each row records its document's BM25 slot, so an admissibility mask over
-rows becomes a mask over slots with one numpy assignment.
+keyed by memory id), built at the first keyword search of the operation (a write never
+searches by keyword, so it never builds one); each column row's BM25 slot is kept beside it,
+so an admissibility mask over rows becomes a mask over slots with one numpy assignment.
 """
 
 from __future__ import annotations
@@ -123,7 +124,10 @@ class ProfileIndex:
         """Each record's vector, read with the records on a store that returns them
         (:class:`~langmem_edge.memory.core.stores.ListsVectors`); None when the read did not:
         rank by vector with the store then."""
-        self.bm25 = BM25Index(k1=recall.bm25_k1, b=recall.bm25_b)
+        self._bm25: tuple[BM25Index, np.ndarray] | None = None
+        """The keyword channel's index and each column row's slot in it (-1: no text),
+        built at the first keyword search (:meth:`keyword`; writes never search) and
+        dropped by any change."""
         self.by_key: dict[tuple[str, str], set[str]] = {}
         self._key_terms: dict[str, set[tuple[str, str]]] = {}
         self._key_lower: dict[str, set[tuple[str, str]]] = {}
@@ -248,14 +252,13 @@ class ProfileIndex:
             self._sorted = None
             self._unkey(value)
             self.columns.drop(mid)
-            self.bm25.remove(mid)
+            self._bm25 = None
             if self.vectors is not None:
                 self.vectors.pop(mid, None)
 
-    def _set(self, value: dict[str, Any], terms: list[str] | None = None) -> None:
+    def _set(self, value: dict[str, Any]) -> None:
         mid = value["id"]
         held = self.values.get(mid)
-        text = _indexed_text(value)
         if held is None:
             self._sorted = None
         else:
@@ -267,13 +270,8 @@ class ProfileIndex:
                 self._index_key(sk, add=True)
             self.by_key.setdefault(sk, set()).add(mid)
         row = self.columns.set(value)
-        if held is None or _indexed_text(held) != text or mid not in self.bm25:
-            if text:
-                self.bm25.upsert(mid, {"text": text_terms(text) if terms is None else terms})
-            else:
-                self.bm25.remove(mid)
-        slot = self.bm25.slot(mid)
-        self.columns.slot[row] = -1 if slot is None else slot
+        if held is None or _indexed_text(held) != _indexed_text(value):
+            self._bm25 = None
         # columns.set took the record's own count; add the count items and pending bumps
         if mid in self.counts or self.access_writer.own(mid, None) is not None:
             self._set_access(value, row)
@@ -335,14 +333,30 @@ class ProfileIndex:
         (the keyword channel; :class:`~langmem_edge.retrieval.bm25.BM25Index`, admitted by
         the mask over its slots)."""
         with self.lock:
-            c = self.columns
-            n = min(len(c.ids), admissible.mask.size)
-            slots = c.slot[:n][admissible.mask[:n] & (c.slot[:n] >= 0)]
-            accept = np.zeros(self.bm25.slots, dtype=bool)
+            bm25, slot_of = self._keyword_index()
+            n = min(len(slot_of), admissible.mask.size)
+            slots = slot_of[:n][admissible.mask[:n] & (slot_of[:n] >= 0)]
+            accept = np.zeros(bm25.slots, dtype=bool)
             accept[slots] = True
-            hits = self.bm25.search(default_analyzer().query_terms(query), limit=limit,
-                                    accept_mask=accept)
+            hits = bm25.search(default_analyzer().query_terms(query), limit=limit,
+                               accept_mask=accept)
         return [(h.id, h.score) for h in hits]
+
+    def _keyword_index(self) -> tuple[BM25Index, np.ndarray]:
+        """The BM25 index of the present records' texts (in the order they were read) and
+        each column row's slot in it, built now unless a record's text changed since."""
+        if self._bm25 is None:
+            cfg = self.recall_config
+            bm25 = BM25Index(k1=cfg.bm25_k1, b=cfg.bm25_b)
+            c = self.columns
+            slot_of = np.full(len(c.ids), -1, dtype=np.intp)
+            for mid, value in self.values.items():
+                text = _indexed_text(value)
+                if text:
+                    bm25.upsert(mid, {"text": text_terms(text)})
+                    slot_of[c.row_of[mid]] = bm25.slot(mid)
+            self._bm25 = (bm25, slot_of)
+        return self._bm25
 
     def valid_from_between(self, start: float, end: float) -> list[tuple[str, float]]:
         """``(id, valid_from)`` of present records with ``start <= valid_from < end``."""
