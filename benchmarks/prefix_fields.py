@@ -21,28 +21,20 @@ Printed: p50 milliseconds of each, the ratio list / scalars, and the load averag
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
-import shutil
-import statistics
 import sys
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from _common import table  # noqa: E402
+from _layouts import Read, copied_collection, main_over_sizes, time_layouts  # noqa: E402
 from memory_scale import DIMS, build  # noqa: E402
 
 from langmem_edge._sqlite_stats import refresh  # noqa: E402
 from langmem_edge.store import filters  # noqa: E402
-
-PAGE = 2000
 
 
 def listed(meta: dict[str, Any]) -> dict[str, Any]:
@@ -59,18 +51,7 @@ def run(folder: str, profiles: int, memories: int, reads: int, rng: random.Rando
         ) -> list[list[object]]:
     store, _ = build(folder, profiles, memories, 1)
     scalars = store._items
-    lists = store._client.create_collection(scalars.name + "-pp", embedding_function=None,
-                                            metadata={"hnsw:space": "cosine"})
-    offset = 0
-    while True:
-        page = scalars.get(include=["metadatas", "documents", "embeddings"], limit=PAGE,
-                           offset=offset)
-        if page["ids"]:
-            lists.add(ids=page["ids"], metadatas=[listed(m) for m in page["metadatas"]],
-                      documents=page["documents"], embeddings=list(page["embeddings"]))
-        if len(page["ids"]) < PAGE:
-            break
-        offset += PAGE
+    lists = copied_collection(store, "-pp", listed)
     refresh(folder)
     sample = scalars.get(where={"nd": 4}, limit=1, include=["metadatas"])["metadatas"][0]
     root = sample["p4"].rsplit("\x1f", 2)[0]
@@ -89,57 +70,27 @@ def run(folder: str, profiles: int, memories: int, reads: int, rng: random.Rando
             return {"$or": [{"pp": {"$contains": ns(p)}} for p in ps]}
         return {"p4": {"$in": [ns(p) for p in ps]}}
 
-    ops: dict[str, Callable[[Any, bool, list[int], list[float]], object]] = {
-        "profile read": lambda col, as_list, ps, q: col.get(
-            where={"$and": [prefix(ps[0], as_list), live(ps[0])]},
+    ops: dict[str, Read] = {  # a case: three profiles and a query vector
+        "profile read": lambda col, as_list, case: col.get(
+            where={"$and": [prefix(case[0][0], as_list), live(case[0][0])]},
             include=["documents", "embeddings"]),
-        "three listings (ids)": lambda col, as_list, ps, q: col.get(
-            where=three(ps, as_list), include=[]),
-        "vector query k=10": lambda col, as_list, ps, q: col.query(
-            query_embeddings=[q], n_results=10, where=prefix(ps[0], as_list),
+        "three listings (ids)": lambda col, as_list, case: col.get(
+            where=three(case[0], as_list), include=[]),
+        "vector query k=10": lambda col, as_list, case: col.query(
+            query_embeddings=[case[1]], n_results=10, where=prefix(case[0][0], as_list),
             include=["distances"]),
     }
-    layouts = {"scalars": (scalars, False), "list": (lists, True)}
-    times: dict[tuple[str, str], list[float]] = {}
-    for _i in range(reads):
-        ps = rng.sample(range(profiles), 3)
-        q = [rng.gauss(0, 1) for _ in range(DIMS)]
-        for op, fn in ops.items():
-            order = list(layouts.items())
-            rng.shuffle(order)
-            for name, (col, as_list) in order:
-                start = time.perf_counter()
-                fn(col, as_list, ps, q)
-                times.setdefault((op, name), []).append((time.perf_counter() - start) * 1e3)
-    out = []
-    for op in ops:
-        old = statistics.median(times[(op, "scalars")])
-        new = statistics.median(times[(op, "list")])
-        out.append([profiles * memories, op, f"{old:.2f}", f"{new:.2f}", f"{new / old:.2f}x"])
+    cases = [(rng.sample(range(profiles), 3), [rng.gauss(0, 1) for _ in range(DIMS)])
+             for _ in range(reads)]
+    out = time_layouts(ops, scalars, lists, cases, rng, profiles * memories)
     store.close()
     return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--profiles", default="20,1000")
-    parser.add_argument("--memories", type=int, default=100)
-    parser.add_argument("--reads", type=int, default=30)
-    parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
-    rng = random.Random(args.seed)
-    before = os.getloadavg()
-    rows: list[list[object]] = []
-    for profiles in [int(x) for x in args.profiles.split(",")]:
-        folder = tempfile.mkdtemp(prefix="prefix-fields-", dir=args.folder)
-        try:
-            rows += run(folder, profiles, args.memories, args.reads, rng)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-    print(table(["memories", "read", "p1..p4 scalars p50 ms", "pp list p50 ms",
-                 "list / scalars"], rows))
-    print(f"load average before {before}, after {os.getloadavg()}")
+    main_over_sizes(__doc__ or "", "20,1000", "prefix-fields-", run,
+                    ["memories", "read", "p1..p4 scalars p50 ms", "pp list p50 ms",
+                     "list / scalars"])
 
 
 if __name__ == "__main__":

@@ -25,28 +25,20 @@ row in each layout, and the load average before and after.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
-import shutil
-import statistics
 import sys
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from _common import table  # noqa: E402
+from _layouts import Read, copied_collection, main_over_sizes, time_layouts  # noqa: E402
 from memory_scale import build  # noqa: E402
 
 from langmem_edge._sqlite_stats import refresh  # noqa: E402
 from langmem_edge.store import filters  # noqa: E402
-
-PAGE = 2000
 
 
 def schema_7(meta: dict[str, Any]) -> dict[str, Any]:
@@ -66,18 +58,7 @@ def run(folder: str, profiles: int, memories: int, reads: int, rng: random.Rando
         ) -> list[list[object]]:
     store, _ = build(folder, profiles, memories, 1)
     rows8 = store._items
-    rows7 = store._client.create_collection(rows8.name + "-s7", embedding_function=None,
-                                            metadata={"hnsw:space": "cosine"})
-    offset = 0
-    while True:
-        page = rows8.get(include=["metadatas", "documents", "embeddings"], limit=PAGE,
-                         offset=offset)
-        if page["ids"]:
-            rows7.add(ids=page["ids"], metadatas=[schema_7(m) for m in page["metadatas"]],
-                      documents=page["documents"], embeddings=list(page["embeddings"]))
-        if len(page["ids"]) < PAGE:
-            break
-        offset += PAGE
+    rows7 = copied_collection(store, "-s7", schema_7)
     refresh(folder)
     sample = rows8.get(where={"nd": 4}, limit=1, include=["metadatas"])["metadatas"][0]
     depth = int(sample["nd"])
@@ -103,10 +84,9 @@ def run(folder: str, profiles: int, memories: int, reads: int, rng: random.Rando
             return {filters.STRINGS_FIELD: {"$contains": filters.string_entry("key", key)}}
         return {filters.LEGACY_FILTER_FIELD_PREFIX + "key": key}
 
-    layouts = {"scalars (schema 7)": (rows7, False), "list (schema 8)": (rows8, True)}
     new_row = rows8.get(ids=moved["ids"][:1], include=["metadatas", "documents",
                                                         "embeddings"])
-    ops: dict[str, Callable[[Any, bool, str], object]] = {
+    ops: dict[str, Read] = {
         "profile read": lambda col, listed, p: col.get(
             where={"$and": [{f"p{depth}": prefix(p)}, live(p, listed)]},
             include=["documents", "embeddings"]),
@@ -119,23 +99,11 @@ def run(folder: str, profiles: int, memories: int, reads: int, rng: random.Rando
                                   else schema_7(new_row["metadatas"][0])]),
             col.delete(ids=["bench-new"])),
     }
-    times: dict[tuple[str, str], list[float]] = {}
-    for _i in range(reads):
-        p = f"user:{rng.randrange(profiles)}"
-        for op, fn in ops.items():
-            order = list(layouts.items())
-            rng.shuffle(order)
-            for name, (col, listed) in order:
-                start = time.perf_counter()
-                fn(col, listed, p)
-                times.setdefault((op, name), []).append((time.perf_counter() - start) * 1e3)
+    out = time_layouts(ops, rows7, rows8,
+                       [f"user:{rng.randrange(profiles)}" for _ in range(reads)], rng,
+                       profiles * memories)
     record = rows8.get(where={"$and": [{f"p{depth}": prefix("user:0")}, live("user:0", True)]},
                        limit=1, include=["metadatas"])["metadatas"][0]
-    out = []
-    for op in ops:
-        old = statistics.median(times[(op, "scalars (schema 7)")])
-        new = statistics.median(times[(op, "list (schema 8)")])
-        out.append([profiles * memories, op, f"{old:.2f}", f"{new:.2f}", f"{new / old:.2f}x"])
     out.append([profiles * memories, "scalar fields of a record's row",
                 _scalars(schema_7(record)), _scalars(record), ""])
     store.close()
@@ -143,25 +111,9 @@ def run(folder: str, profiles: int, memories: int, reads: int, rng: random.Rando
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--profiles", default="20,200")
-    parser.add_argument("--memories", type=int, default=100)
-    parser.add_argument("--reads", type=int, default=30)
-    parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
-    rng = random.Random(args.seed)
-    before = os.getloadavg()
-    rows: list[list[object]] = []
-    for profiles in [int(x) for x in args.profiles.split(",")]:
-        folder = tempfile.mkdtemp(prefix="string-mirrors-", dir=args.folder)
-        try:
-            rows += run(folder, profiles, args.memories, args.reads, rng)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-    print(table(["memories", "read", "scalars (schema 7) p50 ms", "list (schema 8) p50 ms",
-                 "list / scalars"], rows))
-    print(f"load average before {before}, after {os.getloadavg()}")
+    main_over_sizes(__doc__ or "", "20,200", "string-mirrors-", run,
+                    ["memories", "read", "scalars (schema 7) p50 ms", "list (schema 8) p50 ms",
+                     "list / scalars"])
 
 
 if __name__ == "__main__":
