@@ -339,22 +339,22 @@ class SearchMixin:
         only, and the filter is checked on its item row); else the hits may lie anywhere in
         the store. ``first_text_only``: the item rows alone."""
         prefix = tuple(op.namespace_prefix)
-        wheres = {id(self._items): self._search_where(op),
-                  id(self._vectors): layout.prefix_where(op.namespace_prefix)}
-        collections = (self._items,) if first_text_only else (self._items, self._vectors)
+        targets = [(self._items, self._search_where(op))]  # first texts, then later ones
+        if not first_text_only:
+            targets.append((self._vectors, layout.prefix_where(prefix)))
         if prefix and prefix not in self._large_prefixes:  # small: exact, whatever HNSW says
-            local = self._rank_in_process(prefix, wheres, query, n, collections)
+            local = self._rank_in_process(prefix, targets, query, n)
             if local is not None:
                 return local
         ids: list[str] = []
         dists: list[float] = []
         returned = 0
-        for collection in collections:  # first texts, then later ones
+        for collection, where in targets:
             res = self._call(
                 collection.query,
                 query_embeddings=[query],
                 n_results=n,
-                where=wheres[id(collection)] if filtered else None,
+                where=where if filtered else None,
                 include=["distances"],
             )
             found = (res.get("ids") or [[]])[0]
@@ -364,20 +364,20 @@ class SearchMixin:
         return pool_vector_hits(ids, dists), returned
 
     def _rank_in_process(
-        self, prefix: tuple[str, ...], wheres: dict[int, dict[str, Any] | None],
-        query: list[float], n: int, collections: tuple[Any, ...],
+        self, prefix: tuple[str, ...], targets: list[tuple[Any, dict[str, Any] | None]],
+        query: list[float], n: int,
     ) -> tuple[list[Hit], int] | None:
         """``_vector_round``'s filtered query answered in process: the prefix's item rows'
-        vectors (placeholders left out) and later texts' rows, read by each collection's
-        ``where`` (``wheres``, by ``id(collection)``; at most :data:`LOCAL_RANK_ROWS` of
-        each), scored by exact cosine distance (Chroma's own measure, so scores agree to
-        float32 rounding), the best ``n`` pooled. None when the prefix holds more rows
-        (remembered: later rounds ask Chroma at once)."""
+        vectors (placeholders left out) and later texts' rows, each collection read by its
+        ``where`` (``targets``: ``(collection, where)``, item rows first; at most
+        :data:`LOCAL_RANK_ROWS` of each), scored by exact cosine distance (Chroma's own
+        measure, so scores agree to float32 rounding), the best ``n`` pooled. None when the
+        prefix holds more rows (remembered: later rounds ask Chroma at once)."""
         ids: list[str] = []
         embeddings: list[Any] = []
-        for collection in collections:  # first texts first
-            res = self._call(collection.get, where=wheres[id(collection)],
-                             include=["embeddings"], limit=LOCAL_RANK_ROWS + 1)
+        for collection, where in targets:
+            res = self._call(collection.get, where=where, include=["embeddings"],
+                             limit=LOCAL_RANK_ROWS + 1)
             if len(res["ids"]) > LOCAL_RANK_ROWS:
                 if len(self._large_prefixes) >= MAX_SHARES_KEPT:
                     self._large_prefixes.clear()

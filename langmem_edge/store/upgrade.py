@@ -128,27 +128,44 @@ class UpgradeMixin:
 
     def _list_strings(self, rows: Any, found: int) -> None:
         """Schema 8: each row's ``f:<path>`` string mirrors become one list
-        (:func:`layout.listed_strings`), a page at a time, by ``update`` of the metadata
-        only (it merges: the old fields are set to None). Rows already moved (by an upgrade
-        that crashed) have none left. Past :data:`UPGRADE_PROGRESS_ROWS` rows a progress
-        line a page goes to stderr."""
+        (:func:`layout.listed_strings`), by ``update`` of the metadata only (it merges: the
+        old fields are set to None). Rows already moved (by an upgrade that crashed) have
+        none left."""
+
+        def listed(page: dict[str, Any]) -> tuple[list[str], dict[str, list[Any]]]:
+            ids, metas = [], []
+            for iid, meta in zip(page["ids"], page["metadatas"], strict=True):
+                if (changes := layout.listed_strings(meta or {})) is not None:
+                    ids.append(iid)
+                    metas.append(changes)
+            return ids, {"metadatas": metas}
+
+        moved = self._update_pages(rows, found, ["metadatas"], listed)
+        logger.info("schema 8: listed the string mirrors of %d row(s) of %s", moved, rows.name)
+
+    def _update_pages(self, rows: Any, found: int, include: list[str],
+                      rewrite: Callable[[dict[str, Any]], tuple[list[str],
+                                                                 dict[str, list[Any]]]]) -> int:
+        """An in-place upgrade of ``rows`` (of schema ``found``), a page at a time:
+        ``rewrite(page)`` (the page read with ``include``) gives the ids to ``update`` and
+        the ``update`` arguments, one list each, in the ids' order; past
+        :data:`UPGRADE_PROGRESS_ROWS` rows a progress line a page goes to stderr. Returns
+        the rows updated."""
         size = max(1, int(self._call(self._client.get_max_batch_size)))
-        total, done, moved = int(self._call(rows.count)), 0, 0
-        for page in _pages(self._call, rows, ["metadatas"]):
-            changed = [(iid, changes) for iid, meta in zip(page["ids"], page["metadatas"],
-                                                          strict=True)
-                       if (changes := layout.listed_strings(meta or {})) is not None]
-            for start in range(0, len(changed), size):
-                chunk = changed[start:start + size]
-                self._call(rows.update, ids=[i for i, _ in chunk],
-                           metadatas=[c for _, c in chunk])
-            moved += len(changed)
+        total, done, updated = int(self._call(rows.count)), 0, 0
+        for page in _pages(self._call, rows, include):
+            ids, fields = rewrite(page)
+            for start in range(0, len(ids), size):
+                end = start + size
+                self._call(rows.update, ids=ids[start:end],
+                           **{name: values[start:end] for name, values in fields.items()})
+            updated += len(ids)
             done += len(page["ids"])
             if total > UPGRADE_PROGRESS_ROWS:
                 print(f"langmem_edge: {rows.name} from schema {found} to "
                       f"{layout.SCHEMA_VERSION}: {done:,} of {total:,} rows",
                       file=sys.stderr, flush=True)
-        logger.info("schema 8: listed the string mirrors of %d row(s) of %s", moved, rows.name)
+        return updated
 
     def _retype_incomplete_flags(self, rows: Any) -> None:
         """Schema 7: the rows whose ``fx`` is ``True`` get :data:`filters.INCOMPLETE_FLAG` (one
@@ -165,34 +182,27 @@ class UpgradeMixin:
 
     def _values_to_documents(self, rows: Any, found: int) -> None:
         """Upgrade a rows collection from schema 5: move each row's value and bookkeeping into
-        its document (:func:`layout.upgraded_row`), a page at a time (``update``, with the
-        row's own vector: Chroma embeds a document given without one). Rows already moved
-        (by an upgrade that crashed) are skipped; past :data:`UPGRADE_PROGRESS_ROWS` rows a
-        progress line a page goes to stderr."""
-        size = max(1, int(self._call(self._client.get_max_batch_size)))
-        total, done = int(self._call(rows.count)), 0
-        for page in _pages(self._call, rows, ["metadatas", "documents", "embeddings"]):
-            ids, metas, docs, embs = [], [], [], []
+        its document (:func:`layout.upgraded_row`), by ``update`` with the row's own vector
+        (Chroma embeds a document given without one). Rows already moved (by an upgrade
+        that crashed) are skipped."""
+
+        def moved_rows(page: dict[str, Any]) -> tuple[list[str], dict[str, list[Any]]]:
+            ids: list[str] = []
+            fields: dict[str, list[Any]] = {"metadatas": [], "documents": [], "embeddings": []}
             for iid, meta, doc, emb in zip(page["ids"], page["metadatas"],
                                            page["documents"] or [None] * len(page["ids"]),
                                            page["embeddings"], strict=True):
                 moved = layout.upgraded_row(meta, doc)
                 if moved is not None:
                     ids.append(iid)
-                    metas.append(moved[0])
-                    docs.append(moved[1])
-                    embs.append(emb)
-            for start in range(0, len(ids), size):
-                end = start + size
-                self._call(rows.update, ids=ids[start:end], metadatas=metas[start:end],
-                           documents=docs[start:end], embeddings=embs[start:end])
-            done += len(page["ids"])
-            if total > UPGRADE_PROGRESS_ROWS:
-                print(f"langmem_edge: {rows.name} from schema {found} to "
-                      f"{layout.SCHEMA_VERSION}: {done:,} of {total:,} rows",
-                      file=sys.stderr, flush=True)
-        logger.info("schema %d -> %d: %d row(s) of %s", found, layout.SCHEMA_VERSION, done,
-                    rows.name)
+                    fields["metadatas"].append(moved[0])
+                    fields["documents"].append(moved[1])
+                    fields["embeddings"].append(emb)
+            return ids, fields
+
+        done = self._update_pages(rows, found, ["metadatas", "documents", "embeddings"],
+                                  moved_rows)
+        logger.info("schema %d -> 6: %d row(s) of %s", found, done, rows.name)
 
     def _copy_rows(self, source_name: str, rows: Any) -> None:
         """Fill ``rows`` from ``source_name`` (``rows0`` or schema <= 4 ``<prefix>-items``),
