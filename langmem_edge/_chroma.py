@@ -93,6 +93,13 @@ def _settings() -> Settings:
     return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
+SYNC_THRESHOLD = 100
+"""Writes between two saves of a collection's vector index (Chroma's ``hnsw:sync_threshold``;
+its default is 1,000). Until a save, Chroma's local and single-node modes reread every write
+since the last one on each new write, so a write's cost climbs with that backlog: 1,000 makes
+the average write about twice as dear as 100 (``benchmarks/sync_threshold.py``). A save writes
+only the changed part of the index."""
+
 DAMAGED_INDEX_SIGNS = ("Error deserializing pickle file", "EOF while parsing")
 """Text of the error Chroma 1.5 raises at every write once a collection's HNSW metadata file
 (``index_metadata.pickle``) was cut short by a kill while Chroma saved it (seen in
@@ -395,9 +402,10 @@ def open_collection(
 ) -> Collection:
     """Get or create ``name`` with cosine space and a schema version in its metadata.
 
-    ``ef_search`` sets the HNSW search breadth of a collection that holds vectors: at
-    creation, or on a collection created with another value (Chroma applies the change when
-    a process next loads the index).
+    ``ef_search`` sets the HNSW search breadth of a collection that holds vectors, and every
+    collection saves its vector index each :data:`SYNC_THRESHOLD` writes: at creation, or on
+    a collection created with other values (Chroma applies the change when a process next
+    loads the index).
 
     A collection of an older schema from ``reads_from`` on (default: only this one) is one
     this code reads as it is; ``upgrade(collection, found_version)`` runs first (it must be
@@ -409,16 +417,19 @@ def open_collection(
         ConfigurationError: the collection was written by a newer layout than this code knows,
             or by one older than ``reads_from``.
     """
-    meta = {"hnsw:space": "cosine", SCHEMA_KEY: schema_version, **(metadata or {})}
+    meta = {"hnsw:space": "cosine", SCHEMA_KEY: schema_version, **(metadata or {}),
+            "hnsw:sync_threshold": SYNC_THRESHOLD, "hnsw:batch_size": SYNC_THRESHOLD}
+    wanted = {"sync_threshold": SYNC_THRESHOLD, "batch_size": SYNC_THRESHOLD}
     if ef_search is not None:
         meta["hnsw:search_ef"] = ef_search
+        wanted["ef_search"] = ef_search
     collection = call(
         client.get_or_create_collection, name=name, metadata=meta, embedding_function=None
     )
-    if ef_search is not None:
-        hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
-        if hnsw.get("ef_search", ef_search) != ef_search:
-            call(collection.modify, configuration={"hnsw": {"ef_search": ef_search}})
+    hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
+    changed = {k: v for k, v in wanted.items() if hnsw.get(k, v) != v}
+    if changed:
+        call(collection.modify, configuration={"hnsw": changed})
     found = int((collection.metadata or {}).get(SCHEMA_KEY, schema_version))
     if found > schema_version:
         raise ConfigurationError(

@@ -4,6 +4,7 @@ embedding reuse, concurrency, server sharing."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 import uuid
@@ -18,13 +19,14 @@ from legacy_layout import to_schema_4
 from langmem_edge import (
     BackendError,
     BackendUnavailableError,
+    ChromaSaver,
     ChromaStore,
     ConfigurationError,
     EmbeddingError,
     InvalidInputError,
     LimitExceededError,
 )
-from langmem_edge._chroma import SCHEMA_KEY, join_labels, split_labels
+from langmem_edge._chroma import SCHEMA_KEY, SYNC_THRESHOLD, join_labels, split_labels
 from langmem_edge.store import filters, layout
 from langmem_edge.testing import FakeEmbeddings
 
@@ -233,6 +235,38 @@ def test_ef_search_is_set_on_the_vectors_collection(open_store: Any) -> None:
     for bad in (0, -1, 1.5, True, "100"):
         with pytest.raises(ConfigurationError, match="ef_search"):
             open_store("ef", ef_search=bad)
+
+
+CHROMA_DEFAULT_SYNC_THRESHOLD = 1000
+
+
+def test_every_collection_saves_its_index_each_sync_threshold_writes(tmp_path: Any) -> None:
+    """Chroma rereads its log since the index's last save on every write (the saw-tooth of
+    ``benchmarks/sync_threshold.py``): the store's collections save each ``SYNC_THRESHOLD``
+    writes, one made with Chroma's default (1,000) is changed when the store opens it, and
+    the log holds no more rows than that after many single writes."""
+    path = str(tmp_path / "chroma")
+    client = chromadb.PersistentClient(path)
+    assert SYNC_THRESHOLD < CHROMA_DEFAULT_SYNC_THRESHOLD
+    client.create_collection("langmem_edge-vectors", embedding_function=None,
+                             metadata={"hnsw:space": "cosine", SCHEMA_KEY: layout.SCHEMA_VERSION})
+    del client
+    store = ChromaStore.from_path(path, index=index())
+    for collection in (store._items, store._vectors):
+        name = collection.name
+        assert store._client.get_collection(name).configuration["hnsw"]["sync_threshold"] == (
+            SYNC_THRESHOLD), name
+    store.close()
+    store = ChromaStore.from_path(path, index=index())  # a new process loads the index anew
+    for n in range(5 * SYNC_THRESHOLD):
+        store.put(("ns",), f"k{n}", {"text": f"item {n}"})
+    store.close()
+    with sqlite3.connect(f"{path}/chroma.sqlite3") as db:
+        (logged,) = db.execute("select count(*) from embeddings_queue").fetchone()
+    assert logged <= SYNC_THRESHOLD
+    saver = ChromaSaver.from_path(path)  # the checkpoints' collection too
+    assert saver.collection.configuration["hnsw"]["sync_threshold"] == SYNC_THRESHOLD
+    saver.close()
 
 
 # -- TTL ----------------------------------------------------------------------------------

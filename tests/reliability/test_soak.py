@@ -14,7 +14,8 @@ Memory is measured with ``tracemalloc`` (Python allocations) and the RSS after a
 :data:`WARMUP_FRACTION` of the run, at the half and at the end: growth over the second half
 above :data:`MAX_SECOND_HALF_GROWTH_MB` is a leak. The RSS is also sampled every
 :data:`RSS_SAMPLE_EVERY` operations (printed, not asserted: it shows whether native memory
-flattens).
+flattens), with the median time of each kind of operation since the sample before (which
+operation grows with the data).
 
 Two soaks. The *growing* one lets the data grow as an application's does (supersession keeps
 every old record). The *constant-data* one
@@ -37,6 +38,7 @@ import gc
 import json
 import os
 import random
+import statistics
 import sys
 import time
 import tracemalloc
@@ -150,6 +152,7 @@ class _Soak:
         self.store._names.capacity = SOAK_ID_CAPACITY
         self.memory = open_memory(self.store)
         self.ops: Counter[str] = Counter()
+        self.window: dict[str, list[float]] = {}  # seconds of each kind since the last sample
         self.peak = {"ids": 0, "embeddings": 0, "keyword_scopes": 0, "access_writers": 0}
 
     def word(self) -> str:
@@ -182,6 +185,7 @@ class _Soak:
         profile = self.memory.profile(f"user{rng.randrange(PROFILES)}")
         word = self.word()
         key, thread = self.slots(word)
+        began = time.perf_counter()
         if rng.random() < WRITE_SHARE:
             op = rng.choice(["put", "remember", "working"])
             if op == "put":
@@ -205,6 +209,7 @@ class _Soak:
                 store.search(("soak",), query=f"item {word}", limit=5)
             else:
                 profile.recall(f"fact {word}", limit=5)
+        self.window.setdefault(op, []).append(time.perf_counter() - began)
         self.ops[op] += 1
         peak = self.peak
         peak["ids"] = max(peak["ids"], len(store._names))
@@ -212,6 +217,13 @@ class _Soak:
         peak["keyword_scopes"] = max(peak["keyword_scopes"],
                                      len(store._large_keyword_scopes))
         peak["access_writers"] = max(peak["access_writers"], len(self.memory.access_writers))
+
+    def window_medians(self) -> str:
+        """The median milliseconds of each kind of operation since the last call (printed with
+        each RSS sample: which operation grows with the data)."""
+        window, self.window = self.window, {}
+        return "".join(f", {op} {1000 * statistics.median(times):.1f}"
+                       for op, times in sorted(window.items()))
 
     def run(self, total: int, *, trim: bool) -> dict[str, Any]:
         """``total`` operations; the figures (printed by the tests)."""
@@ -233,8 +245,8 @@ class _Soak:
                     if trim:
                         trimmed.append(round(_trimmedrss_mb(), 1))
                     print(f"soak: {n} operations, {time.monotonic() - began:.0f} s, RSS "
-                          f"{rss[-1]} MB" + (f", trimmed {trimmed[-1]} MB" if trim else ""),
-                          file=sys.stderr, flush=True)
+                          f"{rss[-1]} MB" + (f", trimmed {trimmed[-1]} MB" if trim else "")
+                          + self.window_medians(), file=sys.stderr, flush=True)
                 self.step()
             marks["end"] = (_mb(), rss_mb())
             rss.append(round(marks["end"][1], 1))
