@@ -178,13 +178,17 @@ class HybridMixin:
         rows: dict[str, dict[str, Any]] = {}
         found: dict[str, list[tuple[str, float]]] = {}
 
+        # a small prefix's rows, read whole by the vector channel (no filter: every row)
+        documents: dict[str, str] = {}
         if "vector" in channels and query_vector is not None:
             # One round (two when the namespace is rare): a slightly short vector list only
             # shortens that channel's contribution, and its rows are read with the others'.
             factor = CANDIDATE_FACTOR if op.filter else 1
             n = depth * factor * max(1, len(self._fields)) + 10
             filtered = not op.namespace_prefix  # no prefix: nothing for Chroma to filter on
-            hits, returned = self._vector_round(op, query_vector, n, filtered=filtered)
+            kept = None if op.filter else rows  # a filter's rows are checked in _admit_lists
+            hits, returned = self._vector_round(op, query_vector, n, filtered=filtered,
+                                                rows=kept, documents=documents)
             if not filtered:
                 hits = self._within_prefix(hits, tuple(op.namespace_prefix))
             if not filtered and len(hits) < depth and returned == n:
@@ -196,7 +200,8 @@ class HybridMixin:
                 limit = None if op.filter else depth + ADMIT_SLACK
                 found.update(self._keyword_rankings(
                     tuple(op.namespace_prefix), op.query,
-                    [c for c in channels if c in ("keyword", "key")], limit))
+                    [c for c in channels if c in ("keyword", "key")], limit,
+                    documents=documents or None))
             except Exception:
                 logger.warning("keyword channels failed; ranking by the others", exc_info=True)
         if op.filter:
@@ -205,17 +210,23 @@ class HybridMixin:
             fused = fuse(rankings, cfg, limit=want)[op.offset :]
         else:
             # The channels already kept to the prefix; only expiry is left to check, so the
-            # rows of the fused list are read lazily, a page at a time.
-            fused = self._admit_fused(fuse(found, cfg), want, now, rows)[op.offset :]
+            # rows of the fused list are read lazily, a page at a time (none when the
+            # prefix's rows were read whole).
+            fused = self._admit_fused(fuse(found, cfg), want, now, rows,
+                                      complete=bool(documents))[op.offset :]
         return [
             (ExplainedItem(search_item(rows[h.id], h.score), h.explain()), rows[h.id])
             for h in fused
         ]
 
     def _admit_fused(
-        self, fused: list[FusedHit], want: int, now: float, rows: dict[str, dict[str, Any]]
+        self, fused: list[FusedHit], want: int, now: float, rows: dict[str, dict[str, Any]],
+        *, complete: bool = False,
     ) -> list[FusedHit]:
-        """The first ``want`` fused hits whose items are alive, reading rows in slices."""
+        """The first ``want`` fused hits whose items are alive, reading rows in slices;
+        ``complete``: ``rows`` holds every live row the hits can name (nothing to read)."""
+        if complete:
+            return [h for h in fused if h.id in rows][:want]
         kept: list[FusedHit] = []
         start = 0
         while start < len(fused) and len(kept) < want:

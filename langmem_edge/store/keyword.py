@@ -174,12 +174,13 @@ class KeywordMixin:
 
     def _keyword_rankings(
         self, prefix: tuple[str, ...], query: str, channels: Iterable[str], limit: int | None,
-        *, weights: Mapping[str, float] | None = None,
+        *, weights: Mapping[str, float] | None = None, documents: dict[str, str] | None = None,
     ) -> dict[str, Ranking]:
         """The keyword and/or key channel's ranking of the items under ``prefix``:
         ``{"keyword": [(id, score)], "key": [...]}`` for the channels asked for, each best
         first, cut at ``limit`` (None: every match). ``weights``: the BM25F field weights
-        (unnamed fields 0); None: the store's."""
+        (unnamed fields 0); None: the store's. ``documents``: every item row's document
+        under a small prefix, already read (scored as the first route's)."""
         wanted = set(channels)
         terms = self._analyzer.query_terms(query) if "keyword" in wanted else []
         words = (key_tokens(query, stopwords=self._analyzer.stopwords)
@@ -188,9 +189,9 @@ class KeywordMixin:
         if not terms and not words:
             return out
         scope = layout.prefix_where(prefix)
-        docs = None
+        docs = documents
         n = 0
-        if prefix not in self._large_keyword_scopes:
+        if docs is None and prefix not in self._large_keyword_scopes:
             got = self._call(self._items.get, where=scope, include=["documents"],
                              limit=KEYWORD_SCAN_ROWS + 1)
             if len(got["ids"]) <= KEYWORD_SCAN_ROWS:
