@@ -50,6 +50,7 @@ class HybridMixin:
     _clock: Callable[[], float]
     _write_epoch: int
     _get_items: Callable[..., dict[str, dict[str, Any]]]
+    _read_rows: Callable[..., list[dict[str, Any] | None]]
     _embed_queries: Callable[[list[str]], dict[str, list[float]]]
     _search_one: Callable[..., list[tuple[ExplainedItem, dict[str, Any]]]]
     _vector_round: Callable[..., tuple[list[Hit], int]]
@@ -186,13 +187,13 @@ class HybridMixin:
             factor = CANDIDATE_FACTOR if op.filter else 1
             n = depth * factor * max(1, len(self._fields)) + 10
             filtered = not op.namespace_prefix  # no prefix: nothing for Chroma to filter on
-            kept = None if op.filter else rows  # a filter's rows are checked in _admit_lists
             hits, returned = self._vector_round(op, query_vector, n, filtered=filtered,
-                                                rows=kept, documents=documents)
+                                                documents=None if op.filter else documents)
             if not filtered:
                 hits = self._within_prefix(hits, tuple(op.namespace_prefix))
             if not filtered and len(hits) < depth and returned == n:
                 hits, _ = self._vector_round(op, query_vector, n, filtered=True)
+            self._rows_from(documents, [h.item_id for h in hits], now, rows)  # names the gens
             found["vector"] = [(h.item_id, h.score) for h in self._current(hits)]
         if {"keyword", "key"} & set(channels):
             try:
@@ -212,22 +213,38 @@ class HybridMixin:
             # The channels already kept to the prefix; only expiry is left to check, so the
             # rows of the fused list are read lazily, a page at a time (none when the
             # prefix's rows were read whole).
-            fused = self._admit_fused(fuse(found, cfg), want, now, rows,
-                                      complete=bool(documents))[op.offset :]
+            fused = self._admit_fused(fuse(found, cfg), want, now, rows, documents)[op.offset :]
         return [
             (ExplainedItem(search_item(rows[h.id], h.score), h.explain()), rows[h.id])
             for h in fused
         ]
 
+    def _rows_from(self, documents: dict[str, str], ids: list[str], now: float,
+                   rows: dict[str, dict[str, Any]]) -> None:
+        """The rows of ``ids`` not in ``rows`` yet, decoded from their ``documents`` (read
+        with the prefix's vectors), into ``rows`` when alive at ``now``."""
+        todo = [i for i in dict.fromkeys(ids) if i not in rows and i in documents]
+        if todo:
+            read = self._read_rows(todo, [documents[i] for i in todo])
+            rows.update((i, row) for i, row in zip(todo, read, strict=True)
+                        if row is not None and row["exp"] > now)
+
     def _admit_fused(
         self, fused: list[FusedHit], want: int, now: float, rows: dict[str, dict[str, Any]],
-        *, complete: bool = False,
+        documents: dict[str, str],
     ) -> list[FusedHit]:
-        """The first ``want`` fused hits whose items are alive, reading rows in slices;
-        ``complete``: ``rows`` holds every live row the hits can name (nothing to read)."""
-        if complete:
-            return [h for h in fused if h.id in rows][:want]
-        kept: list[FusedHit] = []
+        """The first ``want`` fused hits whose items are alive, reading rows in slices; from
+        ``documents`` when they hold every row of the prefix (nothing to read)."""
+        if documents:
+            kept = []
+            for h in fused:
+                if len(kept) == want:
+                    break
+                self._rows_from(documents, [h.id], now, rows)
+                if h.id in rows:
+                    kept.append(h)
+            return kept
+        kept = []
         start = 0
         while start < len(fused) and len(kept) < want:
             chunk = fused[start : start + want - len(kept) + ADMIT_SLACK]

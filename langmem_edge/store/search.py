@@ -98,7 +98,6 @@ class SearchMixin:
     _vectors: Any
     _fields: list[tuple[str, Any]]
     _get_items: Callable[..., dict[str, dict[str, Any]]]
-    _read_rows: Callable[..., list[dict[str, Any] | None]]
     _scan_items: Callable[..., list[dict[str, Any]]]
     _should_refresh: Callable[[bool | None], bool]
     _refresh_ttl: Callable[..., None]
@@ -183,7 +182,7 @@ class SearchMixin:
         # no filter or expiry to reject anything: only the prefix's share sets the widening
         hits = self._gather(
             op, vector, limit, lambda hits, _: self._current(hits)[:limit], factor=1,
-            first_text_only=first_text_only, with_rows=False,
+            first_text_only=first_text_only,
         )
         # no prefix: nothing asked for the names yet
         self._learn_names([h.row for h in hits if h.item_id not in self._names])
@@ -276,7 +275,6 @@ class SearchMixin:
         *,
         factor: int,
         first_text_only: bool = False,
-        with_rows: bool = True,
     ) -> list[_T]:
         """Ask Chroma for neighbours until ``admit`` keeps ``want`` of them or none are left.
 
@@ -291,8 +289,7 @@ class SearchMixin:
         The share of the neighbours under each prefix is remembered (a hint, per process):
         a prefix holding less than :data:`UNFILTERED_MIN_SHARE` of them goes straight to the
         filtered query next time.
-        ``admit(hits, rows)`` gets the hits under the prefix and the item rows already read
-        (a small prefix's, all of them, unless ``with_rows`` is False: ``admit`` reads none).
+        ``admit(hits, rows)`` gets the hits under the prefix and the item rows already read.
         """
         if want <= 0:
             return []
@@ -306,8 +303,7 @@ class SearchMixin:
         rows: dict[str, dict[str, Any]] = {}
         while True:
             hits, returned = self._vector_round(op, query, n, filtered=filtered,
-                                                first_text_only=first_text_only,
-                                                rows=rows if with_rows else None)
+                                                first_text_only=first_text_only)
             if not filtered:
                 seen = len(hits)
                 hits = self._within_prefix(hits, prefix)
@@ -329,8 +325,7 @@ class SearchMixin:
 
     def _vector_round(
         self, op: SearchOp, query: list[float], n: int, *, filtered: bool,
-        first_text_only: bool = False, rows: dict[str, dict[str, Any]] | None = None,
-        documents: dict[str, str] | None = None,
+        first_text_only: bool = False, documents: dict[str, str] | None = None,
     ) -> tuple[list[Hit], int]:
         """One vector query for ``n`` neighbours, ids and distances only, on the item rows
         (first texts) and on the later texts' rows: the pooled hits, and how many rows Chroma
@@ -342,18 +337,15 @@ class SearchMixin:
         Chroma gets the namespace clause and, on the item rows, the filter's pushed-down part
         too (the item rows mirror the value's leaves; a later text's row holds its prefix
         only, and the filter is checked on its item row); else the hits may lie anywhere in
-        the store. ``first_text_only``: the item rows alone.
-
-        A prefix ranked in process has its item rows read whole, documents and vectors in one
-        ``get``: the live ones go into ``rows`` (the caller's admission then reads none) and,
-        with ``documents``, every row's document there (a hybrid search's keyword channel
-        scores them: one read of the prefix for both channels)."""
+        the store. ``first_text_only``: the item rows alone. ``documents``: where a prefix
+        ranked in process puts every item row's document, read in the same ``get`` as the
+        vectors (a hybrid search's keyword channel and results use them)."""
         prefix = tuple(op.namespace_prefix)
         targets = [(self._items, self._search_where(op))]  # first texts, then later ones
         if not first_text_only:
             targets.append((self._vectors, layout.prefix_where(prefix)))
         if prefix and prefix not in self._large_prefixes:  # small: exact, whatever HNSW says
-            local = self._rank_in_process(prefix, targets, query, n, rows, documents)
+            local = self._rank_in_process(prefix, targets, query, n, documents)
             if local is not None:
                 return local
         ids: list[str] = []
@@ -375,36 +367,30 @@ class SearchMixin:
 
     def _rank_in_process(
         self, prefix: tuple[str, ...], targets: list[tuple[Any, dict[str, Any] | None]],
-        query: list[float], n: int, rows: dict[str, dict[str, Any]] | None,
-        documents: dict[str, str] | None,
+        query: list[float], n: int, documents: dict[str, str] | None = None,
     ) -> tuple[list[Hit], int] | None:
-        """``_vector_round``'s filtered query answered in process: the prefix's item rows
-        (documents and vectors; placeholders not ranked) and, when one of them has more than
-        one vector, the later texts' rows, each collection read by its ``where``
-        (``targets``: ``(collection, where)``, item rows first; at most
+        """``_vector_round``'s filtered query answered in process: the prefix's item rows'
+        vectors (placeholders left out) and later texts' rows, each collection read by its
+        ``where`` (``targets``: ``(collection, where)``, item rows first; at most
         :data:`LOCAL_RANK_ROWS` of each), scored by exact cosine distance (Chroma's own
-        measure, so scores agree to float32 rounding), the best ``n`` pooled. With ``rows``,
-        the item rows' documents are read too: the live rows go into ``rows``, the documents
-        into ``documents``, and ``vectors`` is read only when some row has a later text.
-        None when the prefix holds more rows (remembered: later rounds ask Chroma at
-        once)."""
+        measure, so scores agree to float32 rounding), the best ``n`` pooled. With
+        ``documents``, the item rows' documents are read too and put there. None when the
+        prefix holds more rows (remembered: later rounds ask Chroma at once)."""
         ids: list[str] = []
         embeddings: list[Any] = []
-        later = True
         for collection, where in targets:
             items = collection is self._items
-            if not items and not later:
-                continue  # no item has a later text: nothing (current) in ``vectors``
-            with_rows = items and rows is not None
-            res = self._call(collection.get, where=where, limit=LOCAL_RANK_ROWS + 1,
-                             include=["documents", "embeddings"] if with_rows else ["embeddings"])
+            read = ["documents", "embeddings"] if items and documents is not None else [
+                "embeddings"]
+            res = self._call(collection.get, where=where, include=read,
+                             limit=LOCAL_RANK_ROWS + 1)
             if len(res["ids"]) > LOCAL_RANK_ROWS:
                 if len(self._large_prefixes) >= MAX_SHARES_KEPT:
                     self._large_prefixes.clear()
                 self._large_prefixes[prefix] = len(res["ids"])
                 return None
-            if rows is not None and items:
-                later = self._keep_rows(res, rows, documents)
+            if items and documents is not None:
+                documents.update(zip(res["ids"], res["documents"] or [], strict=True))
             if items and res["ids"]:  # rows without vectors: not ranked
                 keep = ~layout.placeholders(res["embeddings"])
                 res = {"ids": [i for i, k in zip(res["ids"], keep, strict=True) if k],
@@ -417,19 +403,6 @@ class SearchMixin:
         distances = cosine_distances(embeddings, query)
         best = sorted(range(len(ids)), key=lambda i: (distances[i], ids[i]))[:n]
         return pool_vector_hits([ids[i] for i in best], [distances[i] for i in best]), len(best)
-
-    def _keep_rows(self, res: dict[str, Any], rows: dict[str, dict[str, Any]],
-                   documents: dict[str, str] | None) -> bool:
-        """The live item rows of a ``get`` with documents into ``rows`` (its documents into
-        ``documents``); whether some row may have later texts (more than one vector)."""
-        docs = res["documents"] or [None] * len(res["ids"])
-        if documents is not None:
-            documents.update(zip(res["ids"], docs, strict=True))
-        read = self._read_rows(res["ids"], docs)
-        now = self._clock()
-        rows.update((i, row) for i, row in zip(res["ids"], read, strict=True)
-                    if row is not None and row["exp"] > now)
-        return any(row is None or row.get("nv", 1) > 1 for row in read)
 
     def _within_prefix(self, hits: list[Hit], prefix: tuple[str, ...]) -> list[Hit]:
         """The hits whose items lie under ``prefix``, in order.
