@@ -182,8 +182,10 @@ def test_access_writer_reserves_disjoint_totals_and_gives_back_a_failed_flush() 
     from langmem_edge.memory.index.access import AccessWriter
 
     writer = AccessWriter()
-    first = writer.reserve({"m": (2, "t1")})
-    second = writer.reserve({"m": (1, "t2"), "n": (1, "t2")})  # a flush beside the first
+    writer.bump(["m", "m"], 1.0, "t1")
+    first = writer.start_flush(None, 0.0)[2]
+    writer.bump(["m", "n"], 2.0, "t2")
+    second = writer.start_flush(None, 0.0)[2]  # a flush beside the first
     assert first == [("m", 2, "t1")] and second == [("m", 3, "t2"), ("n", 1, "t2")]
     writer.release({"m": (2, "t1")}, 4.0)  # the first failed: its bumps go back to pending
     assert writer.total("m") == 1 and writer.pending("m") == (2, "t1")

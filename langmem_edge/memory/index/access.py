@@ -9,11 +9,10 @@ every operation on the profile writes under the same id and goes on from the sam
 (with an id per operation, every operation would add one more row). This is the writer's own
 counter, not a copy of the store's data: every read still takes the counts from the store.
 
-:meth:`AccessWriter.reserve` moves the counts forward for one flush under a lock, so two
-flushes at once (two threads) never write the same total for different bumps
-(:meth:`AccessWriter.start_flush` takes the bumps and reserves their counts in one step); a
-flush that failed gives its bumps back with :meth:`AccessWriter.release`. Two writes of the
-row may land out of order; the next flush writes every count again. A flush
+:meth:`AccessWriter.start_flush` takes the bumps and moves their counts forward for one flush
+in one step under a lock, so two flushes at once (two threads) never write the same total for
+different bumps; a flush that failed gives its bumps back with :meth:`AccessWriter.release`.
+Two writes of the row may land out of order; the next flush writes every count again. A flush
 writes only the bumps of memories the operation's read found (``semantic/access.py``): the
 bumps of a memory deleted meanwhile are dropped, not written under a deleted profile.
 
@@ -113,11 +112,6 @@ class AccessWriter:
         with self._lock:
             return self._pending.get(mid)
 
-    def pending_ids(self) -> set[str]:
-        """The memories with bumps not written yet."""
-        with self._lock:
-            return set(self._pending)
-
     def pending_count(self) -> int:
         """How many memories have bumps not written yet."""
         with self._lock:
@@ -126,7 +120,7 @@ class AccessWriter:
     def start_flush(self, present: Collection[str] | None, read_at: float
                     ) -> tuple[str, dict[str, tuple[int, str]], list[tuple[str, int, str]]]:
         """Take the pending bumps of the memories in ``present`` (those a read that began at
-        ``read_at``, on :func:`time.monotonic`, found) for a flush and :meth:`reserve` their
+        ``read_at``, on :func:`time.monotonic`, found) for a flush and reserve their
         counts in one step (no reader sees a bump in neither place): the writer id to write
         under, the bumps taken (``{id: (count, last ISO)}``, for :meth:`release` if the
         write fails) and the items to write, ``(id,
@@ -181,13 +175,9 @@ class AccessWriter:
         with self._lock:
             return set(self._totals) | set(self._pending)
 
-    def reserve(self, taken: Mapping[str, tuple[int, str]]) -> list[tuple[str, int, str]]:
-        """The items one flush writes for the bumps ``taken`` (``{id: (count, last ISO)}``):
-        ``(id, cumulative count, last)``, the counts moved forward now."""
-        with self._lock:
-            return self._reserve(taken)
-
     def _reserve(self, taken: Mapping[str, tuple[int, str]]) -> list[tuple[str, int, str]]:
+        """The items one flush writes for the bumps ``taken`` (``{id: (count, last ISO)}``):
+        ``(id, cumulative count, last)``, the counts moved forward now (under the lock)."""
         written = []
         for mid in sorted(taken):
             count, last = taken[mid]
