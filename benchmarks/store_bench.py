@@ -35,6 +35,7 @@ from langgraph.store.base import BaseStore, PutOp  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from langmem_edge import ChromaStore  # noqa: E402
+from langmem_edge._chroma import SYNC_THRESHOLD  # noqa: E402
 
 
 class LookupEmbeddings(Embeddings):
@@ -161,8 +162,9 @@ def part_put_raw(args: argparse.Namespace) -> str:
         cols = {}
         for name in dict.fromkeys(n for n, _, _ in recorded):
             cols[name] = client.get_or_create_collection(
-                name, metadata={"hnsw:space": "cosine"}, embedding_function=None
-            )
+                name, embedding_function=None,
+                metadata={"hnsw:space": "cosine", "hnsw:sync_threshold": SYNC_THRESHOLD,
+                          "hnsw:batch_size": SYNC_THRESHOLD})
         raw = sum(timed(lambda c=cols[n], m=m, kw=kw: getattr(c, m)(**kw))
                   for n, m, kw in recorded)
     return (

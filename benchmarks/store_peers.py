@@ -84,6 +84,7 @@ from langgraph.store.base import BaseStore, PutOp  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from langmem_edge import ChromaStore  # noqa: E402
+from langmem_edge._chroma import SYNC_THRESHOLD  # noqa: E402
 
 KINDS = ("note", "fact", "preference", "event")
 K = 10
@@ -139,7 +140,9 @@ class RawChroma:
         self.client = chromadb.PersistentClient(folder)
         self.col = self.client.create_collection(
             "raw", embedding_function=None,
-            configuration={"hnsw": {"space": "cosine", "ef_search": ef_search}})
+            configuration={"hnsw": {"space": "cosine", "ef_search": ef_search,
+                                    "sync_threshold": SYNC_THRESHOLD,
+                                    "batch_size": SYNC_THRESHOLD}})
         self.embed = embed
 
     @staticmethod
