@@ -9,6 +9,7 @@ import pytest
 from chroma_calls import Calls
 
 from langmem_edge import ChromaStore, ConfigurationError
+from langmem_edge.store.names import Generations, ItemNames
 from langmem_edge.testing import FakeEmbeddings
 
 DIMS = 32
@@ -243,6 +244,7 @@ def test_a_small_namespace_is_read_once_for_both_channels(open_store: Any) -> No
                               "fields": ["text", "note"]})
     fill(store)
     store.put(("u", "alice"), "note4", {"text": "Unrelated words", "note": "sourdough bread 3"})
+    store._names, store._gens = ItemNames(), Generations()  # as a new process (or evicted)
     calls = Calls(store)
     hits = store.search(("u", "alice"), query="flight to Lisbon", limit=2)
     assert calls.names == ["get", "get"]

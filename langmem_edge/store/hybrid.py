@@ -189,11 +189,11 @@ class HybridMixin:
             filtered = not op.namespace_prefix  # no prefix: nothing for Chroma to filter on
             hits, returned = self._vector_round(op, query_vector, n, filtered=filtered,
                                                 documents=None if op.filter else documents)
-            if not filtered:
+            if not filtered and not documents:  # read by the prefix: all within it
                 hits = self._within_prefix(hits, tuple(op.namespace_prefix))
-            if not filtered and len(hits) < depth and returned == n:
-                hits, _ = self._vector_round(op, query_vector, n, filtered=True)
-            self._rows_from(documents, [h.item_id for h in hits], now, rows)  # names the gens
+                if len(hits) < depth and returned == n:
+                    hits, _ = self._vector_round(op, query_vector, n, filtered=True)
+            self._rows_from(documents, [h.item_id for h in hits], now, rows)  # names, gens
             found["vector"] = [(h.item_id, h.score) for h in self._current(hits)]
         if {"keyword", "key"} & set(channels):
             try:

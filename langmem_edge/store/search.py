@@ -136,7 +136,8 @@ class SearchMixin:
             results[i] = [e.item for e, _ in found]
             if self._should_refresh(op.refresh_ttl):
                 for e, meta in found:
-                    refresh[layout.item_id(e.item.namespace, e.item.key)] = meta
+                    if meta.get("ttl"):  # only an item with a TTL has an expiry to push back
+                        refresh[layout.item_id(e.item.namespace, e.item.key)] = meta
 
     def nearest_keys(
         self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10,
