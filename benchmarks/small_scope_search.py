@@ -5,7 +5,8 @@
 
 Namespaces small enough to be ranked in process (at most ``LOCAL_RANK_ROWS``, 300, rows), as
 an agent's per-user data is: for each size, a ``ChromaStore`` folder (tmpfs when there is one)
-holds 30 namespaces of that many items (deterministic fake 384-d embeddings), and
+holds 30 namespaces of that many items (deterministic fake 384-d embeddings; ``--filler``
+more items in 1,000 namespaces of another root, as other users' data), and
 ``--queries`` searches (limit 5) go to one of them, once to warm up and ``--rounds`` times
 measured, by ``hybrid_search``, by a vector ``search`` and by ``keyword_search``: the p50
 milliseconds and the Chroma calls per search (every ``Collection`` method counted). Run it
@@ -47,6 +48,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="25,110,300", help="items a namespace holds")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--filler", type=int, default=0,
+                        help="items in other namespaces (another root) beside them")
     parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     args = parser.parse_args()
     count_chroma_calls()
@@ -59,6 +62,9 @@ def main() -> None:
         for c in range(NAMESPACES):
             store.batch([PutOp(("soak", f"w{c}"), f"w{c}-{i}", {"text": f"item w{c}-{i} amber"})
                          for i in range(size)])
+        for start in range(0, args.filler, 500):
+            store.batch([PutOp(("other", f"u{i % 1000}"), f"f{i}", {"text": f"filler {i} cedar"})
+                         for i in range(start, min(start + 500, args.filler))])
         queries = [f"item w3-{i % size}" for i in range(args.queries)]
         for name, search in searches(store, ("soak", "w3")).items():
             for q in queries:  # warm-up
@@ -71,8 +77,8 @@ def main() -> None:
                     search(q)
                     times.append((time.perf_counter() - start) * 1000)
             calls = (sum(CHROMA_CALLS.values()) - before) / len(times)
-            print(f"{size} items a namespace, {name}: p50 {statistics.median(times):.2f} ms, "
-                  f"{calls:.2f} Chroma calls", flush=True)
+            print(f"{size} items a namespace (+{args.filler:,}), {name}: p50 "
+                  f"{statistics.median(times):.2f} ms, {calls:.2f} Chroma calls", flush=True)
         store.close()
     print(f"load average {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after")
 
