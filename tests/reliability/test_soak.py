@@ -85,9 +85,10 @@ RSS_SAMPLE_EVERY = 1_000
 TIMING_ENV = "LANGMEM_EDGE_SOAK_TIMING"
 """Set to 1: the growing soak runs without ``tracemalloc``, for its timings. Tracing every
 Python allocation made its searches and recalls ~3x slower, and more so as its heap grew
-(measured at its 15,000th operation: ``hybrid_search`` 2.9 -> 10.2 ms, recall 3.7 -> 11.8),
-so the seconds a 10,000 operations it prints with tracing on measure the tracing. Without it,
-the Python-allocation bound is not checked (every other bound is)."""
+(measured at its 15,000th operation: ``hybrid_search`` 2.9 -> 10.0 ms, recall 3.7 -> 11.6),
+so the seconds a 10,000 operations it prints with tracing on measure the tracing
+(``benchmarks/soak_tracing.py``). Without it, the Python-allocation bound is not checked
+(every other bound is)."""
 
 TRIM_ENV = "LANGMEM_EDGE_SOAK_TRIM"
 """Set to 1: after each RSS sample, glibc's ``malloc_trim(0)`` and a second sample (freed
