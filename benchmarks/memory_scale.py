@@ -55,9 +55,13 @@ def build(folder: str, profiles: int, memories: int, seed: int) -> tuple[ChromaS
                                                  "fields": ["text"]})
     memory = AgentMemory(store)
     rng = random.Random(seed)
+    start = time.perf_counter()
     for p in range(profiles):
         memory.profile(f"user:{p}").remember_many(
             [_fact(rng, i) for i in range(memories)])
+        if (p + 1) % 1000 == 0 and p + 1 < profiles:  # a long build shows its pace
+            print(f"  {p + 1:,} of {profiles:,} profiles in {time.perf_counter() - start:.0f} s",
+                  flush=True)
     return store, memory
 
 

@@ -8,16 +8,16 @@ On a ``ChromaStore`` (a ``NearestKeys`` + ``KeywordSearch`` store) a recall eith
 whole profile in its one batch and ranks every channel in process, or, for a profile last
 seen larger than ``WHOLE_READ_MAX`` records, asks the store to rank (``nearest_keys``,
 ``keyword_search``) and reads only the candidates (``memory/semantic/channels.py``
-``plan_store_candidates``); a ``remember`` reads the profile whole or only the records under
-its key the same way. This script measures both routes on the same profiles, interleaved:
-``whole`` (the threshold patched above every size) and ``store`` (patched to 0;
-``WRITE_WHOLE_MAX`` with it), each through an ``AgentMemory`` of its own (the size hints are
-per instance), ``--profiles`` profiles of each size (``remember_many``, deterministic fake
-embeddings, a folder on tmpfs). Printed: per size and route, the p50 milliseconds of
-``recall``, ``remember`` and a ``keyed`` remember (under one of 15 keys, superseding its
-last record) on a random profile of that size, the Chroma calls per operation, and the ratio
-store / whole in the same run, with the load average before and after. The crossover is the
-size from which ``store`` is the cheaper.
+``plan_store_candidates``); a ``remember`` reads the profile whole or only the records under its
+key the same way. This script measures both routes on the same profiles, interleaved: ``whole``
+(the threshold patched above every size) and ``store`` (patched to 0; ``WRITE_WHOLE_MAX`` and
+``UNKEYED_WRITE_WHOLE_MAX`` with it), each through an ``AgentMemory`` of its own (the size hints
+are per instance), ``--profiles`` profiles of each size (``remember_many``, deterministic fake
+embeddings, a folder on tmpfs). Printed: per size and route, the p50 milliseconds of ``recall``,
+``remember`` and a ``keyed`` remember (under one of 15 keys, superseding its last record) on a
+random profile of that size, the Chroma calls per operation, and the ratio store / whole in the
+same run, with the load average before and after. The crossover is the size from which ``store``
+is the cheaper.
 
 ``--history``: what a recall pays for a profile's history. One profile per count: ``--active``
 keyed memories, then that many more remembers under the same keys (each superseding the
@@ -92,6 +92,7 @@ def by_size(store: ChromaStore, args: argparse.Namespace, rng: random.Random) ->
         for size in sizes:
             for route, threshold in ROUTES.items():  # interleaved
                 recall_module.WHOLE_READ_MAX = context_module.WRITE_WHOLE_MAX = threshold
+                context_module.UNKEYED_WRITE_WHOLE_MAX = threshold
                 for op in OPS:
                     for _ in range(args.ops):
                         n += 1

@@ -251,13 +251,42 @@ def test_a_large_profile_is_recalled_from_the_stores_candidates(tmp_path, monkey
     monkeypatch.setattr(context_module, "WRITE_WHOLE_MAX", 5)
     calls = Calls(store)
     hens = p.remember("Keeps hens now", key="hobby.bees")  # big: reads the key's records
-    # no profile read: the key's records, the store's nearest and those records, the
-    # record, the key settled
-    assert calls.names == ["get", "get", "get", "upsert", "get", "update"]
+    # no profile read: the key's records, the store's nearest (none close enough to read),
+    # the record, the key settled
+    assert calls.names == ["get", "get", "upsert", "get", "update"]
     calls.stop()
     assert hens.supersedes == [bees.id] and p.get(bees.id).status == "superseded"
     assert p.recall("hens roof", fill=False).candidates[0].id == hens.id
     assert bees.id not in [c.id for c in p.recall("bees roof", fill=False).candidates]
+    store.close()
+
+
+def test_a_write_without_a_key_past_its_bound_reads_only_close_candidates(
+        tmp_path, monkeypatch) -> None:
+    """Past ``UNKEYED_WRITE_WHOLE_MAX`` records a remember without a key reads no profile:
+    the store's nearest records, and of those only the ones close enough to be judged
+    (``min_cosine``): a new topic is two Chroma calls, a restatement still replaces."""
+    from langmem_edge import ChromaStore
+    from langmem_edge.memory.semantic import context as context_module
+    from langmem_edge.testing import FakeEmbeddings
+
+    store = ChromaStore.from_path(str(tmp_path / "s"), index={
+        "dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]})
+    memory = AgentMemory(store)
+    p = memory.profile("p")
+    notes = p.remember_many([f"Note {i} about gardening and tools" for i in range(12)])
+    p.recall("gardening")  # a whole read: the hints learn the profile's size
+    assert memory.size_hints.big("p", 5) is True
+    monkeypatch.setattr(context_module, "UNKEYED_WRITE_WHOLE_MAX", 5)
+    calls = Calls(store)
+    bike = p.remember("Bought a red bicycle yesterday")
+    # the store's nearest (the profile's vectors, ranked in process), the record: no value
+    # of a far memory is read
+    assert calls.names == ["get", "upsert"]
+    calls.stop()
+    again = p.remember("Note 3 about gardening and tools")  # a restatement: replaced
+    assert again.supersedes == [notes[3].id] and p.get(notes[3].id).status == "superseded"
+    assert p.get(bike.id).status == "active"
     store.close()
 
 

@@ -25,6 +25,7 @@ from langmem_edge.memory.index.formats import Upgrades, plan_upgrade
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.index.store_io import (
     LOAD_LIMIT,
+    UNKEYED_WRITE_WHOLE_MAX,
     WRITE_WHOLE_MAX,
     SizeHints,
     plan_load,
@@ -124,13 +125,15 @@ def plan_read(ctx: ProfileContext, *, counts: bool = True, active: bool = False
 def plan_read_keyed(ctx: ProfileContext, record: MemoryRecord) -> Plan[ProfileContext]:
     """What a write needs of the profile: all of it (one search), unless the store ranks by
     vector and by keyword (``NearestKeys`` and ``KeywordSearch``: ``ChromaStore``) and the
-    profile was last seen holding more than ``WRITE_WHOLE_MAX`` records (``ctx.hints``);
-    then only the records under ``record``'s key (verification asks the store for the
-    vector candidates it needs). A write reads only active records (what it supersedes and
-    is verified against); its whole read tells the hints the profile's size."""
+    profile was last seen holding more than ``WRITE_WHOLE_MAX`` records (a write under a
+    key) or ``UNKEYED_WRITE_WHOLE_MAX`` (without one; ``ctx.hints``); then only the records
+    under ``record``'s key, if it has one (verification asks the store for the vector
+    candidates it needs). A write reads only active records (what it supersedes and is
+    verified against); its whole read tells the hints the profile's size."""
     yield from plan_upgrade(ctx.store, ctx.upgrades)
     ranks = ctx.nearest and ctx.keywords and ctx.hints is not None
-    if not ranks or not ctx.hints.big(ctx.profile, WRITE_WHOLE_MAX):
+    most = WRITE_WHOLE_MAX if record.key else UNKEYED_WRITE_WHOLE_MAX
+    if not ranks or not ctx.hints.big(ctx.profile, most):
         ctx = yield from plan_read(ctx, counts=False, active=True)
         if ranks:
             ctx.hints.saw(ctx.profile, len(ctx.index.values))

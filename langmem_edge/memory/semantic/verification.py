@@ -239,7 +239,9 @@ def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable
                               (ctx.layout.memories, record.text),
                               {"limit": cfg.search_limit * 4 + 5, "first_text_only": True})
             values = ctx.index.values
-            hits = [h for h in hits if h.namespace == ctx.layout.memories]
+            # only a hit close enough to be judged is read (often none: no read at all)
+            hits = [h for h in hits if h.namespace == ctx.layout.memories
+                    and h.score is not None and h.score >= cfg.min_cosine and h.key not in skip]
             missing = [h.key for h in hits if h.key not in values]
             if missing:  # a large profile is not read whole (``plan_read_keyed``)
                 got = yield batch(ctx.store, [GetOp(ctx.layout.memories, k) for k in missing])
