@@ -225,6 +225,29 @@ def test_vector_search_in_a_namespace_is_exact(open_store: Any, ef_search: int |
         assert recall < 0.99, recall
 
 
+def test_the_first_search_of_a_small_namespace_is_answered_as_later_ones(
+        open_store: Any) -> None:
+    """A process's first vector search of a namespace holding a small share of the store
+    asks Chroma without a ``where`` (it cannot know the share yet); once it sees the share,
+    it asks again with the ``where`` and answers from that, as every later search of the
+    namespace does: HNSW's neighbours of the whole store, kept to the namespace, are
+    approximate where the filtered query is not (a small ``ef_search`` shows it here)."""
+    emb = RandomEmbeddings(384)
+    store = open_store("first", index={"dims": 384, "embed": emb, "fields": ["text"]},
+                       ef_search=1)
+    ops = [PutOp(("small",) if i % 6 == 0 else ("big",), f"k{i}", {"text": f"item {i}"})
+           for i in range(2400)]
+    for start in range(0, len(ops), 600):
+        store.batch(ops[start : start + 600])
+    first, later = [], []
+    for q in range(12):
+        store._prefix_share.clear()  # as a new process
+        first.append([r.key for r in store.search(("small",), query=f"q {q}", limit=10)])
+        assert store._prefix_share[("small",)] < 0.5
+        later.append([r.key for r in store.search(("small",), query=f"q {q}", limit=10)])
+    assert first == later
+
+
 def test_ef_search_is_set_on_the_vectors_collection(open_store: Any) -> None:
     store = open_store("ef")
     assert store._vectors.configuration["hnsw"]["ef_search"] == 1000
