@@ -290,6 +290,31 @@ def test_a_write_without_a_key_past_its_bound_reads_only_close_candidates(
     store.close()
 
 
+def test_a_fact_restated_many_times_keeps_one_active_record(tmp_path, monkeypatch) -> None:
+    """Without the profile read, verification's candidates come from the store's nearest
+    records, superseded versions too: after many restatements of one fact those fill the
+    nearest; the search widens until it reaches the active one, so the next restatement
+    still replaces it."""
+    from langmem_edge import ChromaStore
+    from langmem_edge.memory.semantic import context as context_module
+    from langmem_edge.testing import FakeEmbeddings
+
+    store = ChromaStore.from_path(str(tmp_path / "s"), index={
+        "dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]})
+    memory = AgentMemory(store, config={"verification": {"search_limit": 1}})
+    p = memory.profile("p")
+    p.remember_many([f"Note {i} about gardening and tools" for i in range(12)])
+    p.recall("gardening")  # the hints learn the profile's size
+    monkeypatch.setattr(context_module, "UNKEYED_WRITE_WHOLE_MAX", 5)
+    asked = memory.config.verification.search_limit * 4 + 5  # nearest records asked first
+    for _ in range(3 * asked):
+        p.remember("The user lives in Berlin.")
+    active = [r for r in p.list(limit=200) if r.text == "The user lives in Berlin."
+              and r.status == "active"]
+    assert len(active) == 1
+    store.close()
+
+
 def test_a_recall_ranks_the_vectors_read_with_the_profile_as_the_store_does(
         tmp_path, monkeypatch) -> None:
     """On ChromaStore a profile's read brings its records' vectors (``batch_vectors``): a

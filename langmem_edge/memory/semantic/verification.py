@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -212,6 +212,42 @@ def plan_verdicts(
     return offline_verdicts(cfg, new_text, new_kind, candidates)
 
 
+MAX_NEAREST_ASK = 1_000
+"""Most nearest records verification asks the store for (widening x4 from
+``search_limit * 4 + 5``) while the close ones it found are inactive."""
+
+
+def _plan_nearest_candidates(ctx: ProfileContext, text: str, skip: set[str],
+                             admits: Callable[[dict[str, Any] | None], bool]
+                             ) -> Plan[list[tuple[str, float, dict[str, Any]]]]:
+    """:func:`plan_candidates` on a :class:`NearestKeys` store without the profile read: the
+    store's nearest records (superseded ones too: it reads no value), of which only those
+    close enough to be judged (``min_cosine``) are read. Asks four times more while every
+    close one read is inactive and the last still clears ``min_cosine`` (a fact restated
+    many times leaves its superseded versions nearest)."""
+    cfg = ctx.config.verification
+    values = ctx.index.values
+    ask = cfg.search_limit * 4 + 5
+    while True:
+        near = cast(NearestKeys, ctx.store)
+        found = yield Call(near.nearest_keys, near.anearest_keys,
+                           (ctx.layout.memories, text), {"limit": ask, "first_text_only": True})
+        close = [h for h in found if h.namespace == ctx.layout.memories
+                 and h.score is not None and h.score >= cfg.min_cosine and h.key not in skip]
+        missing = [h.key for h in close if h.key not in values]
+        if missing:  # not read with the profile (``plan_read_keyed``)
+            got = yield batch(ctx.store, [GetOp(ctx.layout.memories, k) for k in missing])
+            for it in got:
+                if it is not None and it.value.get("id") == it.key:
+                    ctx.index.apply(it.value)
+        kept = [(h.key, float(h.score), values[h.key]) for h in close
+                if admits(values.get(h.key))]
+        if (len(kept) >= cfg.max_candidates or len(found) < ask
+                or found[-1].score < cfg.min_cosine or ask >= MAX_NEAREST_ASK):
+            return kept
+        ask *= 4
+
+
 def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable[str]
                      ) -> Plan[list[VerifyCandidate]]:
     """The stored memories a new one is judged against: active, same scope, not a task or
@@ -234,22 +270,7 @@ def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable
             found = [(mid, score, values[mid]) for mid, score in ctx.index.nearest(
                 query, lambda mid: mid not in skip and admits(values.get(mid)))]
         elif ctx.nearest:
-            near = cast(NearestKeys, ctx.store)
-            hits = yield Call(near.nearest_keys, near.anearest_keys,
-                              (ctx.layout.memories, record.text),
-                              {"limit": cfg.search_limit * 4 + 5, "first_text_only": True})
-            values = ctx.index.values
-            # only a hit close enough to be judged is read (often none: no read at all)
-            hits = [h for h in hits if h.namespace == ctx.layout.memories
-                    and h.score is not None and h.score >= cfg.min_cosine and h.key not in skip]
-            missing = [h.key for h in hits if h.key not in values]
-            if missing:  # a large profile is not read whole (``plan_read_keyed``)
-                got = yield batch(ctx.store, [GetOp(ctx.layout.memories, k) for k in missing])
-                for it in got:
-                    if it is not None and it.value.get("id") == it.key:
-                        ctx.index.apply(it.value)
-            found = [(h.key, float(h.score), values[h.key]) for h in hits
-                     if admits(values.get(h.key))]
+            found = yield from _plan_nearest_candidates(ctx, record.text, skip, admits)
         else:
             flt = {LIVE: ctx.profile, "scope": record.scope}
             (items,) = yield batch(ctx.store, [SearchOp(
