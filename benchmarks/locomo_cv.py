@@ -62,11 +62,19 @@ from locomo import (  # noqa: E402
 )
 
 from langmem_edge.memory.episodic.recall import temporal_ranking  # noqa: E402
-from langmem_edge.retrieval.config import DEFAULT_CHANNEL_DEPTH  # noqa: E402
+from langmem_edge.retrieval.config import (  # noqa: E402
+    CONVERSATION_HYBRID,
+    DEFAULT_CHANNEL_DEPTH,
+)
 from langmem_edge.retrieval.fusion import rrf_fuse  # noqa: E402
 
 KS = (5, 10)
 """Cut-offs scored: recall@5 and recall@10."""
+
+SHIPPED = {"rrf_k": float(CONVERSATION_HYBRID["rrf_k"]),
+           "vw": float(CONVERSATION_HYBRID["weights"]["vector"]),
+           "cw": float(CONVERSATION_HYBRID["keyword"]["field_weights"]["context"])}
+"""The fusion knobs of ``CONVERSATION_HYBRID`` as the package ships it (read, not copied)."""
 DEPTH = DEFAULT_CHANNEL_DEPTH
 """Results each channel hands to fusion (the store's channel depth)."""
 CONTEXT = 2
@@ -318,8 +326,8 @@ def experiment_grids() -> dict[str, tuple[str, list[dict[str, Any]]]]:
         "keyword only (context weight tuned)": ("keyword", product_grid(cw=CONTEXT_WEIGHTS)),
         "hybrid, library defaults (rrf_k 60, 1/1), context 1": (
             "fused", [{"rrf_k": 60.0, "vw": 1.0, "cw": 1.0}]),
-        "CONVERSATION_HYBRID as shipped (rrf_k 10, vector 0.5, context 0.5)": (
-            "fused", [{"rrf_k": 10.0, "vw": 0.5, "cw": 0.5}]),
+        f"CONVERSATION_HYBRID as shipped (rrf_k {SHIPPED['rrf_k']:g}, vector "
+        f"{SHIPPED['vw']:g}, context {SHIPPED['cw']:g})": ("fused", [SHIPPED]),
         "fusion tuned (rrf_k, vector weight, context weight)": ("fused", fusion),
         "+ speaker / date as own fields (weights tuned)": (
             "fused", [g | {"sw": sw, "dw": dw} for g in near
