@@ -214,7 +214,7 @@ def test_recall_counts_accesses_in_their_own_rows(
     elsewhere = AgentMemory(memory.store).profile("alice")  # another process's view
     for r in (tea, theme):
         assert elsewhere.get(r.id).access_count == (r in counted)  # type: ignore[union-attr]
-        assert stored_record(memory.store, "alice", r.id)["access_count"] == 0  # untouched
+        assert stored_record(memory.store, "alice", r.id).get("access_count", 0) == 0  # untouched
 
 
 def test_recall_by_key_finds_the_key_among_hundreds_of_memories() -> None:
