@@ -11,6 +11,7 @@ class Calls:
 
     def __init__(self, store: Any) -> None:
         self.names: list[str] = []
+        self.kwargs: list[dict[str, Any]] = []  # each call's keyword arguments, in order
         self.hooks: dict[str, Any] = {}
         self.store = store
         self.inner = inner = store._call
@@ -20,6 +21,7 @@ class Calls:
             if hook is not None:
                 hook()
             self.names.append(fn.__name__)
+            self.kwargs.append(kwargs)
             return inner(fn, *args, **kwargs)
 
         store._call = counted

@@ -280,13 +280,23 @@ def test_a_write_without_a_key_past_its_bound_reads_only_close_candidates(
     monkeypatch.setattr(context_module, "UNKEYED_WRITE_WHOLE_MAX", 5)
     calls = Calls(store)
     bike = p.remember("Bought a red bicycle yesterday")
-    # the store's nearest (the profile's vectors, ranked in process), the record: no value
-    # of a far memory is read
+    # the store's nearest (the profile's vectors alone, ranked in process), the record: no
+    # value is read, of the profile or of a far memory
     assert calls.names == ["get", "upsert"]
+    assert calls.kwargs[0]["include"] == ["embeddings"]
     calls.stop()
     again = p.remember("Note 3 about gardening and tools")  # a restatement: replaced
     assert again.supersedes == [notes[3].id] and p.get(notes[3].id).status == "superseded"
     assert p.get(bike.id).status == "active"
+    # a process that has not read the profile takes the same route without a key
+    fresh = AgentMemory(store, config={"verification": {"search_limit": 1}})
+    calls = Calls(store)
+    fresh.profile("p").remember("Sold the old lawnmower")
+    # its first operation checks the records' format marker (once an AgentMemory), then
+    # the store's nearest and the record
+    assert calls.names == ["get", "get", "upsert"]
+    assert "ids" in calls.kwargs[0] and calls.kwargs[1]["include"] == ["embeddings"]
+    calls.stop()
     store.close()
 
 

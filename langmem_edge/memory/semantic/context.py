@@ -126,14 +126,18 @@ def plan_read_keyed(ctx: ProfileContext, record: MemoryRecord) -> Plan[ProfileCo
     """What a write needs of the profile: all of it (one search), unless the store ranks by
     vector and by keyword (``NearestKeys`` and ``KeywordSearch``: ``ChromaStore``) and the
     profile was last seen holding more than ``WRITE_WHOLE_MAX`` records (a write under a
-    key) or ``UNKEYED_WRITE_WHOLE_MAX`` (without one; ``ctx.hints``); then only the records
-    under ``record``'s key, if it has one (verification asks the store for the vector
-    candidates it needs). A write reads only active records (what it supersedes and is
-    verified against); its whole read tells the hints the profile's size."""
+    key) or ``UNKEYED_WRITE_WHOLE_MAX`` (without one; ``ctx.hints``), or, without a key, was
+    not seen at all; then only the records under ``record``'s key, if it has one
+    (verification asks the store for the vector candidates it needs). A write reads only
+    active records (what it supersedes and is verified against); its whole read tells the
+    hints the profile's size."""
     yield from plan_upgrade(ctx.store, ctx.upgrades)
     ranks = ctx.nearest and ctx.keywords and ctx.hints is not None
     most = WRITE_WHOLE_MAX if record.key else UNKEYED_WRITE_WHOLE_MAX
-    if not ranks or not ctx.hints.big(ctx.profile, most):
+    big = ctx.hints.big(ctx.profile, most) if ranks else False
+    if big is None:  # a profile this process has not read: without a key, read nothing whole
+        big = not record.key
+    if not big:
         ctx = yield from plan_read(ctx, counts=False, active=True)
         if ranks:
             ctx.hints.saw(ctx.profile, len(ctx.index.values))
