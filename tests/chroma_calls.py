@@ -6,12 +6,15 @@ from typing import Any
 
 
 class Calls:
-    """Every Chroma call ``store`` makes from now on, by method name (:attr:`names`);
-    :meth:`before` runs a function once, just before the first call of a method."""
+    """Every Chroma call ``store`` makes from now on, by method name (:attr:`names`) and,
+    with ``keep_kwargs``, each call's keyword arguments (:attr:`kwargs`: held, so not for
+    long runs); :meth:`before` runs a function once, just before the first call of a
+    method."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, *, keep_kwargs: bool = False) -> None:
         self.names: list[str] = []
-        self.kwargs: list[dict[str, Any]] = []  # each call's keyword arguments, in order
+        self.kwargs: list[dict[str, Any]] = []
+        self.keep_kwargs = keep_kwargs
         self.hooks: dict[str, Any] = {}
         self.store = store
         self.inner = inner = store._call
@@ -21,7 +24,8 @@ class Calls:
             if hook is not None:
                 hook()
             self.names.append(fn.__name__)
-            self.kwargs.append(kwargs)
+            if self.keep_kwargs:
+                self.kwargs.append(kwargs)
             return inner(fn, *args, **kwargs)
 
         store._call = counted

@@ -278,7 +278,7 @@ def test_a_write_without_a_key_past_its_bound_reads_only_close_candidates(
     p.recall("gardening")  # a whole read: the hints learn the profile's size
     assert memory.size_hints.big("p", 5) is True
     monkeypatch.setattr(context_module, "UNKEYED_WRITE_WHOLE_MAX", 5)
-    calls = Calls(store)
+    calls = Calls(store, keep_kwargs=True)
     bike = p.remember("Bought a red bicycle yesterday")
     # the store's nearest (the profile's vectors alone, ranked in process), the record: no
     # value is read, of the profile or of a far memory
@@ -290,7 +290,7 @@ def test_a_write_without_a_key_past_its_bound_reads_only_close_candidates(
     assert p.get(bike.id).status == "active"
     # a process that has not read the profile takes the same route without a key
     fresh = AgentMemory(store, config={"verification": {"search_limit": 1}})
-    calls = Calls(store)
+    calls = Calls(store, keep_kwargs=True)
     fresh.profile("p").remember("Sold the old lawnmower")
     # its first operation checks the records' format marker (once an AgentMemory), then
     # the store's nearest and the record
