@@ -75,15 +75,16 @@ WRITE_WHOLE_MAX = 200
 """Records a write under a key reads whole on such a store when the profile was last seen
 this small (:class:`SizeHints`); past it, only the records under the write's key, the store
 finding verification's candidates (``semantic/context.py`` ``plan_read_keyed``). Measured
-(``benchmarks/recall_routes.py``, p50 whole / key's records): 37 / 43 ms at 100 records,
-87 / 46 at 400, 192 / 59 at 1,000; at 100 and 200 the key's route is 0.78x-0.96x and 0.66x,
-but ~6 Chroma calls against ~3.4 (docs/benchmarks.md)."""
+(``benchmarks/recall_routes.py``, p50 key's records / whole, one run): 1.49x at 25 records,
+1.17x at 50, 0.86x at 100, 0.77x at 200, but ~6 Chroma calls against ~3.4
+(docs/benchmarks.md, twenty-ninth session)."""
 
 UNKEYED_WRITE_WHOLE_MAX = 50
-"""The same for a write without a key: past it, no profile read at all (the store finds
-verification's candidates, and only those close enough to be judged are read). Measured
-(``benchmarks/recall_routes.py``, remember p50 store / whole route, one run): 1.28-1.40x at
-25 records, 0.88-0.95x at 50, 0.68-0.77x at 100, 0.57x at 200, ~3.1 Chroma calls."""
+"""The same for a write without a key, which also reads nothing whole on a profile this
+process has not read: the store finds verification's candidates, and only those close
+enough to be judged are read. Measured (``benchmarks/recall_routes.py``, remember p50 store
+/ whole route, the same run): 1.19x at 25 records, 0.87x at 50, 0.69x at 100, 0.50x at 200,
+~3.2 Chroma calls."""
 
 LOAD_LIMIT = 100_000_000
 """``limit`` of the searches that read a whole profile (one search each: offset pages are
