@@ -268,8 +268,9 @@ UNSTORED_DEFAULTS: dict[str, Any] = {"access_count": 0, "embedding_attempts": 0,
 """Fields a stored record leaves out while they hold these defaults (``from_value`` gives
 them back). ``ChromaStore`` mirrors every numeric or bool leaf of a value as a scalar
 metadata field for filters, and Chroma reads every scalar field of each row whose document
-it returns (~3 us a field and row): no read of memory filters on these, so a record's row
-has 10 scalar fields instead of 13 (``docs/benchmarks.md``)."""
+it returns (a few microseconds a field and row, ``benchmarks/row_fields.py``): no read of
+memory filters on these, so a record's row has 10 scalar fields instead of 13
+(``docs/benchmarks.md``)."""
 
 
 LIVE = "live"
