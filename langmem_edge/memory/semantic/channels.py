@@ -6,7 +6,7 @@ them; :class:`Scope` is what a recall may return."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -25,7 +25,8 @@ from langmem_edge.memory.records import LIVE
 from langmem_edge.memory.semantic.context import ProfileContext
 
 __all__ = ["Scope", "confidence", "key_channel", "keyword_channel", "plan_nearest",
-           "plan_store_candidates", "temporal_channel", "vector_hits", "vector_ops"]
+           "plan_store_candidates", "plan_widening_nearest", "temporal_channel", "vector_hits",
+           "vector_ops"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,18 +143,40 @@ def plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
         ranked = [h for h in ctx.index.nearest(query, accept) if h[1] >= floor]
         ranked.sort(key=lambda h: (-h[1], -confidence(ctx.index, h[0]), h[0]))
         return ranked[:depth]
-    ask = depth + depth // 4 + 5
+    hits = yield from plan_widening_nearest(ctx, text, depth + depth // 4 + 5, floor=floor,
+                                            keep=accept, enough=depth,
+                                            most=len(ctx.index.values))
+    hits.sort(key=lambda h: (-h[1], -confidence(ctx.index, h[0]), h[0]))
+    return hits[:depth]
+
+
+def plan_widening_nearest(ctx: ProfileContext, text: str, ask: int, *, floor: float,
+                          keep: Callable[[str], bool], enough: int, most: int,
+                          skip: Collection[str] = (), read_missing: bool = False
+                          ) -> Plan[list[tuple[str, float]]]:
+    """The profile's records the store finds nearest to ``text`` (``nearest_keys``, keys
+    only, superseded ones too) that score at least ``floor``, are not in ``skip`` and that
+    ``keep`` accepts, as ``(key, score)`` in the store's order. Asks for ``ask`` and four
+    times more while fewer than ``enough`` are kept, the store had more to give, the last
+    still cleared ``floor`` and ``ask`` is under ``most``. ``read_missing``: the values of
+    the close records ``ctx.index`` lacks are read each round (``keep`` judges by them)."""
     near = cast(NearestKeys, ctx.store)
     while True:
         found = yield Call(near.nearest_keys, near.anearest_keys,
                            (ctx.layout.memories, text),
                            {"limit": ask, "first_text_only": True})  # a record embeds one
-        hits = [(h.key, float(h.score)) for h in found
-                if h.score >= floor and h.namespace == ctx.layout.memories and accept(h.key)]
-        if (len(hits) >= depth or len(found) < ask or found[-1].score < floor
-                or ask >= len(ctx.index.values)):
-            hits.sort(key=lambda h: (-h[1], -confidence(ctx.index, h[0]), h[0]))
-            return hits[:depth]
+        close = [h for h in found if h.score >= floor and h.namespace == ctx.layout.memories
+                 and h.key not in skip]
+        missing = [h.key for h in close if h.key not in ctx.index.values] if read_missing else []
+        if missing:
+            got = yield batch(ctx.store, [GetOp(ctx.layout.memories, k) for k in missing])
+            for it in got:
+                if it is not None and it.value.get("id") == it.key:
+                    ctx.index.apply(it.value)
+        hits = [(h.key, float(h.score)) for h in close if keep(h.key)]
+        if (len(hits) >= enough or len(found) < ask or found[-1].score < floor
+                or ask >= most):
+            return hits
         ask *= 4
 
 

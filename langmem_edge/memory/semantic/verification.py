@@ -33,21 +33,21 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langgraph.store.base import GetOp, SearchOp
+from langgraph.store.base import SearchOp
 from pydantic import BaseModel, Field
 
 from langmem_edge.memory.config import VerificationConfig
 from langmem_edge.memory.core.models import structured_runnable
-from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
-from langmem_edge.memory.core.stores import NearestKeys
+from langmem_edge.memory.core.plans import Plan, batch, invoke
 from langmem_edge.memory.index.store_io import plan_query_vector
 from langmem_edge.memory.records import LIVE, MemoryRecord
+from langmem_edge.memory.semantic.channels import plan_widening_nearest
 from langmem_edge.memory.semantic.context import ProfileContext
 from langmem_edge.retrieval.text import default_analyzer
 
@@ -217,37 +217,6 @@ MAX_NEAREST_ASK = 1_000
 ``search_limit * 4 + 5``) while the close ones it found are inactive."""
 
 
-def _plan_nearest_candidates(ctx: ProfileContext, text: str, skip: set[str],
-                             admits: Callable[[dict[str, Any] | None], bool]
-                             ) -> Plan[list[tuple[str, float, dict[str, Any]]]]:
-    """:func:`plan_candidates` on a :class:`NearestKeys` store without the profile read: the
-    store's nearest records (superseded ones too: it reads no value), of which only those
-    close enough to be judged (``min_cosine``) are read. Asks four times more while every
-    close one read is inactive and the last still clears ``min_cosine`` (a fact restated
-    many times leaves its superseded versions nearest)."""
-    cfg = ctx.config.verification
-    values = ctx.index.values
-    ask = cfg.search_limit * 4 + 5
-    while True:
-        near = cast(NearestKeys, ctx.store)
-        found = yield Call(near.nearest_keys, near.anearest_keys,
-                           (ctx.layout.memories, text), {"limit": ask, "first_text_only": True})
-        close = [h for h in found if h.namespace == ctx.layout.memories
-                 and h.score is not None and h.score >= cfg.min_cosine and h.key not in skip]
-        missing = [h.key for h in close if h.key not in values]
-        if missing:  # not read with the profile (``plan_read_keyed``)
-            got = yield batch(ctx.store, [GetOp(ctx.layout.memories, k) for k in missing])
-            for it in got:
-                if it is not None and it.value.get("id") == it.key:
-                    ctx.index.apply(it.value)
-        kept = [(h.key, float(h.score), values[h.key]) for h in close
-                if admits(values.get(h.key))]
-        if (len(kept) >= cfg.max_candidates or len(found) < ask
-                or found[-1].score < cfg.min_cosine or ask >= MAX_NEAREST_ASK):
-            return kept
-        ask *= 4
-
-
 def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable[str]
                      ) -> Plan[list[VerifyCandidate]]:
     """The stored memories a new one is judged against: active, same scope, not a task or
@@ -270,7 +239,14 @@ def plan_candidates(ctx: ProfileContext, record: MemoryRecord, exclude: Iterable
             found = [(mid, score, values[mid]) for mid, score in ctx.index.nearest(
                 query, lambda mid: mid not in skip and admits(values.get(mid)))]
         elif ctx.nearest:
-            found = yield from _plan_nearest_candidates(ctx, record.text, skip, admits)
+            # the store's nearest, superseded ones too: widened while every close one read
+            # is inactive (a fact restated many times leaves its old versions nearest)
+            values = ctx.index.values
+            hits = yield from plan_widening_nearest(
+                ctx, record.text, cfg.search_limit * 4 + 5, floor=cfg.min_cosine,
+                keep=lambda mid: admits(values.get(mid)), enough=cfg.max_candidates,
+                most=MAX_NEAREST_ASK, skip=skip, read_missing=True)
+            found = [(mid, score, values[mid]) for mid, score in hits]
         else:
             flt = {LIVE: ctx.profile, "scope": record.scope}
             (items,) = yield batch(ctx.store, [SearchOp(
