@@ -248,6 +248,37 @@ def test_the_first_search_of_a_small_namespace_is_answered_as_later_ones(
     assert first == later
 
 
+def test_hybrid_search_of_a_small_share_ranks_its_vector_channel_exactly(
+        open_store: Any) -> None:
+    """Hybrid search's vector channel follows the rule of ``search``: a namespace holding a
+    small share of the store is asked with its ``where`` once the share is seen (the first
+    search included), so its vector ranking is the exact one, not HNSW's neighbours of the
+    whole store kept to the namespace (a small ``ef_search`` makes those visibly wrong)."""
+    import numpy as np
+
+    emb = RandomEmbeddings(384)
+    store = open_store("hybrid-share", index={"dims": 384, "embed": emb, "fields": ["text"]},
+                       ef_search=1)
+    texts = {f"k{i}": f"item {i}" for i in range(2400)}
+    ops = [PutOp(("small",) if i % 6 == 0 else ("big",), f"k{i}", {"text": texts[f"k{i}"]})
+           for i in range(2400)]
+    for start in range(0, len(ops), 600):
+        store.batch(ops[start : start + 600])
+    small = [op.key for op in ops if op.namespace == ("small",)]
+    vecs = np.array(emb.embed_documents([texts[k] for k in small]))
+    vector_only = {"weights": {"vector": 1.0, "keyword": 0.0, "key": 0.0}}
+    for q in range(12):
+        query = f"q {q}"
+        exact = [small[i] for i in np.argsort(-(vecs @ np.array(emb.embed_query(query))))[:10]]
+        store._prefix_share.clear()  # as a new process
+        first = [r.key for r in store.hybrid_search(("small",), query=query, limit=10,
+                                                    hybrid=vector_only)]
+        later = [r.key for r in store.hybrid_search(("small",), query=query, limit=10,
+                                                    hybrid=vector_only)]
+        assert first == exact
+        assert later == exact
+
+
 def test_ef_search_is_set_on_the_vectors_collection(open_store: Any) -> None:
     store = open_store("ef")
     assert store._vectors.configuration["hnsw"]["ef_search"] == 1000
