@@ -301,7 +301,8 @@ class _ReferenceStore(InMemoryStore):
 
 
 class Reference:
-    """``InMemoryStore`` plus which batch wrote each live item last (``seq``)."""
+    """``InMemoryStore`` plus when each live item was written last (``seq``: its batch, then
+    its place among the batch's keys)."""
 
     def __init__(self) -> None:
         self.store = _ReferenceStore(index=make_index())
@@ -314,15 +315,18 @@ class Reference:
         from langgraph.store.base import PutOp
 
         self.clock += 1
-        last = {(ns, key): (value, index) for ns, key, value, index in puts}
-        for (ns, key), (value, index) in last.items():
+        last: dict[Name, tuple[Any, Any]] = {}
+        for ns, key, value, index in puts:  # each key at its last put (its update time)
+            last.pop((ns, key), None)
+            last[(ns, key)] = (value, index)
+        for place, ((ns, key), (value, index)) in enumerate(last.items()):
             if value is not None and index is not False and (ns, key) in self.seq:
                 self.store.batch([PutOp(ns, key, None)])  # drop the old vectors (see above)
             self.store.batch([PutOp(ns, key, value, index=index)])
             if value is None:
                 self.seq.pop((ns, key), None)
             else:
-                self.seq[(ns, key)] = self.clock
+                self.seq[(ns, key)] = self.clock * 1_000_000 + place
 
     def search_all(
         self, prefix: tuple[str, ...], query: str | None, filter: dict[str, Any] | None
@@ -331,7 +335,8 @@ class Reference:
             return self.store.search(prefix, query=query, filter=filter, limit=EVERYTHING)
 
     def newest_first(self, items: list[Any]) -> list[Any]:
-        """ChromaStore's documented order: last written first, then namespace, then key."""
+        """ChromaStore's documented order: last written first (a batch's puts in their order),
+        then namespace, then key."""
         return sorted(items, key=lambda i: (-self.seq[(tuple(i.namespace), i.key)],
                                             tuple(i.namespace), i.key))  # fmt: skip
 

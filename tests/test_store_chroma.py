@@ -250,15 +250,16 @@ def test_the_first_search_of_a_small_namespace_is_answered_as_later_ones(
 
 def test_hybrid_search_of_a_small_share_ranks_its_vector_channel_exactly(
         open_store: Any) -> None:
-    """Hybrid search's vector channel follows the rule of ``search``: a namespace holding a
-    small share of the store is asked with its ``where`` once the share is seen (the first
-    search included), so its vector ranking is the exact one, not HNSW's neighbours of the
-    whole store kept to the namespace (a small ``ef_search`` makes those visibly wrong)."""
+    """Hybrid search's vector channel, like ``search``, asks Chroma with the namespace's
+    ``where`` when the namespace holds a small share of the store, the first search of a
+    process included, so its ranking is the exact one rather than HNSW's neighbours of the
+    whole store kept to the namespace."""
     import numpy as np
 
+    from tests.chroma_calls import Calls
+
     emb = RandomEmbeddings(384)
-    store = open_store("hybrid-share", index={"dims": 384, "embed": emb, "fields": ["text"]},
-                       ef_search=1)
+    store = open_store("hybrid-share", index={"dims": 384, "embed": emb, "fields": ["text"]})
     texts = {f"k{i}": f"item {i}" for i in range(2400)}
     ops = [PutOp(("small",) if i % 6 == 0 else ("big",), f"k{i}", {"text": texts[f"k{i}"]})
            for i in range(2400)]
@@ -267,16 +268,34 @@ def test_hybrid_search_of_a_small_share_ranks_its_vector_channel_exactly(
     small = [op.key for op in ops if op.namespace == ("small",)]
     vecs = np.array(emb.embed_documents([texts[k] for k in small]))
     vector_only = {"weights": {"vector": 1.0, "keyword": 0.0, "key": 0.0}}
-    for q in range(12):
+    for q in range(6):
         query = f"q {q}"
         exact = [small[i] for i in np.argsort(-(vecs @ np.array(emb.embed_query(query))))[:10]]
         store._prefix_share.clear()  # as a new process
-        first = [r.key for r in store.hybrid_search(("small",), query=query, limit=10,
-                                                    hybrid=vector_only)]
-        later = [r.key for r in store.hybrid_search(("small",), query=query, limit=10,
-                                                    hybrid=vector_only)]
-        assert first == exact
-        assert later == exact
+        calls = Calls(store, keep_kwargs=True)
+        got = [r.key for r in store.hybrid_search(("small",), query=query, limit=10,
+                                                  hybrid=vector_only)]
+        calls.stop()
+        asked = [kw.get("where") for name, kw in zip(calls.names, calls.kwargs, strict=True)
+                 if name == "query"]
+        assert asked and asked[-1] is not None  # the last round named the namespace
+        assert got == exact
+
+
+def test_each_item_written_has_an_update_time_of_its_own(open_store: Any) -> None:
+    """The puts of one batch get update times in their order (a key put twice at its last
+    put), each later than any the store gave before; a listing returns them newest first,
+    as InMemoryStore does, and its window of recent rows holds one row per item."""
+    store = open_store("stamps")
+    store.batch([PutOp(("ns",), k, {"n": i}) for i, k in enumerate(["a", "b", "c", "a"])])
+    store.batch([PutOp(("ns",), "d", {"n": 4})])
+    items = {k: store.get(("ns",), k) for k in "abcd"}
+    assert items["b"].updated_at < items["c"].updated_at < items["a"].updated_at
+    assert items["a"].updated_at < items["d"].updated_at
+    assert items["a"].value == {"n": 3}
+    assert all(it.created_at == it.updated_at for it in items.values())
+    assert [r.key for r in store.search(("ns",), limit=10)] == ["d", "a", "c", "b"]
+    assert [r.key for r in store.search(("ns",), limit=2)] == ["d", "a"]
 
 
 def test_ef_search_is_set_on_the_vectors_collection(open_store: Any) -> None:

@@ -197,6 +197,8 @@ class ChromaStore(
         self._names = ItemNames()
         self._gens = Generations()
         self._listing_hints = ListingHints()
+        self._stamp_lock = threading.Lock()
+        self._last_stamp = 0.0  # see WriteMixin._stamps
         self._prefix_share: dict[tuple[str, ...], float] = {}  # see SearchMixin._gather
         self._large_prefixes: dict[tuple[str, ...], int] = {}  # see _rank_in_process
         self._large_keyword_scopes: dict[tuple[str, ...], int] = {}  # see KeywordMixin
@@ -307,7 +309,11 @@ class ChromaStore(
         refresh: dict[str, dict[str, Any]] = {}
 
         gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
-        puts = {(op.namespace, op.key): op for op in ops if isinstance(op, PutOp)}
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:  # the last put of a key wins, in its place (its update time follows)
+            if isinstance(op, PutOp):
+                puts.pop((op.namespace, op.key), None)
+                puts[(op.namespace, op.key)] = op
         rows = None
         if gets and puts:  # one read for both: the gets' rows and the rows the puts replace
             rows = self._get_rows(list(dict.fromkeys(

@@ -52,6 +52,13 @@ server: readers on other threads never saw part of one upsert or update of 200 o
 3,000 rows left each one whole or absent (12 kills). Larger batches are split into several
 calls (the client's maximum batch size) and promise nothing."""
 
+STAMP_STEP = 1e-6
+"""Seconds between the update times of two items this store writes: each item a process
+writes gets its own, later than every one it gave before (the items of one batch in the
+batch's order), so a listing's window of recent rows (``store/listing.py``) holds about the
+rows it returns, not every row of a batch that shares one time
+(``benchmarks/listing_routes.py``)."""
+
 MAX_WRITTEN_KEPT = 100_000
 """Item ids whose last write this process remembers for the TTL refresh (then it forgets
 them all and skips refreshing rows read before that moment)."""
@@ -80,6 +87,8 @@ class WriteMixin:
     _get_rows: Callable[..., layout.Rows]
     _row_dims: int
     _ttl_minutes: Callable[[Any], float | None]
+    _stamp_lock: threading.Lock
+    _last_stamp: float
     _statistics: PlannerStatistics
 
     @property
@@ -115,6 +124,16 @@ class WriteMixin:
     async def adelete_prefix(self, namespace_prefix: tuple[str, ...], /) -> int:
         """``delete_prefix`` on a worker thread."""
         return await run_in_executor(None, self.delete_prefix, tuple(namespace_prefix))
+
+    def _stamps(self, now: float, n: int) -> list[float]:
+        """``n`` update times from ``now`` on, each later than every one given before
+        (:data:`STAMP_STEP` apart)."""
+        with self._stamp_lock:
+            first = max(now, self._last_stamp + STAMP_STEP)
+            stamps = [first + i * STAMP_STEP for i in range(n)]
+            if stamps:
+                self._last_stamp = stamps[-1]
+        return stamps
 
     def _run_puts(
         self,
@@ -177,7 +196,8 @@ class WriteMixin:
         firsts: dict[str, list[float] | None] = {}  # item id -> its first vector, if any
         stale: list[str] = []
         deletes: list[str] = []
-        for iid, (op, value_json, ttl_exp) in zip(ids, plans, strict=True):
+        stamps = self._stamps(now, len(plans))
+        for iid, (op, value_json, ttl_exp), stamp in zip(ids, plans, stamps, strict=True):
             prev = old.get(iid)
             if value_json is None:
                 if prev:
@@ -217,8 +237,8 @@ class WriteMixin:
                 op.key,
                 value_json,
                 op.value,  # type: ignore[arg-type]
-                created_at=float(prev["ca"]) if prev else now,
-                updated_at=now,
+                created_at=float(prev["ca"]) if prev else stamp,
+                updated_at=stamp,
                 exp=exp,
                 ttl_minutes=ttl,
                 n_vectors=n_vectors,
