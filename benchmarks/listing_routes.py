@@ -53,7 +53,7 @@ SHIPPED_BETWEEN = listing.MIN_OFFSET_BETWEEN
 
 
 def put_all(store: ChromaStore, items: list[tuple[tuple[str, ...], str, dict]], batch: int,
-            step: float) -> None:
+            step: int) -> None:
     writes.STAMP_STEP = step
     try:
         for start in range(0, len(items), batch):
@@ -99,7 +99,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()}", flush=True)
     try:
         stores = {}
-        for name, step in (("tied", 0.0), ("distinct", SHIPPED_STEP)):
+        for name, step in (("tied", 0), ("distinct", SHIPPED_STEP)):
             stores[name] = ChromaStore.from_path(
                 os.path.join(root, name), index={"dims": DIMS, "embed": embed,
                                                  "fields": ["text"]})
@@ -120,7 +120,7 @@ def main() -> None:
         for rnd in range(args.rounds + 1):
             for name, store in stores.items():
                 put_all(store, new[rnd], len(new[rnd]),
-                        0.0 if name == "tied" else SHIPPED_STEP)
+                        0 if name == "tied" else SHIPPED_STEP)
             cases = [namespaces[rng.randrange(NAMESPACES)] for _ in range(args.cases)]
             for j, ns in enumerate(cases):
                 turn = candidates[j % len(candidates):] + candidates[: j % len(candidates)]

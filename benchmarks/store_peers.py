@@ -8,7 +8,8 @@
 The peers: ``ChromaStore.from_path`` (a folder under ``--tmp``, tmpfs by default), Chroma's
 floor (``raw Chroma (floor)``, :class:`RawChroma`: each figure as the one raw chromadb call it
 needs, on one collection of every item; ``--no-floor`` skips it),
-``ChromaStore.from_url`` with ``--server`` (a throwaway ``chroma run``), ``PostgresStore`` with
+``ChromaStore.from_url`` with ``--server`` (a throwaway ``chroma run``; with it, the same
+floor on that server, ``raw Chroma server (floor)``), ``PostgresStore`` with
 pgvector (HNSW index, cosine, on a Postgres cluster this script creates with ``initdb`` in a
 temp folder, starts on 127.0.0.1 and a free port, and stops by its PID at the end),
 ``SqliteStore`` with its sqlite-vec index (exact: ``vec_distance_cosine`` over the rows; run
@@ -70,11 +71,13 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import chromadb
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -134,10 +137,8 @@ class RawChroma:
     a listing is Chroma's row order (it cannot sort), ``list_namespaces`` reads every row's
     metadata, a put is one upsert. What ``ChromaStore`` adds on top is the difference."""
 
-    def __init__(self, folder: str, embed: LookupEmbeddings, ef_search: int) -> None:
-        import chromadb
-
-        self.client = chromadb.PersistentClient(folder)
+    def __init__(self, client: Any, embed: LookupEmbeddings, ef_search: int) -> None:
+        self.client = client  # a PersistentClient, or an HttpClient for the server's floor
         self.col = self.client.create_collection(
             "raw", embedding_function=None,
             configuration={"hnsw": {"space": "cosine", "ef_search": ef_search,
@@ -313,11 +314,17 @@ def open_stores(args: argparse.Namespace, embed: LookupEmbeddings, tmp: str
             raw_dir = tempfile.mkdtemp(prefix="chroma-raw-", dir=tmp)
             stack.callback(shutil.rmtree, raw_dir, True)
             stores["raw Chroma (floor)"] = RawChroma(  # type: ignore[assignment]
-                raw_dir, embed, stores["ChromaStore folder"].ef_search)
+                chromadb.PersistentClient(raw_dir), embed,
+                stores["ChromaStore folder"].ef_search)
         if args.server:
             url = stack.enter_context(chroma_server())
             stores["ChromaStore server"] = stack.enter_context(
                 ChromaStore.from_url(url, index=index))
+            if not args.no_floor:
+                parts = urllib.parse.urlsplit(url)
+                stores["raw Chroma server (floor)"] = RawChroma(  # type: ignore[assignment]
+                    chromadb.HttpClient(host=parts.hostname, port=parts.port), embed,
+                    stores["ChromaStore server"].ef_search)
         if not args.no_postgres:
             from langgraph.store.postgres import PostgresStore
 

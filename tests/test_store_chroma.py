@@ -298,6 +298,43 @@ def test_each_item_written_has_an_update_time_of_its_own(open_store: Any) -> Non
     assert [r.key for r in store.search(("ns",), limit=2)] == ["d", "a"]
 
 
+def test_a_deep_page_placed_by_counting_is_the_exact_page(open_store: Any) -> None:
+    """Pages past ``MIN_OFFSET_BETWEEN`` are placed by id-only reads and read only their own
+    rows: after items were rewritten, deleted, added and left to expire since the prefix was
+    last read whole, each page is still the one the whole order gives."""
+    from langmem_edge.store import listing
+
+    store = open_store("deep")
+    ns = ("deep",)
+    for start in range(0, 700, 100):
+        store.batch([PutOp(ns, f"k{i:03d}", {"n": i}) for i in range(start, start + 100)])
+    store.batch([PutOp(("other",), f"o{i}", {"n": i}) for i in range(200)])
+    assert len(store.search(ns, limit=1000)) == 700  # read whole: the times are remembered
+    clock = store._clock()
+    store.batch([PutOp(ns, f"k{i:03d}", {"n": -i}) for i in (5, 250, 333, 501, 650)])
+    store.batch([PutOp(ns, f"k{i:03d}", None) for i in (1, 320, 444, 600, 699)])
+    store.batch([PutOp(ns, f"new{i}", {"n": i}) for i in range(5)])
+    store.batch([PutOp(ns, f"ttl{i}", {"n": i}, ttl=1.0) for i in range(3)])
+    store._clock = lambda: clock + 3600  # the TTL items have expired, not yet swept
+    keys = [f"k{i:03d}" for i in range(700)] + [f"new{i}" for i in range(5)]
+    items = [it for it in (store.get(ns, k) for k in keys) if it is not None]
+    exact = [it.key for it in sorted(items, key=lambda it: (-it.updated_at.timestamp(),
+                                                             it.key))]
+    placed = []
+    original = store._page_between
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        page = original(*args, **kwargs)
+        placed.append(page is not None)
+        return page
+
+    store._page_between = counted
+    for offset in range(listing.MIN_OFFSET_BETWEEN, 700, 30):
+        got = [r.key for r in store.search(ns, limit=10, offset=offset)]
+        assert got == exact[offset : offset + 10], offset
+    assert placed and all(placed)
+
+
 def test_ef_search_is_set_on_the_vectors_collection(open_store: Any) -> None:
     store = open_store("ef")
     assert store._vectors.configuration["hnsw"]["ef_search"] == 1000

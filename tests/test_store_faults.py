@@ -305,9 +305,10 @@ def test_a_listing_reads_about_what_it_returns(chroma_store_factory: Any) -> Non
     store._call = counting
     for offset in (0, 10, 90):
         page = [i.key for i in store.search(NS, limit=10, offset=offset)]
-        expected = ["k0007", *[f"k{i:04d}" for i in range(1500, 2000)]]  # ties: by key
+        # a batch's items newest first in the batch's order (each has its own time)
+        expected = ["k0007", *[f"k{i:04d}" for i in range(1999, 1499, -1)]]
         assert page == expected[offset : offset + 10]
-    assert max(rows_read) <= 600  # a window of the newest batch, never the 2,000 rows
+    assert max(rows_read) <= 150  # a window of about the rows asked for, never 2,000
     store._clock = lambda: t0 + 6000
     store.put(NS, "k1234", {"i": 1234, "moved": True})  # a write since the hint
     assert [i.key for i in store.search(NS, limit=2)] == ["k1234", "k0007"]
@@ -364,7 +365,9 @@ def test_fake_cosine_helper_is_a_cosine() -> None:
 def test_listing_pages_stay_exact_under_updates_deletes_and_expiry(
     chroma_store_factory: Any,
 ) -> None:
-    """Hints go stale as other writes land; every page must still be the reference's."""
+    """Hints go stale as other writes land; every page must still be the reference's (the
+    model's update time of an item: the clock, then the order of the writes at that time)."""
+    import itertools
     import random
 
     from langgraph.store.base import PutOp
@@ -373,10 +376,11 @@ def test_listing_pages_stay_exact_under_updates_deletes_and_expiry(
     store = chroma_store_factory(ttl={"refresh_on_read": False})
     t = [1_000_000.0]
     store._clock = lambda: t[0]
-    model: dict[str, float] = {}
+    written = itertools.count()
+    model: dict[str, tuple[float, int]] = {}
     for i in range(0, 360, 40):
         store.batch([PutOp(NS, f"k{j:03d}", {"j": j}) for j in range(i, i + 40)])
-        model.update({f"k{j:03d}": t[0] for j in range(i, i + 40)})
+        model.update({f"k{j:03d}": (t[0], next(written)) for j in range(i, i + 40)})
         t[0] += 1
     for _ in range(12):
         for _ in range(rng.randint(1, 8)):
@@ -387,12 +391,12 @@ def test_listing_pages_stay_exact_under_updates_deletes_and_expiry(
             else:
                 expiring = rng.random() < 0.2
                 store.put(NS, k, {"r": rng.random()}, ttl=0.01 if expiring else None)
-                model[k] = t[0]
+                model[k] = (t[0], next(written))
                 if expiring:
-                    model[k] = -1.0  # gone once the clock moves past its minute
+                    model[k] = (-1.0, 0)  # gone once the clock moves past its minute
         t[0] += 2
-        live = sorted((k for k, ua in model.items() if ua >= 0), key=lambda k: (-model[k], k))
-        model = {k: ua for k, ua in model.items() if ua >= 0}
+        model = {k: ua for k, ua in model.items() if ua[0] >= 0}
+        live = sorted(model, key=lambda k: (-model[k][0], -model[k][1]))
         for offset in (0, 10, 30, 50, 90, 115, 200, 210, 300, 310):
             got = [i.key for i in store.search(NS, limit=10, offset=offset)]
             assert got == live[offset : offset + 10], (offset, len(live))

@@ -198,7 +198,7 @@ class ChromaStore(
         self._gens = Generations()
         self._listing_hints = ListingHints()
         self._stamp_lock = threading.Lock()
-        self._last_stamp = 0.0  # see WriteMixin._stamps
+        self._last_stamp = 0  # microseconds; see WriteMixin._stamps
         self._prefix_share: dict[tuple[str, ...], float] = {}  # see SearchMixin._gather
         self._large_prefixes: dict[tuple[str, ...], int] = {}  # see _rank_in_process
         self._large_keyword_scopes: dict[tuple[str, ...], int] = {}  # see KeywordMixin

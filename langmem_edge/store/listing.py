@@ -19,6 +19,7 @@ from langmem_edge.store.ranking import ExplainedItem, passes, search_item
 
 __all__ = [
     "MAX_LISTING_HINT",
+    "MAX_EXPIRED_SKIPPED",
     "MAX_LISTING_KEYS",
     "MIN_WHOLE_LISTING",
     "MIN_OFFSET_BETWEEN",
@@ -29,13 +30,16 @@ __all__ = [
 MAX_LISTING_HINT = 10_000
 """Listing positions whose update times a store remembers per (prefix, filter)."""
 
-MIN_OFFSET_BETWEEN = 300
-"""Offset from which a page is placed by an id-only count and read as a bounded window
-(:meth:`ListingMixin._page_between`: two filtered ``get`` calls) instead of reading every row
-from the newest on (one ``get`` of ``offset + limit`` rows at ~4 us per field each). Measured
-A/B in one process on a 1k-item namespace (p50 of 20, busy machine): offset 190, count route
-53-62 ms against 40-54 ms reading; offset 490, 59-68 against 101-120 ms; offset 890, 77-89
-against 178-190 ms."""
+MIN_OFFSET_BETWEEN = 250
+"""Offset from which a page without a filter is placed by id-only reads and only its rows are
+read whole (:meth:`ListingMixin._page_between`) instead of reading every row from the newest
+on (one ``get`` of ``offset + limit`` rows). ``benchmarks/listing_routes.py`` at 10,000 items
+(p50, limit 10): offset 90, 7.1 ms counting against 5.2 reading; 290, 10.6 against 11.8; 590,
+15.8 against 21.9."""
+
+MAX_EXPIRED_SKIPPED = 1000
+"""Most expired rows (not swept yet) a page placed by counting reads by id; with more, the page
+is read from the newest row on."""
 
 MAX_LISTING_KEYS = 4096
 """(prefix, filter) pairs whose listing hints a store remembers (then it starts over)."""
@@ -53,6 +57,8 @@ class ListingMixin:
     _call: Callable[..., Any]
     _items: Any
     _scan_items: Callable[..., list[dict[str, Any]]]
+    _get_rows: Callable[..., layout.Rows]
+    _row_dims: int
     _search_where: Callable[[SearchOp], dict[str, Any] | None]
 
     def _search_unranked(
@@ -139,31 +145,50 @@ class ListingMixin:
         self, op: SearchOp, key: tuple[tuple[str, ...], str], now: float,
         vectors: dict[tuple[str, str], Any] | None = None,
     ) -> list[tuple[ExplainedItem, dict[str, Any]]] | None:
-        """A later page without a filter, reading about ``limit`` rows: the rows updated
-        within ``[lo, hi]`` (the hinted update times at the page's first and last positions),
-        placed by counting (ids only) the live rows updated after ``hi``. Exact when that
-        count is at most ``offset`` and the window reaches ``offset + limit``; None otherwise
-        (then the caller reads from the newest row on)."""
-        bounds = self._listing_hints.bounds(key, op.offset, op.limit)
+        """A later page without a filter, reading about ``3 * limit`` rows: those updated
+        within ``[lo, hi]``, the hinted update times ``limit`` positions past the page's last
+        and before its first (so up to ``limit`` rows written or deleted ahead of the page
+        since the hints were taken leave it inside).
+
+        Three id-only reads place it: the prefix's rows updated at or after ``lo``, then those
+        updated after ``hi`` (their number, less the expired ones, is how many rows come
+        before the window), then the expired rows of the store (few: the sweeper deletes
+        them). The window is the first set less the other two, and only its rows are read
+        whole. Each read names one range of ``ua`` and the prefix, which Chroma answers from
+        its indexes; a range on both sides, or ``exp > now`` (true of nearly every row), made
+        Chroma intersect sets of nearly every row (``benchmarks/listing_routes.py``). A row
+        rewritten between the reads is newer than ``hi`` in the second and so not in the
+        window; one rewritten later, or a window that does not reach the page, returns None
+        (the caller reads from the newest row on)."""
+        bounds = self._listing_hints.bounds(key, op.offset, op.limit, margin=op.limit)
         if bounds is None:
             return None
         lo, hi = bounds
         prefix = layout.prefix_where(tuple(op.namespace_prefix))
-        alive = {"exp": {"$gt": now}}
-        newer = self._call(
-            self._items.get,
-            where=layout.and_where([prefix, {"ua": {"$gt": hi}}, alive]),
-            include=[],
-        )
-        before = len(newer["ids"])
-        window = self._scan_items(
-            layout.and_where([prefix, {"ua": {"$gte": lo}}, {"ua": {"$lte": hi}}]), now, vectors
-        )
-        start = op.offset - before
+        since = self._call(self._items.get, where=layout.and_where([prefix, {"ua": {"$gte": lo}}]),
+                           include=[])["ids"]
+        newer = set(self._call(self._items.get,
+                               where=layout.and_where([prefix, {"ua": {"$gt": hi}}]),
+                               include=[])["ids"])
+        expired = self._call(self._items.get, where={"exp": {"$lte": now}}, include=[],
+                             limit=MAX_EXPIRED_SKIPPED + 1)["ids"]
+        if len(expired) > MAX_EXPIRED_SKIPPED:
+            return None
+        gone = set(expired)
+        start = op.offset - len(newer - gone)
+        window = [i for i in since if i not in newer and i not in gone]
         if start < 0 or start + op.limit > len(window):
             return None
-        window.sort(key=newest_first)
-        return _page(window, start, op.limit)
+        rows = self._get_rows(window, now=now, vectors=vectors is not None and self._row_dims > 0)
+        if any(not lo <= float(m["ua"]) <= hi for m in rows.metas.values()):
+            return None  # rewritten after the reads: its place is not known
+        if vectors is not None:
+            vectors.update(((m["ns"], m["k"]), rows.vectors[i]) for i, m in rows.metas.items()
+                           if m.get("nv") and i in rows.vectors)
+        page = sorted(rows.metas.values(), key=newest_first)
+        if start + op.limit > len(page):
+            return None
+        return _page(page, start, op.limit)
 
 
 def _page(
@@ -197,13 +222,16 @@ class ListingHints:
         return times[want - 1]
 
     def bounds(
-        self, key: tuple[tuple[str, ...], str], offset: int, limit: int
+        self, key: tuple[tuple[str, ...], str], offset: int, limit: int, margin: int = 0
     ) -> tuple[float, float] | None:
-        """The hinted update times at positions ``offset`` and ``offset + limit - 1``."""
+        """The hinted update times at positions ``offset + limit - 1 + margin`` (or the last
+        known) and ``offset - margin`` (or the first), or None when the page's positions are
+        not all known."""
         times = self._times.get(key)
         if not times or len(times) < offset + limit or limit <= 0:
             return None
-        return times[offset + limit - 1], times[offset]
+        return (times[min(len(times) - 1, offset + limit - 1 + margin)],
+                times[max(0, offset - margin)])
 
     def learn(self, key: tuple[tuple[str, ...], str], times: list[float]) -> None:
         """The whole prefix was read: ``times`` are its rows' update times, newest first."""

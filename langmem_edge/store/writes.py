@@ -52,12 +52,12 @@ server: readers on other threads never saw part of one upsert or update of 200 o
 3,000 rows left each one whole or absent (12 kills). Larger batches are split into several
 calls (the client's maximum batch size) and promise nothing."""
 
-STAMP_STEP = 1e-6
-"""Seconds between the update times of two items this store writes: each item a process
-writes gets its own, later than every one it gave before (the items of one batch in the
-batch's order), so a listing's window of recent rows (``store/listing.py``) holds about the
-rows it returns, not every row of a batch that shares one time
-(``benchmarks/listing_routes.py``)."""
+STAMP_STEP = 1
+"""Microseconds between the update times of two items this store writes: each item a process
+writes gets its own, on the microsecond (as ``datetime`` keeps it), later than every one it
+gave before (the items of one batch in the batch's order), so a listing's window of recent
+rows (``store/listing.py``) holds about the rows it returns, not every row of a batch that
+shares one time (``benchmarks/listing_routes.py``)."""
 
 MAX_WRITTEN_KEPT = 100_000
 """Item ids whose last write this process remembers for the TTL refresh (then it forgets
@@ -88,7 +88,7 @@ class WriteMixin:
     _row_dims: int
     _ttl_minutes: Callable[[Any], float | None]
     _stamp_lock: threading.Lock
-    _last_stamp: float
+    _last_stamp: int
     _statistics: PlannerStatistics
 
     @property
@@ -126,14 +126,14 @@ class WriteMixin:
         return await run_in_executor(None, self.delete_prefix, tuple(namespace_prefix))
 
     def _stamps(self, now: float, n: int) -> list[float]:
-        """``n`` update times from ``now`` on, each later than every one given before
-        (:data:`STAMP_STEP` apart)."""
+        """``n`` update times (epoch seconds, whole microseconds) from ``now`` on, each later
+        than every one given before (:data:`STAMP_STEP` apart)."""
         with self._stamp_lock:
-            first = max(now, self._last_stamp + STAMP_STEP)
+            first = max(round(now * 1_000_000), self._last_stamp + STAMP_STEP)
             stamps = [first + i * STAMP_STEP for i in range(n)]
             if stamps:
                 self._last_stamp = stamps[-1]
-        return stamps
+        return [us / 1_000_000 for us in stamps]
 
     def _run_puts(
         self,
