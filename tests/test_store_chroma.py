@@ -335,6 +335,28 @@ def test_a_deep_page_placed_by_counting_is_the_exact_page(open_store: Any) -> No
     assert placed and all(placed)
 
 
+def test_a_vector_search_without_a_filter_is_two_chroma_calls(open_store: Any) -> None:
+    """A namespace holding a small share of a large store (ranked by Chroma, not in process):
+    once its share is known, a search without a filter is one query of the item rows, their
+    documents with the distances, and one of the later texts' rows; nothing is read again."""
+    from tests.chroma_calls import Calls
+
+    emb = RandomEmbeddings(64)
+    store = open_store("two-calls", index={"dims": 64, "embed": emb, "fields": ["text"]},
+                       ranking="vector")
+    ops = [PutOp(("small",) if i % 6 == 0 else ("big",), f"k{i}", {"text": f"item {i}"})
+           for i in range(2400)]
+    for start in range(0, len(ops), 600):
+        store.batch(ops[start : start + 600])
+    store.search(("small",), query="first", limit=10)  # learns the share
+    calls = Calls(store, keep_kwargs=True)
+    got = store.search(("small",), query="second", limit=10)
+    calls.stop()
+    assert len(got) == 10 and all(r.value["text"].startswith("item") for r in got)
+    assert calls.names == ["query", "query"]
+    assert "documents" in calls.kwargs[0]["include"]
+
+
 def test_ef_search_is_set_on_the_vectors_collection(open_store: Any) -> None:
     store = open_store("ef")
     assert store._vectors.configuration["hnsw"]["ef_search"] == 1000

@@ -108,6 +108,7 @@ class SearchMixin:
     _prefix_share: dict[tuple[str, ...], float]
     _large_prefixes: dict[tuple[str, ...], int]
     _list_together: Callable[..., dict[int, list[tuple[ExplainedItem, dict[str, Any]]]]]
+    _read_rows: Callable[..., list[dict[str, Any] | None]]
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -259,12 +260,17 @@ class SearchMixin:
         self, op: SearchOp, query: list[float], want: int, now: float
     ) -> list[tuple[Hit, dict[str, Any]]]:
         """Vector-channel hits that are alive and pass the filter, best first, >= ``want``."""
+        # Without a filter only expiry rejects a hit under the prefix: a round that names the
+        # prefix asks for about the page and reads its rows' documents with the distances
+        # (one Chroma call, not two: benchmarks/store_peers.py)
         return self._gather(
             op,
             query,
             want,
             lambda hits, rows: self._admit(hits, op, want, now, rows),
             factor=CANDIDATE_FACTOR,
+            filtered_factor=CANDIDATE_FACTOR if op.filter else 1,
+            hit_documents=None if op.filter else {},
         )
 
     def _gather(
@@ -275,11 +281,16 @@ class SearchMixin:
         admit: Callable[[list[Hit], dict[str, dict[str, Any]]], list[_T]],
         *,
         factor: int,
+        filtered_factor: int | None = None,
         first_text_only: bool = False,
+        hit_documents: dict[str, str | None] | None = None,
     ) -> list[_T]:
         """Ask Chroma for neighbours until ``admit`` keeps ``want`` of them or none are left.
 
-        The first round asks for ``want * factor`` per indexed path, plus 10.
+        The first round asks for ``want * factor`` per indexed path, plus 10 (``want *
+        filtered_factor`` when it names the prefix at once). With ``hit_documents``, a round
+        that names the prefix reads the item rows' documents with the distances and hands
+        their rows to ``admit`` (which then reads only what they miss).
 
         Chroma evaluates a ``where`` by scanning every row it matches (a ``where`` matching
         all 10k rows turns a 3 ms query into a 40 ms one), so the first try asks for
@@ -297,17 +308,27 @@ class SearchMixin:
         """
         if want <= 0:
             return []
-        n = want * factor * max(1, len(self._fields)) + 10
         prefix = tuple(op.namespace_prefix)
         # no prefix: nothing for Chroma to filter on; a prefix seen to hold less than
         # UNFILTERED_MIN_SHARE of the neighbours: filter at once (exact, where HNSW's
         # neighbours of the whole store kept to the prefix missed some)
         share = self._prefix_share.get(prefix, 1.0)
         filtered = not prefix or share < UNFILTERED_MIN_SHARE
+        paths = max(1, len(self._fields))
+        first_filtered = want * (filtered_factor or factor) * paths + 10
+        n = first_filtered if filtered else want * factor * paths + 10
         rows: dict[str, dict[str, Any]] = {}
         while True:
+            documents = hit_documents if filtered else None
             hits, returned = self._vector_round(op, query, n, filtered=filtered,
-                                                first_text_only=first_text_only)
+                                                first_text_only=first_text_only,
+                                                hit_documents=documents)
+            if documents:
+                todo = [h.item_id for h in hits if h.item_id not in rows
+                        and h.item_id in documents]
+                decoded = self._read_rows(todo, [documents[i] for i in todo])
+                rows.update((i, m) for i, m in zip(todo, decoded, strict=True)
+                            if m is not None)
             if not filtered:
                 seen = len(hits)
                 hits = self._within_prefix(hits, prefix)
@@ -319,7 +340,7 @@ class SearchMixin:
                         # a minority of the store: its best lie anywhere in HNSW's
                         # approximate neighbours of the whole store; ask as the next
                         # search will, filtered (exact where the unfiltered round was not)
-                        filtered = True
+                        filtered, n = True, first_filtered
                         continue
             kept = admit(hits, rows)
             if len(kept) >= want or returned < n:
@@ -336,6 +357,7 @@ class SearchMixin:
     def _vector_round(
         self, op: SearchOp, query: list[float], n: int, *, filtered: bool,
         first_text_only: bool = False, documents: dict[str, str] | None = None,
+        hit_documents: dict[str, str | None] | None = None,
     ) -> tuple[list[Hit], int]:
         """One vector query for ``n`` neighbours, ids and distances only, on the item rows
         (first texts) and on the later texts' rows: the pooled hits, and how many rows Chroma
@@ -349,7 +371,8 @@ class SearchMixin:
         only, and the filter is checked on its item row); else the hits may lie anywhere in
         the store. ``first_text_only``: the item rows alone. ``documents``: where a prefix
         ranked in process puts every item row's document, read in the same ``get`` as the
-        vectors (a hybrid search's keyword channel and results use them)."""
+        vectors (a hybrid search's keyword channel and results use them). ``hit_documents``:
+        where a round Chroma answers puts the documents of the item rows it returns."""
         prefix = tuple(op.namespace_prefix)
         targets = [(self._items, self._search_where(op))]  # first texts, then later ones
         if not first_text_only:
@@ -362,14 +385,17 @@ class SearchMixin:
         dists: list[float] = []
         returned = 0
         for collection, where in targets:
+            docs = hit_documents is not None and collection is self._items
             res = self._call(
                 collection.query,
                 query_embeddings=[query],
                 n_results=n,
                 where=where if filtered else None,
-                include=["distances"],
+                include=["distances", "documents"] if docs else ["distances"],
             )
             found = (res.get("ids") or [[]])[0]
+            if docs and found:
+                hit_documents.update(zip(found, res["documents"][0], strict=True))  # type: ignore[union-attr]
             ids += found
             dists += res["distances"][0] if found else []
             returned = max(returned, len(found))
