@@ -56,6 +56,7 @@ class HybridMixin:
     _vector_round: Callable[..., tuple[list[Hit], int]]
     _within_prefix: Callable[[list[Hit], tuple[str, ...]], list[Hit]]
     _current: Callable[[list[Hit]], list[Hit]]
+    _rows_from: Callable[..., None]
     _should_refresh: Callable[[bool | None], bool]
     _refresh_ttl: Callable[..., None]
 
@@ -218,16 +219,6 @@ class HybridMixin:
             (ExplainedItem(search_item(rows[h.id], h.score), h.explain()), rows[h.id])
             for h in fused
         ]
-
-    def _rows_from(self, documents: dict[str, str], ids: list[str], now: float,
-                   rows: dict[str, dict[str, Any]]) -> None:
-        """The rows of ``ids`` not in ``rows`` yet, decoded from their ``documents`` (read
-        with the prefix's vectors), into ``rows`` when alive at ``now``."""
-        todo = [i for i in dict.fromkeys(ids) if i not in rows and i in documents]
-        if todo:
-            read = self._read_rows(todo, [documents[i] for i in todo])
-            rows.update((i, row) for i, row in zip(todo, read, strict=True)
-                        if row is not None and row["exp"] > now)
 
     def _admit_fused(
         self, fused: list[FusedHit], want: int, now: float, rows: dict[str, dict[str, Any]],

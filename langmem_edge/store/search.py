@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from langchain_core.embeddings import Embeddings
@@ -262,7 +262,7 @@ class SearchMixin:
         """Vector-channel hits that are alive and pass the filter, best first, >= ``want``."""
         # Without a filter only expiry rejects a hit under the prefix: a round that names the
         # prefix asks for about the page and reads its rows' documents with the distances
-        # (one Chroma call, not two: benchmarks/store_peers.py)
+        # (no ``get`` after the query: benchmarks/vector_hit_rows.py)
         return self._gather(
             op,
             query,
@@ -323,12 +323,8 @@ class SearchMixin:
             hits, returned = self._vector_round(op, query, n, filtered=filtered,
                                                 first_text_only=first_text_only,
                                                 hit_documents=documents)
-            if documents:
-                todo = [h.item_id for h in hits if h.item_id not in rows
-                        and h.item_id in documents]
-                decoded = self._read_rows(todo, [documents[i] for i in todo])
-                rows.update((i, m) for i, m in zip(todo, decoded, strict=True)
-                            if m is not None)
+            if documents:  # expired ones too: ``admit`` rejects them without a read
+                self._rows_from(documents, [h.item_id for h in hits], None, rows)
             if not filtered:
                 seen = len(hits)
                 hits = self._within_prefix(hits, prefix)
@@ -439,6 +435,17 @@ class SearchMixin:
         distances = cosine_distances(embeddings, query)
         best = sorted(range(len(ids)), key=lambda i: (distances[i], ids[i]))[:n]
         return pool_vector_hits([ids[i] for i in best], [distances[i] for i in best]), len(best)
+
+    def _rows_from(self, documents: Mapping[str, str | None], ids: list[str],
+                   now: float | None, rows: dict[str, dict[str, Any]]) -> None:
+        """The rows of ``ids`` not in ``rows`` yet, decoded from their ``documents`` (read
+        with the vectors or the distances), into ``rows``; with ``now``, only those alive
+        then."""
+        todo = [i for i in dict.fromkeys(ids) if i not in rows and i in documents]
+        if todo:
+            read = self._read_rows(todo, [documents[i] for i in todo])
+            rows.update((i, row) for i, row in zip(todo, read, strict=True)
+                        if row is not None and (now is None or row["exp"] > now))
 
     def _within_prefix(self, hits: list[Hit], prefix: tuple[str, ...]) -> list[Hit]:
         """The hits whose items lie under ``prefix``, in order.
