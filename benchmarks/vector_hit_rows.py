@@ -1,11 +1,20 @@
-"""How a vector search without a filter gets its hits' rows (issue 33: one round trip where the
-database allows), the two routes side by side on the same stores.
+"""How a vector search gets its hits' rows (issue 33: one round trip where the database allows),
+the two routes side by side on the same stores, without a filter and (``--filtered``) with one
+Chroma evaluates whole (``{"kind": ...}``, a quarter of each namespace).
 
-- **in the query** (shipped): the round that names the prefix asks Chroma for the page plus
-  10 neighbours with their documents, so the hits' rows come with the distances: two Chroma
-  calls (the item rows' query, the later texts' query);
+- **in the query** (shipped): the round that names the prefix (and the filter) asks Chroma for
+  the page plus 10 neighbours with their documents, so the hits' rows come with the
+  distances: two Chroma calls (the item rows' query, the later texts' query);
 - **read after**: the query asks for ``3 x`` the page plus 10 neighbours, ids and distances
-  only, and the rows of the best are read by id afterwards (``get``): three calls.
+  only, and the rows of the best are read by id afterwards (``get``): three calls (the route
+  of every search before the thirtieth session, and of filtered ones before the
+  thirty-first);
+- with ``--filtered``, also **ranked in process**: the filtered subset of a namespace (a
+  quarter of it: 250 rows at 10,000 items, under ``LOCAL_RANK_ROWS``) read whole with its
+  vectors and ranked in Python, the page's rows read after (three calls). Which route a
+  filtered search takes depends on whether the store has seen the namespace whole exceed
+  ``LOCAL_RANK_ROWS`` (an unfiltered search of it has, as in ``store_peers.py``); each route
+  here is told so before each search.
 
 Both run on the same ``ChromaStore`` (a folder, and with ``--server`` a throwaway ``chroma run``
 too), filled with ``--items`` items in 10 namespaces (384-d lookup vectors, never a model); the
@@ -17,6 +26,7 @@ keys.
 Run (about two minutes on 2 cores)::
 
     python benchmarks/vector_hit_rows.py --server
+    python benchmarks/vector_hit_rows.py --server --filtered
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import chroma_server, median, table, timed  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
-from store_peers import WORDS, LookupEmbeddings, make_value  # noqa: E402
+from store_peers import KINDS, WORDS, LookupEmbeddings, make_value  # noqa: E402
 
 from langmem_edge import ChromaStore  # noqa: E402
 from langmem_edge.store.ranking import CANDIDATE_FACTOR  # noqa: E402
@@ -54,12 +64,29 @@ def read_after(store: ChromaStore) -> Any:
     return rank
 
 
+def ranked_by(store: ChromaStore, rank: Any, *, in_process: bool) -> Any:
+    """``rank`` with the namespace marked as too large to rank in process (as an unfiltered
+    search of a namespace of more than ``LOCAL_RANK_ROWS`` items marks it: Chroma ranks), or
+    (``in_process``) not marked: a filtered subset of at most ``LOCAL_RANK_ROWS`` rows is read
+    whole and ranked in process."""
+    def ranked(op: Any, query: list[float], want: int, now: float) -> Any:
+        prefix = tuple(op.namespace_prefix)
+        if in_process:
+            store._large_prefixes.pop(prefix, None)
+        else:
+            store._large_prefixes[prefix] = 1
+        return rank(op, query, want, now)
+    return ranked
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--queries", type=int, default=40, help="searches a round and route")
     parser.add_argument("--server", action="store_true", help="also a ChromaStore.from_url")
+    parser.add_argument("--filtered", action="store_true",
+                        help="every search with a filter on the item's kind")
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -68,10 +95,11 @@ def main() -> None:
              for i in range(args.items)]
     rng.shuffle(items)
     queries = [[(namespaces[rng.randrange(NAMESPACES)],
-                 f"q{r}-{i} " + " ".join(rng.choices(WORDS, k=5)))
+                 f"q{r}-{i} " + " ".join(rng.choices(WORDS, k=5)),
+                 {"kind": rng.choice(KINDS)} if args.filtered else None)
                 for i in range(args.queries)] for r in range(args.rounds + 1)]
     embed = LookupEmbeddings(DIMS)
-    embed.prepare([v["text"] for _, _, v in items] + [q for r in queries for _, q in r])
+    embed.prepare([v["text"] for _, _, v in items] + [q for r in queries for _, q, _ in r])
     index = {"dims": DIMS, "embed": embed, "fields": ["text"]}
     print(f"load average at start: {os.getloadavg()}", flush=True)
     root = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -92,6 +120,10 @@ def main() -> None:
         for form, store in stores.items():
             shipped = store._rank_vector
             routes = {"in the query": shipped, "read after": read_after(store)}
+            if args.filtered:  # three routes, each told whether the namespace is large
+                routes = {"in the query": ranked_by(store, shipped, in_process=False),
+                          "read after": ranked_by(store, read_after(store), in_process=False),
+                          "ranked in process": ranked_by(store, shipped, in_process=True)}
             counted: list[int] = [0]
             inner = store._call
 
@@ -102,15 +134,16 @@ def main() -> None:
 
             store._call = counting  # type: ignore[assignment]
             for rnd in range(args.rounds + 1):
-                for j, (ns, query) in enumerate(queries[rnd]):
-                    names = list(routes) if j % 2 == 0 else list(reversed(routes))
+                for j, (ns, query, where) in enumerate(queries[rnd]):
+                    names = list(routes)[j % len(routes):] + list(routes)[:j % len(routes)]
                     got = {}
                     for name in names:
                         store._rank_vector = routes[name]  # type: ignore[method-assign]
                         counted[0] = 0
                         out: list[Any] = []
-                        seconds = timed(lambda s=store, ns=ns, query=query, out=out: out.extend(
-                            s.search(ns, query=query, limit=K)))
+                        seconds = timed(lambda s=store, ns=ns, query=query, where=where,
+                                        out=out: out.extend(
+                            s.search(ns, query=query, filter=where, limit=K)))
                         got[name] = [r.key for r in out]
                         if rnd:  # round 0 warms up (and learns each namespace's share)
                             samples.setdefault((form, name), []).append(seconds)
@@ -124,7 +157,8 @@ def main() -> None:
             base = median(samples[(form, "in the query")]) * 1000
             rows.append([form, name, f"{ms:.2f}", f"{ms / base:.2f}x",
                          f"{sum(calls[(form, name)]) / len(calls[(form, name)]):.1f}"])
-        print(f"\n{args.items:,} items in {NAMESPACES} namespaces, k={K}, {args.rounds} rounds "
+        print(f"\n{args.items:,} items in {NAMESPACES} namespaces, k={K}, "
+              f"{'filtered by kind, ' if args.filtered else ''}{args.rounds} rounds "
               f"of {args.queries} searches a route; p50\n")
         print(table(["store", "route", "p50 ms", "/ in the query", "Chroma calls"], rows))
         print(f"\nsearches whose two routes returned different keys: {differ}")

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 import chromadb
+import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
@@ -355,6 +356,42 @@ def test_a_vector_search_without_a_filter_is_two_chroma_calls(open_store: Any) -
     assert len(got) == 10 and all(r.value["text"].startswith("item") for r in got)
     assert calls.names == ["query", "query"]
     assert "documents" in calls.kwargs[0]["include"]
+
+
+def test_a_vector_search_with_a_filter_chroma_evaluates_is_two_chroma_calls(
+    open_store: Any,
+) -> None:
+    """The same with a filter pushed down whole (an equality on a short string): the round
+    names the filter, asks for about the page and reads its documents; exact against a
+    ranking in Python. A filter Chroma cannot evaluate ($ne) still fills the page (the round
+    asks for a multiple of it, and widens)."""
+    from tests.chroma_calls import Calls
+
+    emb = RandomEmbeddings(64)
+    store = open_store("two-calls-filtered",
+                       index={"dims": 64, "embed": emb, "fields": ["text"]}, ranking="vector")
+    ops = [PutOp(("small",) if i % 6 == 0 else ("big",), f"k{i}",
+                 {"text": f"item {i}", "kind": "even" if i % 4 == 0 else "odd"})
+           for i in range(2400)]
+    for start in range(0, len(ops), 600):
+        store.batch(ops[start : start + 600])
+    store.search(("small",), query="first", limit=10)  # learns the share
+    calls = Calls(store, keep_kwargs=True)
+    got = store.search(("small",), query="second", filter={"kind": "even"}, limit=10)
+    calls.stop()
+    assert calls.names == ["query", "query"]
+    assert "documents" in calls.kwargs[0]["include"]
+    assert calls.kwargs[0]["n_results"] <= 20
+    qv = np.asarray(emb.embed_query("second"))
+    exact = sorted(
+        (op for op in ops if op.namespace == ("small",) and op.value["kind"] == "even"),
+        key=lambda op: -float(np.dot(qv, emb.embed_query(op.value["text"]))
+                              / np.linalg.norm(emb.embed_query(op.value["text"]))
+                              / np.linalg.norm(qv)),
+    )[:10]
+    assert [r.key for r in got] == [op.key for op in exact]
+    rest = store.search(("small",), query="second", filter={"kind": {"$ne": "odd"}}, limit=10)
+    assert [r.key for r in rest] == [op.key for op in exact]
 
 
 def test_ef_search_is_set_on_the_vectors_collection(open_store: Any) -> None:
@@ -810,3 +847,16 @@ def test_schema_2_stores_are_read_and_their_wide_items_flagged(tmp_path: Any) ->
     # the legacy rows (ids <item>:0) held first vectors: they moved into the item rows
     assert again._vectors.get(include=[])["ids"] == []
     again.close()
+
+
+def test_pushed_whole_says_whether_chroma_evaluates_every_condition() -> None:
+    """Only a hint for how many neighbours to ask (the Python check still decides), but it
+    must name the filters a filtered round answers by itself."""
+    whole = [None, {}, {"kind": "a"}, {"n": 3}, {"n": {"$gt": 1, "$lte": 5}},
+             {"meta": {"lang": "en"}}, {"kind": {"$eq": "a"}, "flag": True}]
+    partial = [{"kind": {"$ne": "a"}}, {"tags": ["a"]}, {"a.b": 1}, {"x": None},
+               {"kind": "a" * (filters.MAX_FILTER_STRING + 1)}, {"n": {"$gt": "many"}},
+               {"a": {"b": {"c": {"d": 1}}}}, {"kind": "a", "other": {"$ne": 2}}]
+    assert all(filters.pushed_whole(f) for f in whole)
+    assert not any(filters.pushed_whole(f) for f in partial)
+    assert all(filters.pushdown_where(f) is not None for f in whole if f)

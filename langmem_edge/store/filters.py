@@ -168,20 +168,39 @@ def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
     is always re-checked in Python (``matches_filter``), so this only narrows the
     candidates, never decides.
     """
+    return _pushdown(filter)[0]
+
+
+def pushed_whole(filter: Mapping[str, Any] | None) -> bool:
+    """Whether every condition of ``filter`` is in its :func:`pushdown_where` (True without a
+    filter): Chroma's hits then nearly all pass the Python check (it still decides: numeric
+    equality is pushed down as floats, an incomplete mirror lets rows through), so a search
+    may ask Chroma for about the page rather than a multiple of it."""
+    return _pushdown(filter)[1]
+
+
+def _pushdown(filter: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
+    """``(pushdown_where(filter), pushed_whole(filter))``."""
     if not filter:
-        return None
+        return None, True
     clauses: list[dict[str, Any]] = []
+    whole = True
 
     def equality(p: str, v: Any) -> None:
-        if isinstance(v, str):
-            if len(v) <= MAX_FILTER_STRING:
-                clauses.append({STRINGS_FIELD: {"$contains": string_entry(p, v)}})
-        elif isinstance(v, (bool, int, float)) and (x := _number(v)) is not None:
+        nonlocal whole
+        if isinstance(v, str) and len(v) <= MAX_FILTER_STRING:
+            clauses.append({STRINGS_FIELD: {"$contains": string_entry(p, v)}})
+        elif (not isinstance(v, str) and isinstance(v, (bool, int, float))
+              and (x := _number(v)) is not None):
             clauses.append({NUMBER_FIELD_PREFIX + p: x})
+        else:
+            whole = False
 
     def walk(node: Mapping[str, Any], path: str, depth: int) -> None:
+        nonlocal whole
         for k, v in node.items():
             if not _pushable_key(k):
+                whole = False
                 continue
             p = f"{path}.{k}" if path else k
             if isinstance(v, Mapping):
@@ -189,21 +208,27 @@ def pushdown_where(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 if not ops:
                     if depth < MAX_FILTER_DEPTH:
                         walk(v, p, depth + 1)
+                    else:
+                        whole = False
                     continue
+                if ops.keys() - _RANGE_PUSH - {"$eq"}:
+                    whole = False  # $ne: Python's alone
                 if "$eq" in ops:
                     equality(p, ops["$eq"])
                 for op in _RANGE_PUSH & ops.keys():
                     if (x := _number(ops[op])) is not None:
                         clauses.append({NUMBER_FIELD_PREFIX + p: {op: x}})
+                    else:
+                        whole = False
             else:
                 equality(p, v)
 
     walk(filter, "", 1)
     where = and_where(clauses)
     if where is None:
-        return None
+        return None, False
     # items whose mirror is incomplete are let through; Python decides for them
-    return {"$or": [where, {INCOMPLETE_FIELD: INCOMPLETE_FLAG}]}
+    return {"$or": [where, {INCOMPLETE_FIELD: INCOMPLETE_FLAG}]}, whole
 
 
 def lookup(value: Mapping[str, Any], key: str) -> Any:

@@ -260,17 +260,19 @@ class SearchMixin:
         self, op: SearchOp, query: list[float], want: int, now: float
     ) -> list[tuple[Hit, dict[str, Any]]]:
         """Vector-channel hits that are alive and pass the filter, best first, >= ``want``."""
-        # Without a filter only expiry rejects a hit under the prefix: a round that names the
-        # prefix asks for about the page and reads its rows' documents with the distances
-        # (no ``get`` after the query: benchmarks/vector_hit_rows.py)
+        # Without a filter, or with one Chroma evaluates whole, hardly anything but expiry
+        # rejects a hit of a round that names the prefix (and the filter): that round asks
+        # for about the page and reads its rows' documents with the distances (no ``get``
+        # after the query: benchmarks/vector_hit_rows.py); too few kept widen it as before
+        near = filters.pushed_whole(op.filter)
         return self._gather(
             op,
             query,
             want,
             lambda hits, rows: self._admit(hits, op, want, now, rows),
             factor=CANDIDATE_FACTOR,
-            filtered_factor=CANDIDATE_FACTOR if op.filter else 1,
-            hit_documents=None if op.filter else {},
+            filtered_factor=1 if near else CANDIDATE_FACTOR,
+            hit_documents={} if near else None,
         )
 
     def _gather(
