@@ -9,24 +9,26 @@ Chroma evaluates whole (``{"kind": ...}``, a quarter of each namespace).
   only, and the rows of the best are read by id afterwards (``get``): three calls (the route
   of every search before the thirtieth session, and of filtered ones before the
   thirty-first);
-- with ``--filtered``, also **ranked in process**: the filtered subset of a namespace (a
-  quarter of it: 250 rows at 10,000 items, under ``LOCAL_RANK_ROWS``) read whole with its
-  vectors and ranked in Python, the page's rows read after (three calls). Which route a
-  filtered search takes depends on whether the store has seen the namespace whole exceed
-  ``LOCAL_RANK_ROWS`` (an unfiltered search of it has, as in ``store_peers.py``); each route
-  here is told so before each search.
+- with ``--in-process``, also **ranked in process**: the rows a search asks for (the
+  namespace, or with ``--filtered`` the quarter of it that passes; at most
+  ``LOCAL_RANK_ROWS``: choose ``--namespaces`` so) read whole with their vectors and ranked in
+  Python, the page's rows read after (three calls). Which route a search of a small set takes
+  depends on whether the store has seen the namespace whole exceed ``LOCAL_RANK_ROWS`` (an
+  unfiltered search of it has, as in ``store_peers.py``); with ``--filtered`` or
+  ``--in-process`` each route is told so before each search.
 
 Both run on the same ``ChromaStore`` (a folder, and with ``--server`` a throwaway ``chroma run``
-too), filled with ``--items`` items in 10 namespaces (384-d lookup vectors, never a model); the
-"read after" route is the store's own ``_gather`` called as it was before the change. In each
-round every query runs on both routes, in turn, the order alternating. Reported: p50 ms, the
-ratio to the shipped route, Chroma calls per search, and whether both routes returned the same
-keys.
+too), filled with ``--items`` items in ``--namespaces`` namespaces (10; 384-d lookup vectors,
+never a model); the "read after" route is the store's own ``_gather`` called as it was before
+the change. In each round every query runs on every route, in turn, the order rotating.
+Reported: p50 ms, the ratio to the shipped route, Chroma calls per search, and whether the
+routes returned the same keys.
 
 Run (about two minutes on 2 cores)::
 
     python benchmarks/vector_hit_rows.py --server
-    python benchmarks/vector_hit_rows.py --server --filtered
+    python benchmarks/vector_hit_rows.py --server --filtered --in-process
+    python benchmarks/vector_hit_rows.py --server --in-process --namespaces 40
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ from store_peers import KINDS, WORDS, LookupEmbeddings, make_value  # noqa: E402
 from langmem_edge import ChromaStore  # noqa: E402
 from langmem_edge.store.ranking import CANDIDATE_FACTOR  # noqa: E402
 
-NAMESPACES = 10
 DIMS = 384
 K = 10
 
@@ -82,19 +83,23 @@ def ranked_by(store: ChromaStore, rank: Any, *, in_process: bool) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--namespaces", type=int, default=10,
+                        help="namespaces the items are spread over (default 10)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--queries", type=int, default=40, help="searches a round and route")
     parser.add_argument("--server", action="store_true", help="also a ChromaStore.from_url")
     parser.add_argument("--filtered", action="store_true",
                         help="every search with a filter on the item's kind")
+    parser.add_argument("--in-process", action="store_true",
+                        help="also the route that ranks the searched rows in process")
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    namespaces = [("bench", f"ns{j}") for j in range(NAMESPACES)]
-    items = [(namespaces[i % NAMESPACES], f"item{i}", make_value(rng, i))
+    namespaces = [("bench", f"ns{j}") for j in range(args.namespaces)]
+    items = [(namespaces[i % args.namespaces], f"item{i}", make_value(rng, i))
              for i in range(args.items)]
     rng.shuffle(items)
-    queries = [[(namespaces[rng.randrange(NAMESPACES)],
+    queries = [[(namespaces[rng.randrange(args.namespaces)],
                  f"q{r}-{i} " + " ".join(rng.choices(WORDS, k=5)),
                  {"kind": rng.choice(KINDS)} if args.filtered else None)
                 for i in range(args.queries)] for r in range(args.rounds + 1)]
@@ -120,10 +125,11 @@ def main() -> None:
         for form, store in stores.items():
             shipped = store._rank_vector
             routes = {"in the query": shipped, "read after": read_after(store)}
-            if args.filtered:  # three routes, each told whether the namespace is large
+            if args.filtered or args.in_process:  # each route told whether Chroma ranks
                 routes = {"in the query": ranked_by(store, shipped, in_process=False),
-                          "read after": ranked_by(store, read_after(store), in_process=False),
-                          "ranked in process": ranked_by(store, shipped, in_process=True)}
+                          "read after": ranked_by(store, read_after(store), in_process=False)}
+            if args.in_process:
+                routes["ranked in process"] = ranked_by(store, shipped, in_process=True)
             counted: list[int] = [0]
             inner = store._call
 
@@ -157,7 +163,7 @@ def main() -> None:
             base = median(samples[(form, "in the query")]) * 1000
             rows.append([form, name, f"{ms:.2f}", f"{ms / base:.2f}x",
                          f"{sum(calls[(form, name)]) / len(calls[(form, name)]):.1f}"])
-        print(f"\n{args.items:,} items in {NAMESPACES} namespaces, k={K}, "
+        print(f"\n{args.items:,} items in {args.namespaces} namespaces, k={K}, "
               f"{'filtered by kind, ' if args.filtered else ''}{args.rounds} rounds "
               f"of {args.queries} searches a route; p50\n")
         print(table(["store", "route", "p50 ms", "/ in the query", "Chroma calls"], rows))
