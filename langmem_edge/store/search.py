@@ -264,15 +264,13 @@ class SearchMixin:
         # rejects a hit of a round that names the prefix (and the filter): that round asks
         # for about the page and reads its rows' documents with the distances (no ``get``
         # after the query: benchmarks/vector_hit_rows.py); too few kept widen it as before
-        near = filters.pushed_whole(op.filter)
         return self._gather(
             op,
             query,
             want,
             lambda hits, rows: self._admit(hits, op, want, now, rows),
             factor=CANDIDATE_FACTOR,
-            filtered_factor=1 if near else CANDIDATE_FACTOR,
-            hit_documents={} if near else None,
+            rows_in_query=filters.pushed_whole(op.filter),
         )
 
     def _gather(
@@ -283,16 +281,15 @@ class SearchMixin:
         admit: Callable[[list[Hit], dict[str, dict[str, Any]]], list[_T]],
         *,
         factor: int,
-        filtered_factor: int | None = None,
         first_text_only: bool = False,
-        hit_documents: dict[str, str | None] | None = None,
+        rows_in_query: bool = False,
     ) -> list[_T]:
         """Ask Chroma for neighbours until ``admit`` keeps ``want`` of them or none are left.
 
-        The first round asks for ``want * factor`` per indexed path, plus 10 (``want *
-        filtered_factor`` when it names the prefix at once). With ``hit_documents``, a round
-        that names the prefix reads the item rows' documents with the distances and hands
-        their rows to ``admit`` (which then reads only what they miss).
+        The first round asks for ``want * factor`` per indexed path, plus 10. With
+        ``rows_in_query``, a round that names the prefix asks for ``want`` per path plus 10
+        and reads the item rows' documents with the distances, handing their rows to
+        ``admit`` (which then reads only what they miss).
 
         Chroma evaluates a ``where`` by scanning every row it matches (a ``where`` matching
         all 10k rows turns a 3 ms query into a 40 ms one), so the first try asks for
@@ -317,15 +314,16 @@ class SearchMixin:
         share = self._prefix_share.get(prefix, 1.0)
         filtered = not prefix or share < UNFILTERED_MIN_SHARE
         paths = max(1, len(self._fields))
-        first_filtered = want * (filtered_factor or factor) * paths + 10
+        first_filtered = want * (1 if rows_in_query else factor) * paths + 10
         n = first_filtered if filtered else want * factor * paths + 10
         rows: dict[str, dict[str, Any]] = {}
+        documents: dict[str, str | None] = {}
         while True:
-            documents = hit_documents if filtered else None
-            hits, returned = self._vector_round(op, query, n, filtered=filtered,
-                                                first_text_only=first_text_only,
-                                                hit_documents=documents)
-            if documents:  # expired ones too: ``admit`` rejects them without a read
+            read_documents = rows_in_query and filtered
+            hits, returned = self._vector_round(
+                op, query, n, filtered=filtered, first_text_only=first_text_only,
+                hit_documents=documents if read_documents else None)
+            if read_documents:  # expired ones too: ``admit`` rejects them without a read
                 self._rows_from(documents, [h.item_id for h in hits], None, rows)
             if not filtered:
                 seen = len(hits)
