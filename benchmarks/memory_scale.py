@@ -1,11 +1,12 @@
 """What a memory operation costs as a service grows in users: the baseline of issue 34.
 
     python benchmarks/memory_scale.py [--profiles 20,60] [--memories 100] [--ops 20]
-                                      [--rounds 3] [--folder /dev/shm]
+                                      [--rounds 3] [--folder /dev/shm] [--server]
 
 An ``AgentMemory`` over a ``ChromaStore`` folder (on tmpfs by default: the disk is not what is
-measured), deterministic fake embeddings (``langmem_edge.testing.FakeEmbeddings``, 64-d: the
-model is not what is measured either), one store per profile count, each loaded with
+measured; ``--server``: on a throwaway ``chroma run`` instead), deterministic fake
+embeddings (``langmem_edge.testing.FakeEmbeddings``, 64-d: the model is not what is measured
+either), one store per profile count, each loaded with
 ``--memories`` memories in each of its profiles (``remember_many``). Then, in ``--rounds``
 rounds that interleave the stores (A, B, A, B, ...), ``--ops`` of each operation on a random
 profile of the store, as a service with many users does:
@@ -26,6 +27,7 @@ database allows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -39,7 +41,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from _common import CHROMA_CALLS, count_chroma_calls, table  # noqa: E402
 
 from langmem_edge import AgentMemory, ChromaStore  # noqa: E402
-from langmem_edge.testing import FakeEmbeddings  # noqa: E402
+from langmem_edge.testing import FakeEmbeddings, chroma_server  # noqa: E402
 
 DIMS = 64
 TOPICS = ["hiking", "jazz", "sushi", "chess", "sailing", "pottery", "tennis", "opera",
@@ -49,10 +51,13 @@ def _fact(rng: random.Random, i: int) -> str:
     return f"Fact {i}: the user enjoys {topic} on weekday number {rng.randint(1, 7)}."
 
 
-def build(folder: str, profiles: int, memories: int, seed: int) -> tuple[ChromaStore,
-                                                                          AgentMemory]:
-    store = ChromaStore.from_path(folder, index={"dims": DIMS, "embed": FakeEmbeddings(DIMS),
-                                                 "fields": ["text"]})
+def build(folder: str, profiles: int, memories: int, seed: int, url: str | None = None,
+          ) -> tuple[ChromaStore, AgentMemory]:
+    """A store of ``profiles`` x ``memories``: on ``folder``, or on the server at ``url``
+    (collections named after the folder's last part)."""
+    index = {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
+    store = (ChromaStore.from_url(url, collection_prefix=os.path.basename(folder), index=index)
+             if url else ChromaStore.from_path(folder, index=index))
     memory = AgentMemory(store)
     rng = random.Random(seed)
     start = time.perf_counter()
@@ -99,6 +104,8 @@ def main() -> None:
     parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                         help="where the stores' folders go (default: tmpfs)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--server", action="store_true",
+                        help="the stores on a throwaway `chroma run` (ChromaStore.from_url)")
     parser.add_argument("--json", help="also write the figures to this file (for "
                         "benchmarks/memory_scale_ab.py)")
     args = parser.parse_args()
@@ -106,11 +113,13 @@ def main() -> None:
     count_chroma_calls()
     load_before = os.getloadavg()[0]
     root = tempfile.mkdtemp(prefix="memory-scale-", dir=args.folder)
+    server = chroma_server() if args.server else contextlib.nullcontext()
     try:
+        url = server.__enter__()
         built = {}
         for n in counts:
             start = time.perf_counter()
-            built[n] = build(os.path.join(root, f"p{n}"), n, args.memories, args.seed)
+            built[n] = build(os.path.join(root, f"p{n}"), n, args.memories, args.seed, url)
             print(f"loaded {n} profiles x {args.memories} memories in "
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         samples: dict[tuple[int, str], list[tuple[float, int]]] = {}
@@ -148,6 +157,7 @@ def main() -> None:
         for store, _ in built.values():
             store.close()
     finally:
+        server.__exit__(None, None, None)
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -351,8 +351,8 @@ def test_a_recall_ranks_the_vectors_read_with_the_profile_as_the_store_does(
         return out
 
     read = {q: vector_ranking(q) for q in queries}
-    # two reads a recall: the active records with their vectors, the access counts
-    assert calls.names == ["get", "get"] * len(queries)
+    # one read a recall: the active records with their vectors and the access counts
+    assert calls.names == ["get"] * len(queries)
     calls.stop()
     with monkeypatch.context() as m:
         m.setattr(store_io, "reads_vectors", lambda store: False)

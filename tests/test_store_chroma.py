@@ -93,9 +93,10 @@ def test_search_without_query_is_newest_first(open_store: Any) -> None:
 def test_whole_listings_in_one_batch_share_one_read(
     open_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Query-less searches of whole prefixes (``offset + limit`` >= ``MIN_WHOLE_LISTING``,
-    no filter) of one depth in one batch are one Chroma read; each page is what it is alone,
-    children and expired items included as ``search`` includes them."""
+    """Query-less searches of whole prefixes (``offset + limit`` >= ``MIN_WHOLE_LISTING``)
+    of one depth in one batch are one Chroma read (``p{d} $in``, and with a filter among
+    them ``$and`` an ``$or`` of their ``where``s); each page is what it is alone, children
+    and expired items included as ``search`` includes them."""
     from langgraph.store.base import SearchOp
 
     store = open_store()
@@ -120,10 +121,47 @@ def test_whole_listings_in_one_batch_share_one_read(
     assert len(keys[0]) == 7 and keys[0][0] == (("u", "a", "deep"), "k1")
     assert [k for _, k in keys[1]] == ["k2", "k1", "k0"] and len(keys[2]) == 3
     assert keys[5] == [] and keys[6] == []
-    # the four depth-2 listings (one filtered, one short) in one read; the others alone
-    assert {"p2": {"$in": sorted(join_labels(p) for p in
-                                 (("u", "a"), ("u", "b"), ("v", "x"), ("u", "empty")))}} in gets
-    assert len([w for w in gets if w and "$in" in str(w)]) == 1
+    # the five depth-2 listings (one filtered) in one read, the depth-1 and the short one
+    # alone (reads by id, where None, are the expired item's)
+    listings = [w for w in gets if w]
+    assert len(listings) == 3
+    together_where = next(w for w in listings if "$and" in w)["$and"]
+    assert together_where[0] == {"p2": {"$in": sorted(join_labels(p) for p in (
+        ("u", "a"), ("u", "b"), ("v", "x"), ("u", "empty")))}}
+    assert len(together_where[1]["$or"]) == 5
+    gets.clear()
+    unfiltered = [op for op in ops[:3]] + [ops[5]]  # one depth, no filter: p2 $in
+    assert store.batch(unfiltered) == [alone[0], alone[1], alone[2], alone[5]]
+    assert [w for w in gets if w] == [{"p2": {"$in": sorted(join_labels(p) for p in (
+        ("u", "a"), ("u", "b"), ("v", "x"), ("u", "empty")))}}]
+
+
+def test_filtered_whole_listings_in_one_batch_keep_each_filter(open_store: Any) -> None:
+    """As a profile's read does (its active records and its access counts): filtered
+    whole listings of nested and sibling prefixes read together return what each returns
+    alone, a filter Chroma cannot evaluate ($ne, a dotted key) included."""
+    from langgraph.store.base import SearchOp
+
+    from tests.chroma_calls import Calls
+
+    store = open_store()
+    for i in range(12):
+        ns = ("r", "p", "mem") if i % 3 else ("r", "p", "acc")
+        store.put(ns, f"k{i}", {"live": "u" if i % 2 else "old", "n": i, "m": {"t": i % 4}},
+                  index=False)
+    ops = [SearchOp(("r", "p", "mem"), filter={"live": "u"}, limit=500),
+           SearchOp(("r", "p", "acc"), limit=500),
+           SearchOp(("r", "p"), filter={"live": {"$ne": "u"}}, limit=500),
+           SearchOp(("r",), filter={"m.t": 1, "n": {"$gte": 3}}, limit=500),
+           SearchOp(("r", "p", "mem"), filter={"live": "u"}, limit=500, offset=2)]
+    alone = [store.batch([op])[0] for op in ops]
+    calls = Calls(store, keep_kwargs=True)
+    assert store.batch(ops) == alone
+    calls.stop()  # the three of depth 3 in one read, the others alone
+    assert calls.names == ["get"] * 3
+    assert [r.key for r in alone[0]] == [f"k{i}" for i in (11, 7, 5, 1)]
+    assert {r.key for r in alone[2]} == {f"k{i}" for i in range(0, 12, 2)}
+    assert [r.key for r in alone[3]] == ["k9", "k5"]
 
 
 def test_dotted_filter_keys(open_store: Any) -> None:

@@ -45,9 +45,8 @@ MAX_LISTING_KEYS = 4096
 """(prefix, filter) pairs whose listing hints a store remembers (then it starts over)."""
 
 MIN_WHOLE_LISTING = 100
-"""``offset + limit`` from which a query-less search without a filter is taken to read its
-whole prefix, so that several in one batch share one Chroma read
-(:meth:`ListingMixin._list_together`)."""
+"""``offset + limit`` from which a query-less search is taken to read its whole prefix, so
+that several in one batch share one Chroma read (:meth:`ListingMixin._list_together`)."""
 
 
 class ListingMixin:
@@ -114,31 +113,43 @@ class ListingMixin:
         self, ops: list[tuple[int, SearchOp]], now: float,
         vectors: dict[tuple[str, str], Any] | None = None,
     ) -> dict[int, list[tuple[ExplainedItem, dict[str, Any]]]]:
-        """The pages of the batch's whole-prefix listings (no query, no filter, ``offset +
-        limit`` at least :data:`MIN_WHOLE_LISTING`, prefixes of one depth): one Chroma read
-        of every prefix (``p{d} $in [...]``), split here, each page as
+        """The pages of the batch's whole-prefix listings (no query, ``offset + limit`` at
+        least :data:`MIN_WHOLE_LISTING`) whose prefixes have one depth: one Chroma read of
+        them all, ``p{d} $in [...]``, and with a filter among them, ``$and`` an ``$or`` of
+        each listing's ``where`` (prefix and pushed-down filter); split here, each row checked
+        against each listing's prefix and whole filter, each page as
         :meth:`_search_unranked` gives it when it reads the whole prefix. Chroma evaluates a
         ``where`` by scanning the collection, so three listings cost one scan, not three
-        (measured at 60k rows: 12 ms against 31; ``docs/store.md``). Keyed by the ops'
-        positions; ops not listed together are left to :meth:`_search_unranked`."""
+        (measured at 60k rows: 12 ms against 31; ``docs/store.md``); the ``$in`` keeps the
+        read on Chroma's index (an ``$or`` at the top of the ``where`` scans every row: 20 ms
+        against 6.5 for two reads at 100,000 rows, ``benchmarks/profile_read.py``). Keyed by
+        the ops' positions; ops not listed together are left to :meth:`_search_unranked`."""
         by_depth: dict[int, list[tuple[int, SearchOp]]] = {}
         for i, op in ops:
-            want = op.offset + op.limit
-            if (op.query or op.filter or not op.namespace_prefix
-                    or want < MIN_WHOLE_LISTING or op.offset >= MIN_OFFSET_BETWEEN):
-                continue
-            by_depth.setdefault(len(op.namespace_prefix), []).append((i, op))
+            if (not op.query and op.namespace_prefix
+                    and op.offset + op.limit >= MIN_WHOLE_LISTING
+                    and op.offset < MIN_OFFSET_BETWEEN):
+                by_depth.setdefault(len(op.namespace_prefix), []).append((i, op))
         out: dict[int, list[tuple[ExplainedItem, dict[str, Any]]]] = {}
         for depth, group in by_depth.items():
-            field = f"p{depth}"
-            joined = {i: join_labels(op.namespace_prefix) for i, op in group}
-            if len(set(joined.values())) < 2:
+            wheres: dict[str, dict[str, Any]] = {}
+            for _, op in group:
+                where = self._search_where(op)
+                wheres.setdefault(json.dumps(where, sort_keys=True), where)
+            if len(wheres) < 2:
                 continue
-            rows: dict[str, list[dict[str, Any]]] = {v: [] for v in joined.values()}
-            for m in self._scan_items({field: {"$in": sorted(rows)}}, now, vectors):
-                rows[join_labels(split_labels(m["ns"])[:depth])].append(m)
+            field = f"p{depth}"
+            where = {field: {"$in": sorted({join_labels(op.namespace_prefix)
+                                            for _, op in group})}}
+            if any(op.filter for _, op in group):
+                where = {"$and": [where, {"$or": list(wheres.values())}]}
+            rows = self._scan_items(where, now, vectors)
+            labels = [split_labels(m["ns"])[:depth] for m in rows]
             for i, op in group:
-                out[i] = self._page_of_whole(op, list(rows[joined[i]]))
+                prefix = tuple(op.namespace_prefix)
+                out[i] = self._page_of_whole(op, [
+                    m for m, ns in zip(rows, labels, strict=True)
+                    if ns == prefix and passes(m, op.filter)])
         return out
 
     def _page_between(
