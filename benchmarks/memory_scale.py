@@ -54,9 +54,10 @@ def _fact(rng: random.Random, i: int) -> str:
 def build(folder: str, profiles: int, memories: int, seed: int, url: str | None = None,
           ) -> tuple[ChromaStore, AgentMemory]:
     """A store of ``profiles`` x ``memories``: on ``folder``, or on the server at ``url``
-    (collections named after the folder's last part)."""
+    (collections named ``scale-`` and the folder's last part)."""
     index = {"dims": DIMS, "embed": FakeEmbeddings(DIMS), "fields": ["text"]}
-    store = (ChromaStore.from_url(url, collection_prefix=os.path.basename(folder), index=index)
+    store = (ChromaStore.from_url(url, collection_prefix=f"scale-{os.path.basename(folder)}",
+                                 index=index)
              if url else ChromaStore.from_path(folder, index=index))
     memory = AgentMemory(store)
     rng = random.Random(seed)
@@ -113,9 +114,9 @@ def main() -> None:
     count_chroma_calls()
     load_before = os.getloadavg()[0]
     root = tempfile.mkdtemp(prefix="memory-scale-", dir=args.folder)
-    server = chroma_server() if args.server else contextlib.nullcontext()
+    stack = contextlib.ExitStack()  # the server, when asked for: stopped whatever happens
     try:
-        url = server.__enter__()
+        url = stack.enter_context(chroma_server()) if args.server else None
         built = {}
         for n in counts:
             start = time.perf_counter()
@@ -157,7 +158,7 @@ def main() -> None:
         for store, _ in built.values():
             store.close()
     finally:
-        server.__exit__(None, None, None)
+        stack.close()
         shutil.rmtree(root, ignore_errors=True)
 
 

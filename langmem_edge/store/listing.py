@@ -121,8 +121,8 @@ class ListingMixin:
         :meth:`_search_unranked` gives it when it reads the whole prefix. Chroma evaluates a
         ``where`` by scanning the collection, so three listings cost one scan, not three
         (measured at 60k rows: 12 ms against 31; ``docs/store.md``); the ``$in`` keeps the
-        read on Chroma's index (an ``$or`` at the top of the ``where`` scans every row: 20 ms
-        against 6.5 for two reads at 100,000 rows, ``benchmarks/profile_read.py``). Keyed by
+        read on Chroma's index (an ``$or`` at the top of the ``where`` scans every row: 26.9 ms
+        against 7.7 for two reads at 100,000 rows, ``benchmarks/profile_read.py``). Keyed by
         the ops' positions; ops not listed together are left to :meth:`_search_unranked`."""
         by_depth: dict[int, list[tuple[int, SearchOp]]] = {}
         for i, op in ops:
