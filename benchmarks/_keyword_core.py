@@ -1,22 +1,24 @@
-"""An in-process keyword index for the offline retrieval benchmarks (``locomo.py``,
-``locomo_cv.py``, ``keyword_channel.py``): the package's BM25 (:class:`BM25Index`) and
-exact-key channel (:class:`KeyIndex`) over the package's analyser, fed rows directly.
+"""The keyword channels of the offline retrieval benchmarks (``locomo.py``, ``locomo_cv.py``,
+``keyword_channel.py``): the package's BM25 (:func:`rank_documents`, the arithmetic of
+``rank_fields``) and exact-key ranking (:func:`rank_keys`) over the package's analyser, fed
+rows directly.
 
-The store no longer keeps such an index (its keyword channel reads the database:
-``langmem_edge/store/keyword.py``); the benchmarks that tune the retrieval core, or use it as
-the reference ranking, still rank the same way in process.
+Rows are analysed once when given, and their term counts kept per namespace prefix searched; a
+search ranks the rows under its prefix (their statistics only), as the store and the memory
+tiers rank what they read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.bm25 import rank_documents, weighted_tf
 from langmem_edge.retrieval.config import DEFAULT_KEYWORD_CONFIG, KeywordConfig
-from langmem_edge.retrieval.keys import KeyIndex
-from langmem_edge.retrieval.text import Analyzer
+from langmem_edge.retrieval.keys import key_segments
+from langmem_edge.retrieval.keywords import rank_keys
+from langmem_edge.retrieval.text import Analyzer, key_tokens
 
 Namespace = tuple[str, ...]
 
@@ -35,30 +37,44 @@ class KeywordIndex:
     """BM25 keyword channel + exact-key channel over rows given to :meth:`apply`."""
 
     def __init__(self, *, config: KeywordConfig | None = None) -> None:
-        cfg: dict[str, Any] = {**DEFAULT_KEYWORD_CONFIG, **(config or {})}
-        self.analyzer = Analyzer(language=cfg["language"], stopwords=cfg["stopwords"])
-        self.bm25 = BM25Index(k1=cfg["k1"], b=cfg["b"], field_weights=cfg["field_weights"],
-                              default_field_weight=cfg["default_field_weight"])
-        self.keys = KeyIndex(stopwords=self.analyzer.stopwords)
+        self.cfg: dict[str, Any] = {**DEFAULT_KEYWORD_CONFIG, **(config or {})}
+        self.analyzer = Analyzer(language=self.cfg["language"], stopwords=self.cfg["stopwords"])
+        self._rows: dict[str, tuple[Namespace, dict[str, list[str]], list[str]]] = {}
+        # per prefix searched since the last apply: each row's weighted tfs, N, avglen
+        self._tfs: dict[Namespace, tuple[dict[str, Any], int, float]] = {}
 
     def apply(self, rows: Iterable[KeywordRow]) -> None:
-        """Index ``rows`` (replacing same ids)."""
+        """Take in ``rows`` (replacing same ids), analysed now."""
+        self._tfs.clear()
         for row in rows:
+            self._rows.pop(row.id, None)
             terms = {name: self.analyzer.terms(text) for name, text in row.fields.items()}
-            if any(terms.values()):
-                self.bm25.upsert(row.id, terms, namespace=row.namespace)
-            else:
-                self.bm25.remove(row.id)
-            self.keys.upsert(row.id, row.key, namespace=row.namespace)
+            self._rows[row.id] = (row.namespace, terms, key_segments(row.key))
+
+    def _under(self, prefix: Namespace) -> Sequence[tuple[str, dict[str, list[str]], list[str]]]:
+        k = len(prefix)
+        return [(i, terms, segs) for i, (ns, terms, segs) in self._rows.items()
+                if ns[:k] == prefix]
 
     def search_keyword(self, query: str, *, namespace_prefix: Namespace = (),
                        limit: int | None = None) -> list[tuple[str, float]]:
         """BM25 ranking under ``namespace_prefix``: ``(id, score)`` best first."""
-        hits = self.bm25.search(self.analyzer.query_terms(query),
-                                namespace_prefix=namespace_prefix, limit=limit)
+        if namespace_prefix not in self._tfs:
+            cfg = self.cfg
+            tfs = {i: weighted_tf(terms, cfg["field_weights"], cfg["default_field_weight"])
+                   for i, terms, _ in self._under(namespace_prefix) if any(terms.values())}
+            total = 0.0
+            for _, length in tfs.values():
+                total += length
+            self._tfs[namespace_prefix] = (tfs, len(tfs), total / len(tfs) if tfs else 0.0)
+        tfs, n, avglen = self._tfs[namespace_prefix]
+        hits = rank_documents(tfs, self.analyzer.query_terms(query), n=n, avglen=avglen,
+                              k1=self.cfg["k1"], b=self.cfg["b"], limit=limit)
         return [(h.id, h.score) for h in hits]
 
     def search_key(self, query: str, *, namespace_prefix: Namespace = (),
                    limit: int | None = None) -> list[tuple[str, float]]:
         """Exact-key ranking under ``namespace_prefix``: ``(id, score)`` best first."""
-        return self.keys.search(query, namespace_prefix=namespace_prefix, limit=limit)
+        segments = {i: segs for i, _, segs in self._under(namespace_prefix) if segs}
+        return rank_keys(segments, key_tokens(query, stopwords=self.analyzer.stopwords),
+                         limit=limit)

@@ -17,7 +17,7 @@ recall@5 and recall@10 (the share of the question's evidence messages in the top
 averaged), per question type and overall, for
 
 - ``bm25``: Okapi BM25 (the library's analyser and :class:`~langmem_edge.retrieval.bm25.
-  BM25Index`, k1 1.2, b 0.75) over each raw message's text;
+  rank_fields`, k1 1.2, b 0.75) over each raw message's text;
 - ``dense``: cosine of all-MiniLM-L6-v2 (``default_embeddings()``, int8 ONNX) between the
   question and each raw message's text (the model reads its first 256 word pieces);
 - ``recall_conversation``: ``profile.episodic.search(q, scope="all", limit=10)`` with
@@ -64,7 +64,7 @@ from locomo import VectorCache  # noqa: E402
 from locomo_paths import DiskCachedEmbeddings  # noqa: E402
 
 from langmem_edge.memory.episodic import recall  # noqa: E402
-from langmem_edge.retrieval.bm25 import BM25Index  # noqa: E402
+from langmem_edge.retrieval.bm25 import rank_fields  # noqa: E402
 from langmem_edge.retrieval.text import default_analyzer  # noqa: E402
 
 KS = (5, 10)
@@ -197,9 +197,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         n_messages += len(messages)
         n_chars += sum(len(m["content"]) for m in messages)
         started = time.perf_counter()
-        bm25 = BM25Index(k1=1.2, b=0.75)
-        for i, m in enumerate(messages):
-            bm25.upsert(str(i), {"text": analyzer.terms(m["content"])})
+        bm25 = {str(i): {"text": analyzer.terms(m["content"])} for i, m in enumerate(messages)}
         matrix = cache.get([m["content"] for m in messages])
         qvec = cache.get([q for _, q, _ in questions])
         seconds["baselines"] += time.perf_counter() - started
@@ -221,8 +219,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "episodic": cfg}).profile(f"beam-{chat_name}")
         k_max = max(KS)
         for qi, (kind, question, evidence) in enumerate(questions):
-            ranked_bm25 = [ids[int(h.id)] for h in bm25.search(analyzer.query_terms(question),
-                                                                 limit=k_max)]
+            ranked_bm25 = [ids[int(h.id)] for h in rank_fields(
+                bm25, analyzer.query_terms(question), k1=1.2, b=0.75, limit=k_max)]
             ranked_dense = [ids[i] for i in np.argsort(-(matrix @ qvec[qi]))[:k_max]]
             ranked = {"bm25": ranked_bm25, "dense": ranked_dense}
             for name, (alone, prof) in profiles.items():

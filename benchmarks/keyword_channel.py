@@ -165,7 +165,7 @@ def doc_id(n: int) -> str:
 
 def bm25_top(docs: dict[str, list[str]], terms: Sequence[str], n: int, avglen: float
              ) -> list[str]:
-    """Top ``K`` ids of ``docs`` for ``terms``: the formula of ``BM25Index.search``, df
+    """Top ``K`` ids of ``docs`` for ``terms``: the formula of ``rank_documents``, df
     counted from ``docs`` (exact when ``docs`` holds every document with a query term)."""
     counts = {i: Counter(d) for i, d in docs.items()}
     scores: dict[str, float] = {}
@@ -319,7 +319,7 @@ def routes(col: Any, post: Any, indexes: dict[int, KeywordIndex]
                 n, avglen = int(size), int(total) / max(int(size), 1)
             else:
                 lists[ident.rsplit(":", 1)[1]] = document
-        for term in terms:  # the query's term order, as BM25Index.search sums
+        for term in terms:  # the query's term order, as rank_documents sums
             if term not in lists:
                 continue
             entries = lists[term].split()

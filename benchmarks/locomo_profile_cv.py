@@ -60,7 +60,7 @@ from langmem_edge.memory.episodic.recall import (  # noqa: E402
     message_fields,
     message_keyword_ranking,
 )
-from langmem_edge.retrieval.bm25 import BM25Index  # noqa: E402
+from langmem_edge.retrieval.bm25 import rank_documents, weighted_tf  # noqa: E402
 from langmem_edge.retrieval.fusion import rrf_fuse  # noqa: E402
 from langmem_edge.retrieval.text import default_analyzer  # noqa: E402
 
@@ -178,7 +178,8 @@ class ProfileChannels:
         self.vector = [[(keys[j], float(row[j])) for j in np.argsort(-row)[:DEPTH]]
                        for row in sims]
         self._keyword: dict[float, list[list[tuple[str, float]]]] = {}
-        self._indexes: dict[tuple[float, float, float], BM25Index] = {}
+        # per field weights: each message's weighted tfs, N and the average length
+        self._indexes: dict[tuple[float, float, float], tuple[Any, int, float]] = {}
         self._expanded: dict[tuple[Any, ...], list[tuple[str, float]]] = {}
         self.vectors = vectors
         self.keys = keys
@@ -209,22 +210,26 @@ class ProfileChannels:
     def keyword_for(self, query: str, cw: float, nw: float | None = None,
                     dw: float | None = None) -> list[tuple[str, float]]:
         """The tier's keyword ranking of any ``query`` (context weight ``cw``, speaker and
-        day weights ``nw`` / ``dw``, None: the config's), one BM25 index per weights: what
-        ``message_keyword_ranking`` computes, built once."""
+        day weights ``nw`` / ``dw``, None: the config's), the messages' term counts kept per
+        weights: what ``message_keyword_ranking`` computes."""
         cfg = EpisodicConfig()
         weights = (cw, cfg.recall_name_weight if nw is None else nw,
                    cfg.recall_date_weight if dw is None else dw)
         key = (query, *weights)
         if key not in self._expanded:
             if weights not in self._indexes:
-                index = self._indexes[weights] = BM25Index(
-                    k1=cfg.bm25_k1, b=cfg.bm25_b,
-                    field_weights=dict(zip(("context", "name", "date"), weights, strict=True)))
+                field_weights = dict(zip(("context", "name", "date"), weights, strict=True))
                 analyzer = default_analyzer()
-                for k, parts in self.fields.items():
-                    index.upsert(k, {n: analyzer.terms(t) for n, t in parts.items()})
-            hits = self._indexes[weights].search(default_analyzer().query_terms(query),
-                                                 limit=self._wide)
+                tfs = {k: weighted_tf({n: analyzer.terms(t) for n, t in parts.items()},
+                                      field_weights) for k, parts in self.fields.items()}
+                total = 0.0
+                for _, length in tfs.values():
+                    total += length
+                self._indexes[weights] = (tfs, len(tfs), total / len(tfs) if tfs else 0.0)
+            tfs, n, avglen = self._indexes[weights]
+            hits = rank_documents(tfs, default_analyzer().query_terms(query), n=n,
+                                  avglen=avglen, k1=cfg.bm25_k1, b=cfg.bm25_b,
+                                  limit=self._wide)
             self._expanded[key] = self._smooth([(h.id, h.score) for h in hits])
         return self._expanded[key]
 

@@ -1,4 +1,4 @@
-"""BM25: scores equal a brute-force computation; incremental updates equal a rebuild."""
+"""BM25: scores equal a brute-force computation of the formula, ties ordered by id."""
 
 from __future__ import annotations
 
@@ -11,24 +11,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langmem_edge.errors import ConfigurationError
-from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.bm25 import rank_documents, rank_fields, weighted_tf
 
 VOCAB = ["apple", "banana", "cherry", "date", "elder", "fig"]
-NAMESPACES = [("a",), ("a", "x"), ("b",)]
 
 
 def brute_force(
-    docs: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]],
+    docs: dict[str, dict[str, list[str]]],
     query: list[str],
-    prefix: tuple[str, ...],
     *,
     k1: float = 1.2,
     b: float = 0.75,
     weights: dict[str, float] | None = None,
 ) -> dict[str, float]:
-    """BM25F-lite straight from the formula, over the documents under ``prefix``."""
+    """BM25F-lite straight from the formula, over ``docs``."""
     weights = weights or {}
-    inside = {i: f for i, (ns, f) in docs.items() if ns[: len(prefix)] == prefix}
+    inside = docs
     tf: dict[str, Counter[str]] = {}
     length: dict[str, float] = {}
     for i, fields in inside.items():
@@ -59,185 +57,118 @@ def brute_force(
 
 docs_strategy = st.dictionaries(
     st.sampled_from([f"d{i}" for i in range(12)]),
-    st.tuples(
-        st.sampled_from(NAMESPACES),
-        st.fixed_dictionaries(
-            {"text": st.lists(st.sampled_from(VOCAB), max_size=8)},
-            optional={"context": st.lists(st.sampled_from(VOCAB), max_size=8)},
-        ),
+    st.fixed_dictionaries(
+        {"text": st.lists(st.sampled_from(VOCAB), max_size=8)},
+        optional={"context": st.lists(st.sampled_from(VOCAB), max_size=8)},
     ),
     max_size=12,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    docs=docs_strategy,
-    query=st.lists(st.sampled_from([*VOCAB, "zzz"]), min_size=1, max_size=4),
-    prefix=st.sampled_from([(), ("a",), ("a", "x"), ("b",)]),
-)
-def test_scores_match_brute_force(docs, query, prefix) -> None:  # type: ignore[no-untyped-def]
+@given(docs=docs_strategy,
+       query=st.lists(st.sampled_from([*VOCAB, "zzz"]), min_size=1, max_size=4))
+def test_scores_match_brute_force(docs, query) -> None:  # type: ignore[no-untyped-def]
     weights = {"context": 0.5}
-    index = BM25Index(field_weights=weights)
-    for doc_id, (ns, fields) in docs.items():
-        index.upsert(doc_id, fields, namespace=ns)
-    expected = brute_force(docs, query, prefix, weights=weights)
-    got = index.search(query, namespace_prefix=prefix)
-    assert {h.id for h in got} == {i for i, s in expected.items()}
+    expected = brute_force(docs, query, weights=weights)
+    got = rank_fields(docs, query, field_weights=weights)
+    assert {h.id for h in got} == set(expected)
     for h in got:
         assert h.score == pytest.approx(expected[h.id], rel=1e-9)
     # sorted by score desc, then id asc
     assert [(-h.score, h.id) for h in got] == sorted((-h.score, h.id) for h in got)
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    first=docs_strategy,
-    second=docs_strategy,
-    drop=st.sets(st.sampled_from([f"d{i}" for i in range(12)])),
-)
-def test_incremental_updates_equal_a_rebuild(first, second, drop) -> None:  # type: ignore[no-untyped-def]
-    live = BM25Index()
-    for doc_id, (ns, fields) in first.items():
-        live.upsert(doc_id, fields, namespace=ns)
-    for doc_id, (ns, fields) in second.items():
-        live.upsert(doc_id, fields, namespace=ns)
-    for doc_id in drop:
-        live.remove(doc_id)
-    final = {**first, **second}
-    for doc_id in drop:
-        final.pop(doc_id, None)
-    rebuilt = BM25Index()
-    for doc_id, (ns, fields) in final.items():
-        rebuilt.upsert(doc_id, fields, namespace=ns)
-    assert live.ids() == rebuilt.ids()
-    for prefix in [(), ("a",), ("b",)]:
-        assert live.prefix_stats(prefix) == pytest.approx(rebuilt.prefix_stats(prefix))
-        assert live.search(VOCAB, namespace_prefix=prefix) == rebuilt.search(
-            VOCAB, namespace_prefix=prefix
-        )
-
-
 @pytest.mark.parametrize("seed", range(6))
-def test_vectorised_search_matches_a_pure_python_reference(seed: int) -> None:
-    """Random updates (upserts, re-upserts, removals) over several namespaces and weighted
-    fields; every search equals the formula computed from scratch, ties ordered by id."""
+def test_rankings_match_a_reference_with_ties_limits_and_accept(seed: int) -> None:
+    """Random corpora of weighted fields; every ranking equals the formula computed from
+    scratch, ties ordered by id, ``accept`` leaving documents out of the ranking but not of
+    the statistics."""
     rng = random.Random(seed)
     vocab = [f"t{i}" for i in range(rng.choice([4, 12, 40]))]
-    namespaces = [(), ("a",), ("a", "x"), ("a", "y", "z"), ("b",), ("b", "a")]
-    prefixes = [(), ("a",), ("a", "x"), ("b",), ("a", "y"), ("nowhere",)]
     # Dyadic weights keep weighted tfs and lengths exact, so the reference's scores (and ties)
-    # are bit-for-bit the index's whatever the order documents came and went in.
+    # are bit-for-bit the ranking's.
     weights = {"context": 0.5, "title": 2.0, "skip": 0.0}
     k1, b = rng.choice([(1.2, 0.75), (0.0, 0.75), (2.0, 1.0), (1.2, 0.0)])
-    index = BM25Index(k1=k1, b=b, field_weights=weights)
-    docs: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {}
     ties_seen = 0
-    for step in range(400):
-        doc_id = f"d{rng.randrange(60)}"
-        roll = rng.random()
-        if roll < 0.55:
-            fields = {
+    for step in range(60):
+        docs: dict[str, dict[str, list[str]]] = {}
+        for d in range(rng.randint(0, 40)):
+            if docs and rng.random() < 0.2:  # a copy of another document: guaranteed ties
+                docs[f"d{d}"] = docs[rng.choice(sorted(docs))]
+                continue
+            docs[f"d{d}"] = {
                 name: rng.choices(vocab, k=rng.randint(0, size))
                 for name, size in [("text", 8), ("context", 6), ("title", 3), ("skip", 3)]
-                if name == "text" or rng.random() < 0.5
-            }
-            if docs and rng.random() < 0.2:  # a copy of another document: guaranteed ties
-                ns, fields = docs[rng.choice(sorted(docs))]
-            else:
-                ns = rng.choice(namespaces)
-            index.upsert(doc_id, fields, namespace=ns)
-            docs[doc_id] = (ns, fields)
-        elif roll < 0.8:
-            assert index.remove(doc_id) == (docs.pop(doc_id, None) is not None)
-        else:
-            query = rng.choices([*vocab, "absent"], k=rng.randint(1, 5))
-            prefix = rng.choice(prefixes)
-            limit = rng.choice([None, 1, 3, 10])
-            accept = rng.choice([None, lambda d: int(d[1:]) % 3 != 0])
-            expected = brute_force(docs, query, prefix, k1=k1, b=b, weights=weights)
-            ranked = sorted(
-                (-v, i) for i, v in expected.items() if accept is None or accept(i)
-            )[:limit]
-            got = index.search(query, namespace_prefix=prefix, limit=limit, accept=accept)
-            assert [h.id for h in got] == [i for _, i in ranked], (step, query, prefix)
-            for h, (neg, _) in zip(got, ranked, strict=True):
-                assert h.score == pytest.approx(-neg, rel=1e-9)
-            ties_seen += len(got) - len({h.score for h in got})
-    assert index.ids() == sorted(docs)
+                if name == "text" or rng.random() < 0.5}
+        query = rng.choices([*vocab, "absent"], k=rng.randint(1, 5))
+        limit = rng.choice([None, 1, 3, 10])
+        accept = rng.choice([None, lambda d: int(d[1:]) % 3 != 0])
+        expected = brute_force(docs, query, k1=k1, b=b, weights=weights)
+        ranked = sorted((-v, i) for i, v in expected.items() if accept is None or accept(i))
+        ranked = ranked[:limit]
+        got = rank_fields(docs, query, k1=k1, b=b, field_weights=weights, limit=limit,
+                          accept=accept)
+        assert [h.id for h in got] == [i for _, i in ranked], (step, query)
+        for h, (neg, _) in zip(got, ranked, strict=True):
+            assert h.score == -neg
+        ties_seen += len(got) - len({h.score for h in got})
     assert ties_seen > 0
 
 
-def test_statistics_come_from_the_prefix_only() -> None:
-    index = BM25Index()
-    index.upsert("mine", {"text": ["apple", "banana"]}, namespace=("u", "alice"))
-    index.upsert("other", {"text": ["apple"]}, namespace=("u", "bob"))
-    alone = BM25Index()
-    alone.upsert("mine", {"text": ["apple", "banana"]}, namespace=("u", "alice"))
-    assert index.search(["apple"], namespace_prefix=("u", "alice")) == alone.search(
-        ["apple"], namespace_prefix=("u", "alice")
-    )
-    # adding data elsewhere never changes a prefix's scores
-    index.upsert("more", {"text": ["apple"] * 5}, namespace=("u", "carol"))
-    assert index.search(["apple"], namespace_prefix=("u", "alice")) == alone.search(["apple"])
-    assert [h.id for h in index.search(["apple"], namespace_prefix=("u", "bob"))] == ["other"]
+def test_statistics_come_from_the_documents_given() -> None:
+    mine = {"mine": {"text": ["apple", "banana"]}}
+    with_other = {**mine, "other": {"text": ["apple"]}}
+    # another profile's documents change nothing when they are not given
+    assert rank_fields(mine, ["apple"]) != rank_fields(with_other, ["apple"])[:1]
+    assert rank_fields(with_other, ["apple"], accept=lambda d: d == "mine") == [
+        h for h in rank_fields(with_other, ["apple"]) if h.id == "mine"]
 
 
 def test_limit_accept_and_empty_queries() -> None:
-    index = BM25Index()
-    for i in range(5):
-        index.upsert(f"d{i}", {"text": ["apple"] * (i + 1) + ["pad"] * 3})
-    assert [h.id for h in index.search(["apple"], limit=2)] == ["d4", "d3"]
-    odd = index.search(["apple"], accept=lambda d: d in {"d1", "d3"})
+    docs = {f"d{i}": {"text": ["apple"] * (i + 1) + ["pad"] * 3} for i in range(5)}
+    assert [h.id for h in rank_fields(docs, ["apple"], limit=2)] == ["d4", "d3"]
+    odd = rank_fields(docs, ["apple"], accept=lambda d: d in {"d1", "d3"})
     assert [h.id for h in odd] == ["d3", "d1"]
-    assert index.search([]) == []
-    assert index.search(["nothing"]) == []
-    assert BM25Index().search(["apple"]) == []
+    assert rank_fields(docs, []) == []
+    assert rank_fields(docs, ["nothing"]) == []
+    assert rank_fields(docs, ["apple"], limit=0) == []
+    assert rank_fields({}, ["apple"]) == []
 
 
 def test_weighted_field_counts_less() -> None:
-    index = BM25Index(field_weights={"context": 0.5})
-    index.upsert("in_text", {"text": ["apple", "x"], "context": ["y", "z"]})
-    index.upsert("in_context", {"text": ["x", "y"], "context": ["apple", "z"]})
-    assert [h.id for h in index.search(["apple"])] == ["in_text", "in_context"]
-    index2 = BM25Index(field_weights={"context": 0.0})
-    index2.upsert("only_context", {"text": ["x"], "context": ["apple"]})
-    assert index2.search(["apple"]) == []
+    weights = {"context": 0.5}
+    docs = {"in_text": {"text": ["apple", "x"], "context": ["y", "z"]},
+            "in_context": {"text": ["x", "y"], "context": ["apple", "z"]}}
+    assert [h.id for h in rank_fields(docs, ["apple"], field_weights=weights)] == [
+        "in_text", "in_context"]
+    only = {"only_context": {"text": ["x"], "context": ["apple"]}}
+    assert rank_fields(only, ["apple"], field_weights={"context": 0.0}) == []
 
 
-def test_remove_and_len() -> None:
-    index = BM25Index()
-    index.upsert("a", {"text": ["apple"]}, namespace=("n",))
-    assert "a" in index and len(index) == 1 and index.namespace_of("a") == ("n",)
-    assert index.remove("a") and not index.remove("a")
-    assert len(index) == 0 and index.search(["apple"]) == []
-    assert index.prefix_stats(("n",)) == (0, 0.0)
-
-
-@pytest.mark.parametrize("kwargs", [{"k1": -1}, {"b": 1.5}, {"field_weights": {"x": -1}}])
+@pytest.mark.parametrize("kwargs", [{"k1": -1}, {"b": 1.5}, {"field_weights": {"x": -1}},
+                                    {"default_field_weight": -0.5}])
 def test_bad_parameters(kwargs) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigurationError):
-        BM25Index(**kwargs)
+        rank_fields({"d": {"text": ["a"]}}, ["a"], **kwargs)
 
 
-def test_rank_documents_scores_as_the_index() -> None:
-    """``rank_documents`` (the store's keyword channel, given N and the average length)
-    gives the index's scores bit for bit and its order, field weights included."""
-    from langmem_edge.retrieval.bm25 import weighted_tf
-    from langmem_edge.retrieval.keywords import rank_documents
-
+def test_rank_documents_given_statistics_scores_as_the_whole_corpus() -> None:
+    """``rank_documents`` (the store's keyword channel: the documents holding a query term,
+    N and the average length given) gives the whole corpus's scores bit for bit and its
+    order, field weights included."""
     rng = random.Random(3)
     words = [f"w{i}" for i in range(15)]
     weights = {"context": 0.5}
-    index = BM25Index(field_weights=weights)
-    docs = {}
+    corpus = {}
     for i in range(60):
         fields = {"text": [rng.choice(words) for _ in range(rng.randint(0, 9))],
                   "context": [rng.choice(words) for _ in range(rng.randint(0, 4))]}
         if any(fields.values()):
-            index.upsert(f"d{i:02d}", fields)
-            docs[f"d{i:02d}"] = weighted_tf(fields, weights)
-    n, avglen = index.prefix_stats()
+            corpus[f"d{i:02d}"] = fields
+    tfs = {i: weighted_tf(f, weights) for i, f in corpus.items()}
+    n, avglen = len(tfs), sum(length for _, length in tfs.values()) / len(tfs)
     for query in (["w1"], ["w2", "w3", "w2"], ["w4", "nope"], ["nope"]):
-        want = index.search(query, limit=10)
-        assert rank_documents(docs, query, n=n, avglen=avglen, limit=10) == want
+        holders = {i: v for i, v in tfs.items() if set(query) & set(v[0])}
+        want = rank_fields(corpus, query, field_weights=weights, limit=10)
+        assert rank_documents(holders, query, n=n, avglen=avglen, limit=10) == want

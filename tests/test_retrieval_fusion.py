@@ -8,7 +8,9 @@ from langmem_edge.errors import ConfigurationError
 from langmem_edge.retrieval.config import DEFAULT_HYBRID_CONFIG, resolve_hybrid_config
 from langmem_edge.retrieval.fusion import rrf_fuse
 from langmem_edge.retrieval.hybrid import active_channels, channel_depth, fuse
-from langmem_edge.retrieval.keys import KeyIndex
+from langmem_edge.retrieval.keys import key_segments
+from langmem_edge.retrieval.keywords import rank_keys
+from langmem_edge.retrieval.text import key_tokens
 
 
 def test_weighted_rrf_maths() -> None:
@@ -107,20 +109,15 @@ def test_config_defaults_merge_and_validation() -> None:
 
 
 def test_key_channel_ranks_by_matched_segments_then_specificity() -> None:
-    keys = KeyIndex()
-    keys.upsert("theme", "preference.ui_theme", namespace=("u", "alice"))
-    keys.upsert("ui", "preference.ui", namespace=("u", "alice"))
-    keys.upsert("lang", "preference.language", namespace=("u", "alice"))
-    keys.upsert("bob", "preference.ui_theme", namespace=("u", "bob"))
-    got = keys.search("what UI theme?", namespace_prefix=("u", "alice"))
+    segments = {k: key_segments(key) for k, key in [
+        ("theme", "preference.ui_theme"), ("ui", "preference.ui"),
+        ("lang", "preference.language")]}
+    got = rank_keys(segments, key_tokens("what UI theme?"))
     assert [d for d, _ in got] == ["theme", "ui"]
     assert got[0][1] == pytest.approx(2 + 2 / 3)
     assert got[1][1] == pytest.approx(1 + 1 / 2)
-    assert [d for d, _ in keys.search("theme")] == ["bob", "theme"]  # id breaks the tie
-    assert keys.search("the of and") == []  # stopwords never match a segment
-    assert keys.search("theme", accept=lambda d: d != "bob") == [
-        ("theme", pytest.approx(1 + 1 / 3))
-    ]
-    keys.upsert("theme", "other", namespace=("u", "alice"))
-    assert [d for d, _ in keys.search("theme")] == ["bob"]
-    assert keys.remove("bob") and keys.search("theme") == []
+    both = {**segments, "bob": key_segments("preference.ui_theme")}
+    # the id breaks the tie
+    assert [d for d, _ in rank_keys(both, key_tokens("theme"))] == ["bob", "theme"]
+    assert rank_keys(both, key_tokens("the of and")) == []  # stopwords never match a segment
+    assert rank_keys(both, key_tokens("theme"), limit=1) == [("bob", pytest.approx(1 + 1 / 3))]

@@ -16,7 +16,7 @@ from langmem_edge import ChromaStore, errors
 from langmem_edge._chroma import SCHEMA_KEY
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys, PutExisting, PutNew
-from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.bm25 import rank_fields
 from langmem_edge.retrieval.keywords import MAX_ROW_TERMS, TERMS_FIELD
 from langmem_edge.retrieval.text import default_analyzer
 from langmem_edge.store import filters, keyword, layout
@@ -55,15 +55,12 @@ def reference(texts: dict[str, str], query: str, limit: int, *, b: float = 0.75,
               ns: tuple[str, ...] = ("u", "a")) -> list[tuple[str, float]]:
     """The in-process BM25 of the package over ``texts`` (the old index's ranking: ties by
     item id), as ``(key, score)``."""
-    bm25 = BM25Index(b=b)
     analyzer = default_analyzer()
     keys = {layout.item_id(ns, key): key for key in texts}
-    for iid, key in keys.items():
-        terms = analyzer.terms(texts[key])
-        if terms:
-            bm25.upsert(iid, {"text": terms})
+    docs = {iid: {"text": terms} for iid, key in keys.items()
+            if (terms := analyzer.terms(texts[key]))}
     return [(keys[h.id], h.score)
-            for h in bm25.search(analyzer.query_terms(query), limit=limit)]
+            for h in rank_fields(docs, analyzer.query_terms(query), b=b, limit=limit)]
 
 
 def fill(store: ChromaStore, texts: dict[str, str], ns: tuple[str, ...] = ("u", "a")) -> None:
@@ -385,13 +382,13 @@ def reference_fields(docs: dict[str, dict[str, str]], query: str, limit: int,
                      weights: dict[str, float], *, b: float = 0.75,
                      ns: tuple[str, ...] = ("u", "a")) -> list[tuple[str, float]]:
     """The package's in-process BM25F over ``docs`` (key -> field -> text), unnamed fields 0."""
-    bm25 = BM25Index(b=b, field_weights=weights, default_field_weight=0.0)
     analyzer = default_analyzer()
     keys = {layout.item_id(ns, key): key for key in docs}
-    for iid, key in keys.items():
-        bm25.upsert(iid, {f: analyzer.terms(t) for f, t in docs[key].items()})
+    fields = {iid: {f: analyzer.terms(t) for f, t in docs[key].items()}
+              for iid, key in keys.items()}
     return [(keys[h.id], h.score)
-            for h in bm25.search(analyzer.query_terms(query), limit=limit)]
+            for h in rank_fields(fields, analyzer.query_terms(query), b=b, limit=limit,
+                                 field_weights=weights, default_field_weight=0.0)]
 
 
 @pytest.mark.parametrize("embedded", [True, False])

@@ -3,8 +3,7 @@
 Pure parts, no Chroma calls:
 
 - :mod:`.text`: the analyser (tokenise, normalise, stopwords, Snowball stemming).
-- :mod:`.bm25`: an updatable BM25 inverted index with field weights and namespace-scoped
-  statistics.
+- :mod:`.bm25`: BM25 (with field weights) of the documents a caller read, per call.
 - :mod:`.keys`: the exact-key channel (key segments split on ``. : / _ -``).
 - :mod:`.fusion`: weighted reciprocal rank fusion with a per-channel explanation.
 - :mod:`.config`: every default (weights vector 1, keyword 1, key 1.5; ``rrf_k`` 60; BM25

@@ -18,7 +18,7 @@ process keeps an index (``docs/architecture.md``, "ChromaStore"):
 
 A search fetches every row of the scope holding a query term (``$or`` of ``$contains``,
 :func:`match_where`), so document frequencies counted from the rows returned are exact, and
-scores them with :func:`rank_documents`.
+scores them with :func:`~langmem_edge.retrieval.bm25.rank_documents`.
 
 **The cap.** An item with more than :data:`MAX_ROW_TERMS` distinct terms lists only its
 first :data:`MAX_ROW_TERMS` in ``kt`` (its document keeps every token). A search that
@@ -30,17 +30,13 @@ store's ``KEYWORD_SCAN_ROWS``) sees every term.
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langmem_edge.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, ScoredDoc
 from langmem_edge.retrieval.keys import key_segments
 from langmem_edge.retrieval.text import Analyzer
 
 __all__ = [
-    "bm25_idf",
-    "rank_documents",
     "KEY_SEGMENTS_FIELD",
     "LENGTH_FIELD",
     "MAX_ROW_TERMS",
@@ -161,7 +157,7 @@ def rank_keys(
     segments_by_id: Mapping[str, Sequence[str]], words: Sequence[str], *, limit: int | None = None
 ) -> list[tuple[str, float]]:
     """The exact-key channel over ``segments_by_id``: ``(id, matched + coverage)`` best first
-    (ties by id), as :class:`~langmem_edge.retrieval.keys.KeyIndex` ranks."""
+    (ties by id)."""
     wanted = set(words)
     scored = []
     for doc_id, segs in segments_by_id.items():
@@ -172,54 +168,3 @@ def rank_keys(
     if limit is not None:
         del scored[limit:]
     return [(d, s) for s, d in scored]
-
-
-# -- BM25 of given documents (the store's keyword channel scores the rows it read) ----------
-
-def bm25_idf(df: int, n: int) -> float:
-    """Lucene's BM25 idf for a term in ``df`` of ``n`` documents (never negative)."""
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-
-def rank_documents(
-    docs: Mapping[str, tuple[Mapping[str, float], float]],
-    terms: Iterable[str],
-    *,
-    n: int,
-    avglen: float,
-    k1: float = DEFAULT_K1,
-    b: float = DEFAULT_B,
-    limit: int | None = None,
-    df: Mapping[str, int] | None = None,
-) -> list[ScoredDoc]:
-    """BM25 of ``docs`` (``id -> (weighted tfs, weighted length)``, see :func:`weighted_tf`)
-    against ``terms``, with the corpus size ``n`` and average length ``avglen`` given by the
-    caller: best first, ties by id ascending, as :meth:`BM25Index.search` ranks.
-
-    ``docs`` must hold every document of the corpus that contains a query term: each term's
-    document frequency is counted from them; or ``df`` gives each term's document frequency
-    (then ``docs`` may be any of the corpus's documents, and a term it omits scores
-    nothing). The arithmetic is :meth:`BM25Index.search`'s,
-    term by term in query order, so an index of the same corpus gives the same scores.
-    """
-    query = list(dict.fromkeys(terms))
-    if not query or n <= 0:
-        return []
-    scores: dict[str, float] = {}
-    for term in query:
-        holders = [(i, tf[term]) for i, (tf, _) in docs.items() if term in tf]
-        count = len(holders) if df is None else df.get(term, 0)
-        if not holders or not count:
-            continue
-        idf = bm25_idf(count, n)
-        for doc_id, tf_value in holders:
-            if avglen:
-                norm = k1 * ((1.0 - b) + b * docs[doc_id][1] / avglen)
-            else:
-                norm = k1
-            scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf_value * (k1 + 1.0) / (
-                tf_value + norm)
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    if limit is not None:
-        del ranked[limit:]
-    return [ScoredDoc(doc_id, score) for doc_id, score in ranked]

@@ -49,14 +49,12 @@ from langgraph.store.base import SearchOp
 from langmem_edge import _chroma
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.retrieval import HybridConfig
-from langmem_edge.retrieval.bm25 import weighted_tf
+from langmem_edge.retrieval.bm25 import bm25_idf, rank_documents, weighted_tf
 from langmem_edge.retrieval.keywords import (
     LENGTH_FIELD,
     TERMS_FIELD,
-    bm25_idf,
     decode_keyword_document,
     match_where,
-    rank_documents,
     rank_keys,
 )
 from langmem_edge.retrieval.text import Analyzer, key_tokens

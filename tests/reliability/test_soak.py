@@ -51,7 +51,6 @@ from langgraph.store.base import PutOp
 
 from langmem_edge.embeddings import CachedEmbeddings
 from langmem_edge.memory.index.access import MAX_KEPT
-from langmem_edge.retrieval.bm25 import BM25Index
 from langmem_edge.store.keyword import MAX_SCOPES_KEPT
 from langmem_edge.testing import FakeEmbeddings
 
@@ -71,9 +70,6 @@ SOAK_ID_CAPACITY = 500
 
 SOAK_EMBED_CACHE = 200
 """The embedding cache's size during the soak."""
-
-SOAK_PREFIX_MASKS = 8
-"""A ``BM25Index``'s prefix-mask bound in the regression test below (lowered from 256)."""
 
 HYBRID_SHARE = 0.5
 """Share of the store searches made with ``hybrid_search`` in one child namespace (the
@@ -319,17 +315,3 @@ def test_constant_data_keeps_in_use_memory_flat(long_run: bool) -> None:
     trimmed = figures[f"rss_mb_trimmed_every_{RSS_SAMPLE_EVERY}"]
     half = trimmed[len(trimmed) // 2]
     assert trimmed[-1] - half <= MAX_CONSTANT_RSS_GROWTH_MB, trimmed
-
-
-def test_prefix_masks_stay_within_their_bound_across_clear() -> None:
-    """Regression (the soak found 9 masks for a bound of 8): ``clear()`` rebuilt the index
-    with the default bound."""
-    index = BM25Index(max_prefix_masks=SOAK_PREFIX_MASKS)
-    index.clear()
-    for n in range(3 * SOAK_PREFIX_MASKS):
-        index.upsert(f"d{n}", {"text": ["amber"]}, namespace=("soak", f"c{n}"))
-    for n in range(3 * SOAK_PREFIX_MASKS):
-        assert [d.id for d in index.search(["amber"], namespace_prefix=("soak", f"c{n}"))] == [
-            f"d{n}"]
-        assert len(index._mask_cache) <= SOAK_PREFIX_MASKS
-    assert len(index._mask_cache) > 1

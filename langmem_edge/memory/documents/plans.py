@@ -41,7 +41,7 @@ from langmem_edge.memory.documents.records import (
     document_id,
 )
 from langmem_edge.memory.records import utcnow
-from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.bm25 import rank_fields
 from langmem_edge.retrieval.text import default_analyzer
 
 __all__ = [
@@ -302,14 +302,9 @@ def _plan_keyword(scope: DocumentScope, ids: Sequence[str], query: str
     found = yield batch(scope.store, [SearchOp(scope.chunks(i), limit=READ_LIMIT)
                                       for i in ids])
     analyzer = default_analyzer()
-    bm25 = BM25Index()
-    by_key: dict[str, Item] = {}
-    for items in found:
-        for it in items:
-            key = f"{it.value.get('document_id')}/{it.key}"
-            by_key[key] = it
-            bm25.upsert(key, {"text": analyzer.terms(str(it.value.get("text", "")))})
-    ranked = bm25.search(analyzer.query_terms(query))
+    by_key = {f"{it.value.get('document_id')}/{it.key}": it for items in found for it in items}
+    ranked = rank_fields({key: {"text": analyzer.terms(str(it.value.get("text", "")))}
+                          for key, it in by_key.items()}, analyzer.query_terms(query))
     return [(by_key[r.id], float(r.score)) for r in ranked]
 
 

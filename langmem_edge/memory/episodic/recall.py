@@ -30,7 +30,7 @@ from langgraph.store.base import Item
 
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.plans import Plan, ready, run_sync
-from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.bm25 import rank_fields
 from langmem_edge.retrieval.fusion import rrf_fuse, rrf_term
 from langmem_edge.retrieval.text import Analyzer, default_analyzer
 
@@ -188,10 +188,10 @@ def message_keyword_ranking(
     limit: int | None = None,
 ) -> list[tuple[str, float]]:
     """BM25F ranking of the messages (``key -> fields``) for ``query``, best first."""
-    index = BM25Index(k1=k1, b=b, field_weights=field_weights)
-    for key, parts in fields.items():
-        index.upsert(key, {name: analyzer.terms(text) for name, text in parts.items()})
-    return [(h.id, h.score) for h in index.search(analyzer.query_terms(query), limit=limit)]
+    docs = {key: {name: analyzer.terms(text) for name, text in parts.items()}
+            for key, parts in fields.items()}
+    return [(h.id, h.score) for h in rank_fields(docs, analyzer.query_terms(query), k1=k1, b=b,
+                                                  field_weights=field_weights, limit=limit)]
 
 
 def keyword_only_ranking(query: str, docs: Sequence[Item], *, k1: float, b: float,
@@ -199,11 +199,9 @@ def keyword_only_ranking(query: str, docs: Sequence[Item], *, k1: float, b: floa
     """``mode="keyword"``: Okapi BM25 over each message's own ``text`` alone (no neighbours,
     no speaker or day), best first, ties to the later message; messages matching no query
     term are left out."""
-    index = BM25Index(k1=k1, b=b)
     analyzer = default_analyzer()
-    for i, d in enumerate(docs):
-        index.upsert(str(i), {"text": analyzer.terms(d.value["text"])})
-    hits = index.search(analyzer.query_terms(query))
+    hits = rank_fields({str(i): {"text": analyzer.terms(d.value["text"])}
+                        for i, d in enumerate(docs)}, analyzer.query_terms(query), k1=k1, b=b)
     ranked = sorted(((docs[int(h.id)], h.score) for h in hits),
                     key=lambda p: (-p[1], -int(p[0].value["seq"])))
     return ranked[:limit]

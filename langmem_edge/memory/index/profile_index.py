@@ -4,7 +4,7 @@ Recall needs more than ``store.search(query=...)`` offers on a generic ``BaseSto
 channel (BM25 over the profile's texts), an exact key channel, and the relevance fill (every
 active memory ranked by recency and use). Each operation reads the profile's records and
 access-count items in one batch (:func:`~langmem_edge.memory.index.store_io.plan_load`) and
-builds a :class:`ProfileIndex` from them: the records' values, BM25 postings, a key map, and
+builds a :class:`ProfileIndex` from them: the records' values, a key map, and
 numpy columns for admissibility masks and the fill. It is dropped when the operation ends:
 the store is the only copy that lasts, so another process's write is in the next read and
 no process keeps anything exact (``docs/architecture.md``). Its cost grows with the
@@ -18,10 +18,8 @@ record (items written before, one per memory and writer, are still read:
 :func:`count_entries`). A memory's count is its record's ``access_count`` (carried over by
 ``update``) plus the writers' counts plus this process's pending bumps.
 
-The keyword channel is the package's one BM25 (:class:`langmem_edge.retrieval.bm25.BM25Index`,
-keyed by memory id), built at the first keyword search of the operation (a write never
-searches by keyword, so it never builds one); each column row's BM25 slot is kept beside it,
-so an admissibility mask over rows becomes a mask over slots with one numpy assignment.
+The keyword channel is the package's one BM25 (:func:`langmem_edge.retrieval.bm25.rank_fields`)
+over the records read, computed when the operation asks (a write never searches by keyword).
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.index.access import AccessWriter
 from langmem_edge.memory.index.columns import Columns, ended_at
 from langmem_edge.memory.records import KINDS
-from langmem_edge.retrieval.bm25 import BM25Index
+from langmem_edge.retrieval.bm25 import rank_fields
 from langmem_edge.retrieval.text import default_analyzer
 from langmem_edge.retrieval.vectors import cosine_distances
 
@@ -124,13 +122,7 @@ class ProfileIndex:
         """Each record's vector, read with the records on a store that returns them
         (:class:`~langmem_edge.memory.core.stores.ListsVectors`); None when the read did not:
         rank by vector with the store then."""
-        self._bm25: tuple[BM25Index, np.ndarray] | None = None
-        """The keyword channel's index and each column row's slot in it (-1: no text),
-        built at the first keyword search (:meth:`keyword`; writes never search) and
-        dropped by any change."""
         self.by_key: dict[tuple[str, str], set[str]] = {}
-        self._key_terms: dict[str, set[tuple[str, str]]] = {}
-        self._key_lower: dict[str, set[tuple[str, str]]] = {}
         self.columns = Columns()
         self._sorted: list[str] | None = None
 
@@ -252,7 +244,6 @@ class ProfileIndex:
             self._sorted = None
             self._unkey(value)
             self.columns.drop(mid)
-            self._bm25 = None
             if self.vectors is not None:
                 self.vectors.pop(mid, None)
 
@@ -265,13 +256,8 @@ class ProfileIndex:
             self._unkey(held)
         self.values[mid] = value
         if value.get("key"):
-            sk = (value.get("scope") or "agent", value["key"])
-            if sk not in self.by_key:
-                self._index_key(sk, add=True)
-            self.by_key.setdefault(sk, set()).add(mid)
+            self.by_key.setdefault((value.get("scope") or "agent", value["key"]), set()).add(mid)
         row = self.columns.set(value)
-        if held is None or _indexed_text(held) != _indexed_text(value):
-            self._bm25 = None
         # columns.set took the record's own count; add the count items and pending bumps
         if mid in self.counts or self.access_writer.own(mid, None) is not None:
             self._set_access(value, row)
@@ -294,69 +280,37 @@ class ProfileIndex:
                 ids.discard(value["id"])
                 if not ids:
                     del self.by_key[sk]
-                    self._index_key(sk, add=False)
-
-    def _index_key(self, sk: tuple[str, str], *, add: bool) -> None:
-        """Add or drop a key in the key-channel maps (last-segment terms, lower-case key)."""
-        key = sk[1]
-        for term, table in [(t, self._key_terms) for t in key_terms(key, last=True)] + [
-            (key.lower(), self._key_lower)
-        ]:
-            if add:
-                table.setdefault(term, set()).add(sk)
-            else:
-                keys = table.get(term)
-                if keys is not None:
-                    keys.discard(sk)
-                    if not keys:
-                        del table[term]
 
     def match_keys(self, query: str) -> list[tuple[tuple[str, str], float]]:
         """Keys matching ``query``: 2.0 when the key is the query; else, when a word of the
         key's last segment (``theme`` of ``preference.ui_theme``) occurs in the query, the
         share of the key's words that do. The last segment names the topic; words of the
         leading segments alone (``preference``) match too much to count."""
+        exact = query.strip().lower()
+        terms = set(default_analyzer().terms(query))
+        out: list[tuple[tuple[str, str], float]] = []
         with self.lock:
-            out = {sk: EXACT_KEY_SCORE for sk in self._key_lower.get(query.strip().lower(), ())}
-            terms = set(default_analyzer().terms(query))
-            candidates = set().union(*(self._key_terms.get(t, ()) for t in terms)) if terms else ()
-            for sk in candidates:
-                if sk in out or not key_terms(sk[1], last=True) & terms:
-                    continue
-                words = key_terms(sk[1], last=False)
-                out[sk] = len(words & terms) / len(words)
-            return list(out.items())
+            for sk in self.by_key:
+                if sk[1].lower() == exact:
+                    out.append((sk, EXACT_KEY_SCORE))
+                elif terms and key_terms(sk[1], last=True) & terms:
+                    words = key_terms(sk[1], last=False)
+                    out.append((sk, len(words & terms) / len(words)))
+        return out
 
     def keyword(self, query: str, *, limit: int, admissible: Admissible
                 ) -> list[tuple[str, float]]:
         """BM25 hits ``(id, score)`` of the admissible records for ``query``, best first
-        (the keyword channel; :class:`~langmem_edge.retrieval.bm25.BM25Index`, admitted by
-        the mask over its slots)."""
+        (the keyword channel: :func:`~langmem_edge.retrieval.bm25.rank_fields` over the
+        present records' texts, in the order they were read; the statistics are every
+        text's, the ranking the admissible ones')."""
+        cfg = self.recall_config
         with self.lock:
-            bm25, slot_of = self._keyword_index()
-            n = min(len(slot_of), admissible.mask.size)
-            slots = slot_of[:n][admissible.mask[:n] & (slot_of[:n] >= 0)]
-            accept = np.zeros(bm25.slots, dtype=bool)
-            accept[slots] = True
-            hits = bm25.search(default_analyzer().query_terms(query), limit=limit,
-                               accept_mask=accept)
+            docs = {mid: {"text": text_terms(text)} for mid, value in self.values.items()
+                    if (text := _indexed_text(value))}
+        hits = rank_fields(docs, default_analyzer().query_terms(query), k1=cfg.bm25_k1,
+                           b=cfg.bm25_b, limit=limit, accept=admissible)
         return [(h.id, h.score) for h in hits]
-
-    def _keyword_index(self) -> tuple[BM25Index, np.ndarray]:
-        """The BM25 index of the present records' texts (in the order they were read) and
-        each column row's slot in it, built now unless a record's text changed since."""
-        if self._bm25 is None:
-            cfg = self.recall_config
-            bm25 = BM25Index(k1=cfg.bm25_k1, b=cfg.bm25_b)
-            c = self.columns
-            slot_of = np.full(len(c.ids), -1, dtype=np.intp)
-            for mid, value in self.values.items():
-                text = _indexed_text(value)
-                if text:
-                    bm25.upsert(mid, {"text": text_terms(text)})
-                    slot_of[c.row_of[mid]] = bm25.slot(mid)
-            self._bm25 = (bm25, slot_of)
-        return self._bm25
 
     def valid_from_between(self, start: float, end: float) -> list[tuple[str, float]]:
         """``(id, valid_from)`` of present records with ``start <= valid_from < end``."""
