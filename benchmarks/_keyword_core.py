@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langmem_edge.retrieval.bm25 import rank_documents, weighted_tf
+from langmem_edge.retrieval.bm25 import Corpus, corpus, rank_documents
 from langmem_edge.retrieval.config import DEFAULT_KEYWORD_CONFIG, KeywordConfig
 from langmem_edge.retrieval.keys import key_segments
 from langmem_edge.retrieval.keywords import rank_keys
@@ -41,7 +41,7 @@ class KeywordIndex:
         self.analyzer = Analyzer(language=self.cfg["language"], stopwords=self.cfg["stopwords"])
         self._rows: dict[str, tuple[Namespace, dict[str, list[str]], list[str]]] = {}
         # per prefix searched since the last apply: each row's weighted tfs, N, avglen
-        self._tfs: dict[Namespace, tuple[dict[str, Any], int, float]] = {}
+        self._tfs: dict[Namespace, Corpus] = {}
 
     def apply(self, rows: Iterable[KeywordRow]) -> None:
         """Take in ``rows`` (replacing same ids), analysed now."""
@@ -60,13 +60,10 @@ class KeywordIndex:
                        limit: int | None = None) -> list[tuple[str, float]]:
         """BM25 ranking under ``namespace_prefix``: ``(id, score)`` best first."""
         if namespace_prefix not in self._tfs:
-            cfg = self.cfg
-            tfs = {i: weighted_tf(terms, cfg["field_weights"], cfg["default_field_weight"])
-                   for i, terms, _ in self._under(namespace_prefix) if any(terms.values())}
-            total = 0.0
-            for _, length in tfs.values():
-                total += length
-            self._tfs[namespace_prefix] = (tfs, len(tfs), total / len(tfs) if tfs else 0.0)
+            self._tfs[namespace_prefix] = corpus(
+                {i: terms for i, terms, _ in self._under(namespace_prefix)
+                 if any(terms.values())}, field_weights=self.cfg["field_weights"],
+                default_field_weight=self.cfg["default_field_weight"])
         tfs, n, avglen = self._tfs[namespace_prefix]
         hits = rank_documents(tfs, self.analyzer.query_terms(query), n=n, avglen=avglen,
                               k1=self.cfg["k1"], b=self.cfg["b"], limit=limit)

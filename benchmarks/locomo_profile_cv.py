@@ -60,7 +60,7 @@ from langmem_edge.memory.episodic.recall import (  # noqa: E402
     message_fields,
     message_keyword_ranking,
 )
-from langmem_edge.retrieval.bm25 import rank_documents, weighted_tf  # noqa: E402
+from langmem_edge.retrieval.bm25 import Corpus, corpus, rank_documents  # noqa: E402
 from langmem_edge.retrieval.fusion import rrf_fuse  # noqa: E402
 from langmem_edge.retrieval.text import default_analyzer  # noqa: E402
 
@@ -179,7 +179,7 @@ class ProfileChannels:
                        for row in sims]
         self._keyword: dict[float, list[list[tuple[str, float]]]] = {}
         # per field weights: each message's weighted tfs, N and the average length
-        self._indexes: dict[tuple[float, float, float], tuple[Any, int, float]] = {}
+        self._indexes: dict[tuple[float, float, float], Corpus] = {}
         self._expanded: dict[tuple[Any, ...], list[tuple[str, float]]] = {}
         self.vectors = vectors
         self.keys = keys
@@ -220,12 +220,9 @@ class ProfileChannels:
             if weights not in self._indexes:
                 field_weights = dict(zip(("context", "name", "date"), weights, strict=True))
                 analyzer = default_analyzer()
-                tfs = {k: weighted_tf({n: analyzer.terms(t) for n, t in parts.items()},
-                                      field_weights) for k, parts in self.fields.items()}
-                total = 0.0
-                for _, length in tfs.values():
-                    total += length
-                self._indexes[weights] = (tfs, len(tfs), total / len(tfs) if tfs else 0.0)
+                self._indexes[weights] = corpus(
+                    {k: {n: analyzer.terms(t) for n, t in parts.items()}
+                     for k, parts in self.fields.items()}, field_weights=field_weights)
             tfs, n, avglen = self._indexes[weights]
             hits = rank_documents(tfs, default_analyzer().query_terms(query), n=n,
                                   avglen=avglen, k1=cfg.bm25_k1, b=cfg.bm25_b,

@@ -26,14 +26,17 @@ import math
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from langmem_edge.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_B",
     "DEFAULT_K1",
+    "Corpus",
     "ScoredDoc",
     "bm25_idf",
+    "corpus",
     "rank_documents",
     "rank_fields",
     "weighted_tf",
@@ -130,6 +133,30 @@ def rank_documents(
     return [ScoredDoc(doc_id, score) for doc_id, score in ranked]
 
 
+class Corpus(NamedTuple):
+    """A corpus as :func:`rank_documents` takes it: each document's weighted term
+    frequencies and length, the document count ``n`` and the average length."""
+
+    tfs: dict[str, tuple[dict[str, float], float]]
+    n: int
+    avglen: float
+
+
+def corpus(docs: Mapping[str, Mapping[str, Sequence[str]]], *,
+           field_weights: Mapping[str, float] | None = None,
+           default_field_weight: float = 1.0) -> Corpus:
+    """The :class:`Corpus` of documents given as analysed fields (``id -> {field: terms}``);
+    lengths summed in the order given. A caller ranking many queries over one corpus
+    weighs it once and calls :func:`rank_documents` with it."""
+    weights = dict(field_weights or {})
+    tfs = {doc_id: weighted_tf(fields, weights, default_field_weight)
+           for doc_id, fields in docs.items()}
+    total = 0.0
+    for _, length in tfs.values():
+        total += length
+    return Corpus(tfs, len(tfs), total / len(tfs) if tfs else 0.0)
+
+
 def rank_fields(
     docs: Mapping[str, Mapping[str, Sequence[str]]],
     terms: Iterable[str],
@@ -156,13 +183,8 @@ def rank_fields(
     for name, w in [*weights.items(), ("<default>", default_field_weight)]:
         if w < 0:
             raise ConfigurationError(f"field weight of {name!r} must be >= 0, got {w}")
-    tfs = {doc_id: weighted_tf(fields, weights, default_field_weight)
-           for doc_id, fields in docs.items()}
-    total = 0.0
-    for _, length in tfs.values():
-        total += length
-    n = len(tfs)
-    avglen = total / n if n else 0.0
+    tfs, n, avglen = corpus(docs, field_weights=weights,
+                            default_field_weight=default_field_weight)
     if accept is None:
         return rank_documents(tfs, terms, n=n, avglen=avglen, k1=k1, b=b, limit=limit)
     query = list(dict.fromkeys(terms))
