@@ -1,5 +1,5 @@
 """What a Chroma ``where`` pays for an equality many rows share: the reason active records are
-read by their ``live`` field (``memory/index/formats.py``), not by ``status``.
+read by their ``live`` field (``memory/records.py``), not by ``status``.
 
     python benchmarks/filter_selectivity.py [--profiles 20,200,1000] [--records 100]
                                             [--active 20] [--reads 30] [--rounds 3]

@@ -7,11 +7,11 @@ against one list of them (schema 8), on real memory-record rows (issues 33, 34).
 For each ``--profiles`` count: ``AgentMemory.remember_many`` writes ``--memories`` memories in
 each profile of a ``ChromaStore`` folder (fake 64-d embeddings; the rows are this version's,
 schema 8), then every item row is copied into a second collection of the same folder with its
-string mirror laid out as schema 7 did (``f:<path>`` fields: ``tests/legacy_layout.py``'s
-conversion), and SQLite's planner statistics are taken (as the store does). Chroma reads
-every scalar field of each row it returns, whatever ``include`` asks for, but a row's lists
-only when metadata is asked for: that is the difference measured. Then ``--reads`` reads of
-a random profile by each layout, interleaved:
+string mirror laid out as schema 7 did (``f:<path>`` fields, :data:`SCHEMA7_PREFIX`), and
+SQLite's planner statistics are taken (as the store does). Chroma reads every scalar field of
+each row it returns, whatever ``include`` asks for, but a row's lists only when metadata is
+asked for: that is the difference measured. Then ``--reads`` reads of a random profile by each
+layout, interleaved:
 
 - ``profile read``: the profile's active records with their vectors (a recall's read:
   ``p4`` and ``live``, documents and embeddings);
@@ -40,13 +40,16 @@ from memory_scale import build  # noqa: E402
 from langmem_edge._sqlite_stats import refresh  # noqa: E402
 from langmem_edge.store import filters  # noqa: E402
 
+SCHEMA7_PREFIX = "f:"
+"""Prefix of schema 7's metadata field per string leaf (``f:<path>``)."""
+
 
 def schema_7(meta: dict[str, Any]) -> dict[str, Any]:
     """A schema 8 row's metadata with its strings list as schema 7's ``f:`` fields."""
     out = {k: v for k, v in meta.items() if k != filters.STRINGS_FIELD}
     for entry in meta.get(filters.STRINGS_FIELD) or []:
         path, _, text = entry.partition(filters.ENTRY_SEPARATOR)
-        out[filters.LEGACY_FILTER_FIELD_PREFIX + path] = text
+        out[SCHEMA7_PREFIX + path] = text
     return out
 
 
@@ -77,12 +80,12 @@ def run(folder: str, profiles: int, memories: int, reads: int, rng: random.Rando
     def live(p: str, listed: bool) -> dict[str, Any]:
         if listed:
             return {filters.STRINGS_FIELD: {"$contains": filters.string_entry("live", p)}}
-        return {filters.LEGACY_FILTER_FIELD_PREFIX + "live": p}
+        return {SCHEMA7_PREFIX + "live": p}
 
     def keyed(listed: bool) -> dict[str, Any]:
         if listed:
             return {filters.STRINGS_FIELD: {"$contains": filters.string_entry("key", key)}}
-        return {filters.LEGACY_FILTER_FIELD_PREFIX + "key": key}
+        return {SCHEMA7_PREFIX + "key": key}
 
     new_row = rows8.get(ids=moved["ids"][:1], include=["metadatas", "documents",
                                                         "embeddings"])

@@ -399,6 +399,7 @@ def open_collection(
     reads_from: int | None = None,
     upgrade: Callable[[Collection, int], None] | None = None,
     ef_search: int | None = None,
+    way_out: str = "",
 ) -> Collection:
     """Get or create ``name`` with cosine space and a schema version in its metadata.
 
@@ -411,7 +412,8 @@ def open_collection(
     this code reads as it is; ``upgrade(collection, found_version)`` runs first (it must be
     idempotent: a crash before the version is raised runs it again), then its version is
     raised to ``schema_version``, so code that knows only the older layout refuses it from
-    then on instead of misreading new rows.
+    then on instead of misreading new rows. ``way_out``: what the error for an older
+    collection suggests.
 
     Raises:
         ConfigurationError: the collection was written by a newer layout than this code knows,
@@ -441,7 +443,7 @@ def open_collection(
         if found < oldest:
             raise ConfigurationError(
                 f"Collection {name!r} has layout schema {found}; this version of langmem_edge "
-                f"reads schemas {oldest} to {schema_version}."
+                f"reads schemas {oldest} to {schema_version}. {way_out}".rstrip()
             )
         if upgrade is not None:
             upgrade(collection, found)

@@ -189,16 +189,15 @@ def test_a_recalled_memory_does_not_decay(memory: AgentMemory) -> None:
     unused = alice.remember("alice has a red bicycle")
     later = utcnow() + timedelta(days=31)
     # accessed 31 days "after" it was written: its last access is what counts
-    memory.store.put(used_access_ns(memory, used.id), "w", {
-        "profile": "alice", "id": used.id, "writer": "w", "count": 1,
-        "last": (later - timedelta(days=1)).isoformat()})
+    memory.store.put(access_rows(memory), "w", {
+        "profile": "alice", "counts": {used.id: [1, (later - timedelta(days=1)).isoformat()]}})
     memory2 = AgentMemory(memory.store)
     report = memory2.consolidate("alice", now=later).profiles[0]
     assert [d.memory_id for d in report.decayed] == [unused.id]
 
 
-def used_access_ns(memory: AgentMemory, memory_id: str) -> tuple[str, ...]:
-    return memory.profile("alice")._ctx.layout.access_of(memory_id)
+def access_rows(memory: AgentMemory) -> tuple[str, ...]:
+    return memory.profile("alice")._ctx.layout.access_by_writer
 
 
 def test_the_model_writes_the_canonical_statement(memory: AgentMemory) -> None:

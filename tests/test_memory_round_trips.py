@@ -127,12 +127,12 @@ def test_access_counts_are_one_row_per_process_and_older_items_still_count(
                                                      memory.access_writers.get(("p",)).writer_id)]
     counted = rows[0].value["counts"]
     assert set(counted) <= {n.id for n in notes} and counted
-    # an item of the layout before (one per memory and writer) still counts
+    # another process's row counts too
     roses = notes[0]
     before = AgentMemory(store).profile("p").get(roses.id).access_count
-    store.put(layout.access_of(roses.id), "an-older-process",
-              {"profile": "p", "id": roses.id, "writer": "an-older-process", "count": 5,
-               "last": "2026-01-01T00:00:00+00:00"}, index=False)
+    store.put(layout.access_by_writer, "another-process",
+              {"profile": "p", "counts": {roses.id: [5, "2026-01-01T00:00:00+00:00"]}},
+              index=False)
     fresh = AgentMemory(store).profile("p")
     assert fresh.get(roses.id).access_count == before + 5
     assert {c.id: c for c in fresh.list().memories}[roses.id].access_count == before + 5

@@ -3,7 +3,6 @@ embedding reuse, concurrency, server sharing."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -15,7 +14,6 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
-from legacy_layout import to_schema_4
 
 from langmem_edge import (
     BackendError,
@@ -27,7 +25,7 @@ from langmem_edge import (
     InvalidInputError,
     LimitExceededError,
 )
-from langmem_edge._chroma import SCHEMA_KEY, SYNC_THRESHOLD, join_labels, split_labels
+from langmem_edge._chroma import SCHEMA_KEY, SYNC_THRESHOLD, join_labels
 from langmem_edge.store import filters, layout
 from langmem_edge.testing import FakeEmbeddings
 
@@ -663,54 +661,17 @@ def test_collections_record_the_schema_and_refuse_newer(tmp_path: Any) -> None:
     store.close()
     client = chromadb.PersistentClient(path=str(tmp_path / "n"))
     client.create_collection(
-        "langmem_edge-items", metadata={SCHEMA_KEY: 99}, embedding_function=None
+        "langmem_edge-rows32", metadata={SCHEMA_KEY: 99}, embedding_function=None
     )
     with pytest.raises(ConfigurationError, match="newer"):
         ChromaStore(client, index=index())
-    client.delete_collection("langmem_edge-items")
+    client.delete_collection("langmem_edge-rows32")
     client.create_collection(
-        "langmem_edge-items", metadata={SCHEMA_KEY: 0}, embedding_function=None
-    )
-    with pytest.raises(ConfigurationError, match="reads schemas 1 to"):
+        "langmem_edge-rows32", metadata={SCHEMA_KEY: layout.SCHEMA_VERSION - 1},
+        embedding_function=None)
+    with pytest.raises(ConfigurationError, match="reads schemas 8 to 8"):
         ChromaStore(client, index=index())
 
-
-def test_schema_1_stores_are_read_and_raised_to_the_current_schema(tmp_path: Any) -> None:
-    """Schema 1 vector rows carried the item id, namespace levels and filter fields but not
-    the item's name; a store written so is searched the same and marked current."""
-    path = str(tmp_path / "old")
-    store = ChromaStore.from_path(path, index=index())
-    for i, text in enumerate(["red apples", "green pears", "ripe bananas", "red cherries"]):
-        store.put(("fruit", f"box{i % 2}"), f"k{i}", {"text": text, "colour": text.split()[0]})
-    expected = [(r.namespace, r.key) for r in store.search(("fruit",), query="red", limit=3)]
-    items = to_schema_4(store)
-    rows = store._vectors.get(include=["metadatas"])
-    old_rows = []
-    for vid, meta in zip(rows["ids"], rows["metadatas"], strict=True):
-        ns = split_labels(meta["ns"])
-        value = json.loads(items.get(ids=[vid.split(":")[0]])["metadatas"][0]["v"])
-        old_rows.append({"i": vid.rpartition(":")[0], "p": meta["p"], "h": meta["h"],
-                         **{f"n{i}": label for i, label in enumerate(ns)},
-                         **layout.namespace_fields(ns), **filters.filter_fields(value)})
-    store._vectors.update(ids=rows["ids"], metadatas=old_rows)  # update merges: drop the name
-    for vid in rows["ids"]:
-        store._vectors.update(ids=[vid], metadatas=[{"ns": None, "nd": None, "k": None}])
-    assert "k" not in store._vectors.get(limit=1, include=["metadatas"])["metadatas"][0]
-    for col in (items, store._vectors):
-        col.modify(metadata={SCHEMA_KEY: 1})
-    store.close()
-
-    again = ChromaStore.from_path(path, index=index())
-    assert again._vectors.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
-    assert [(r.namespace, r.key) for r in again.search(("fruit",), query="red", limit=3)] == (
-        expected
-    )
-    found = again.search(("fruit", "box1"), query="red", filter={"colour": "red"})
-    assert [r.key for r in found] == ["k3"]
-    assert [k.key for k in again.nearest_keys(("fruit", "box0"), "red", limit=1)] == ["k0"]
-
-
-# -- embeddings and concurrency ---------------------------------------------------------------
 
 
 def test_unchanged_text_is_never_embedded_twice(open_store: Any) -> None:
@@ -853,38 +814,6 @@ def test_a_delete_during_a_scan_skips_no_other_row(
     gone = {k for k in (f"k{i}" for i in range(9)) if store.get(("s",), k) is None}
     assert len(gone) == 1
     assert found - gone == {f"k{i}" for i in range(9)} - gone  # every live row was read
-
-
-def test_schema_2_stores_are_read_and_their_wide_items_flagged(tmp_path: Any) -> None:
-    """Schema 2 had no vector generations (ids ``<item>:<j>``) and truncated the filter
-    mirror of wide values silently; reopening flags those rows so filters find them, and
-    searches rank by the legacy vector rows until the next put rewrites them."""
-    path = str(tmp_path / "v2")
-    store = ChromaStore.from_path(path, index=index())
-    wide = {f"f{i:02d}": i for i in range(70)} | {"kind": "target", "text": "red apples"}
-    store.put(("fruit",), "wide", wide)
-    store.put(("fruit",), "plain", {"kind": "other", "text": "green pears"})
-    items = to_schema_4(store)
-    rows = store._vectors.get(include=["metadatas", "embeddings"])
-    store._vectors.delete(ids=rows["ids"])
-    legacy = [f"{layout.parse_vector_id(v)[0]}:0" for v in rows["ids"]]
-    store._vectors.add(ids=legacy, embeddings=rows["embeddings"], metadatas=rows["metadatas"])
-    ids = items.get(include=[])["ids"]
-    items.update(ids=ids, metadatas=[{"vg": None, "vt": None, "fx": None}] * len(ids))
-    for col in (items, store._vectors):
-        col.modify(metadata={SCHEMA_KEY: 2})
-    store.close()
-
-    again = ChromaStore.from_path(path, index=index())
-    assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
-    assert [i.key for i in again.search(("fruit",), filter={"kind": "target"})] == ["wide"]
-    assert again.search(("fruit",), query="red apples")[0].key == "wide"
-    assert again.search(("fruit",), query="red apples")[0].score == pytest.approx(1.0, abs=1e-4)
-    again.put(("fruit",), "wide", {**wide, "text": "ripe bananas"})  # rewrites the row
-    assert again.search(("fruit",), query="ripe bananas")[0].key == "wide"
-    # the legacy rows (ids <item>:0) held first vectors: they moved into the item rows
-    assert again._vectors.get(include=[])["ids"] == []
-    again.close()
 
 
 def test_pushed_whole_says_whether_chroma_evaluates_every_condition() -> None:

@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 from langgraph.store.base import PutOp
-from legacy_layout import to_schema_4
 
 from langmem_edge import ChromaStore, errors
-from langmem_edge._chroma import SCHEMA_KEY
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys, PutExisting, PutNew
 from langmem_edge.retrieval.bm25 import rank_fields
@@ -318,64 +316,6 @@ def test_put_existing_refuses_bad_input_before_writing(chroma_store_factory: Any
     assert store.put_existing([]) == []
 
 
-# ------------------------------------------------------------------------------ upgrade
-
-
-def _downgrade_to_schema_3(store: ChromaStore, client: Any) -> None:
-    """Rewrite a store's rows as the change-protocol layout (schema 3) wrote them: the
-    document the indexed texts as JSON, no keyword fields, the ``kw``/``ks`` stamps, and a
-    ``-sync`` collection holding a marker."""
-    items = to_schema_4(store)
-    got = items.get(include=["metadatas"])
-    metas, docs = [], []
-    for meta in got["metadatas"]:
-        value = json.loads(meta["v"])
-        docs.append(json.dumps({"text": value["text"]}) if "text" in value else "{}")
-        metas.append({"kt": None, "ky": None, "kl": None, "kw": "0123456789abcdef", "ks": 1})
-    items.update(ids=got["ids"], metadatas=metas, documents=docs,
-                 embeddings=[layout.ITEM_VECTOR] * len(got["ids"]))
-    sync = client.get_or_create_collection(
-        f"{store.collection_prefix}-sync", embedding_function=None,
-        metadata={"hnsw:space": "cosine", SCHEMA_KEY: 3})
-    sync.upsert(ids=["m:0123456789abcdef"], embeddings=[[1.0]],
-                metadatas=[{"t": "m", "kw": "0123456789abcdef", "ks": 1, "ok": True, "at": 0.0}])
-    for col in (items, store._vectors):
-        col.modify(metadata={SCHEMA_KEY: 3})
-
-
-def test_a_store_of_the_change_protocol_layout_opens_and_keeps_working(
-    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = str(tmp_path / "old")
-    store = ChromaStore.from_path(path, index=index())
-    texts = {f"k{i}": t for i, t in enumerate(corpus(4, 25))}
-    fill(store, texts)
-    store.put(("u", "a"), "plain", {"other": "no text field"})
-    _downgrade_to_schema_3(store, store._client)
-    items = store._client.get_collection(f"{store.collection_prefix}-items")
-    row = items.get(limit=1, include=["metadatas"])["metadatas"][0]
-    assert "kt" not in row and "kl" not in row and "kw" in row
-    store.close()
-
-    monkeypatch.setattr("langmem_edge.store.upgrade.UPGRADE_PROGRESS_ROWS", 10)
-    again = ChromaStore.from_path(path, index=index())
-    assert "copying" in capsys.readouterr().err  # more rows than the (lowered) bound
-    assert again._items.metadata[SCHEMA_KEY] == layout.SCHEMA_VERSION
-    names = [c.name for c in again._client.list_collections()]
-    assert f"{again.collection_prefix}-sync" not in names
-    metas = again._items.get(include=["metadatas"])["metadatas"]
-    assert all("kl" in m and "kw" not in m and "ks" not in m for m in metas)
-    for query in ["apple banana", "river"]:
-        assert [h.key for h in again.keyword_search(("u", "a"), query)] == [
-            k for k, _ in reference(texts, query, 10)]
-    assert again.get(("u", "a"), "plain").value == {"other": "no text field"}
-    again.put(("u", "a"), "k0", {"text": "zanzibar"})
-    assert [h.key for h in again.keyword_search(("u", "a"), "zanzibar")] == ["k0"]
-    again.close()
-    third = ChromaStore.from_path(path, index=index())  # opens as it is: nothing to do
-    assert "upgrading" not in capsys.readouterr().err
-    assert [h.key for h in third.keyword_search(("u", "a"), "zanzibar")] == ["k0"]
-    third.close()
 
 
 def reference_fields(docs: dict[str, dict[str, str]], query: str, limit: int,

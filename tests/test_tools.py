@@ -443,8 +443,6 @@ def test_no_tool_reads_or_writes_another_profiles_data(
     assert snapshot(store, victim_root) == before
     for item in store.search(("langmem_edge",), limit=10_000):
         ns = tuple(item.namespace)
-        if ns == ("langmem_edge", "formats"):  # the memory's format marker
-            continue
         assert ns[:3] in {victim_root, ("langmem_edge", "profiles", profile)}, ns
 
 

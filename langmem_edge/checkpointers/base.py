@@ -120,7 +120,8 @@ class ChromaSaver(BaseCheckpointSaver[str]):
             self.collection_name,
             schema_version=L.SCHEMA_VERSION,
             call=self._call,
-            reads_from=L.OLDEST_READABLE_SCHEMA,
+            way_out="Finish its threads with the version that wrote it, or use a new "
+                    "collection_prefix.",
         )
         self._max_batch = int(self._call(client.get_max_batch_size))
         self._hints = R.HeadHints(HEAD_HINT_CAPACITY)
@@ -240,7 +241,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
             rows = self._get(where=R.latest_where(tk, start))
             newest = R.newest_checkpoint(rows, thread_id, ns)
             if newest is None and scanned:
-                # the max stored id is not in the range: a schema-1 row, or deleted just now
+                # the max stored id is not in the range: deleted just now
                 rows, newest = self._get(where=R.group_of(tk, start)), start
             if newest is not None:
                 self._hints.set(tk, newest)

@@ -52,13 +52,9 @@ from langmem_edge.errors import BackendError, DecryptionError, InvalidInputError
 SCHEMA_VERSION = 2
 """Layout version recorded in the collection's metadata (see ``open_collection``).
 
-2 added ``tn``/``o`` on every record and the write markers (``m``). Schema-1 rows are still
-read (:data:`OLDEST_READABLE_SCHEMA`): a checkpoint row without ``o`` is read by its group.
+2 added ``tn``/``o`` on every record and the write markers (``m``); a collection of schema 1
+(a development version before 0.1.0) is refused.
 """
-
-OLDEST_READABLE_SCHEMA = 1
-"""Oldest layout this code reads; opening raises the collection's version to ours, so code
-that only knows schema 1 (and would write last-writer-wins heads) refuses it from then on."""
 
 DEFAULT_COLLECTION_PREFIX = "langmem_edge"
 """Default prefix of the checkpoint collection's name: ``langmem_edge-checkpoints``."""

@@ -5,7 +5,7 @@ Pure planning and checking; ``ChromaSaver`` makes the calls.
 **By id** (:func:`by_id_ids`): one ``get`` by record ids of the checkpoint and its write
 marker (a get by ids does not grow with the collection, a ``where`` does). No marker: the
 checkpoint has no pending writes and the answer is complete. A marker: one more ``get`` by
-group for the writes. A checkpoint row of schema 1 (no ``o``, no markers) is read by group.
+group for the writes.
 
 **Latest**: start from a candidate id, the per-process hint (:class:`HeadHints`) or else the
 head record, and ask, in **one** call, for every record of the thread key from that id on
@@ -77,11 +77,8 @@ def by_id_ids(tk: str, cid: str) -> list[str]:
 
 def needs_group_read(rows: Iterable[Row]) -> bool:
     """Whether a by-id answer must be completed by a read of the group: the checkpoint has
-    a write marker, or is a schema-1 row (no ``o``: written before markers existed)."""
-    rows = list(rows)
-    marked = any(md.get(F_KIND) == KIND_MARK for _, md in rows)
-    legacy = any(md.get(F_KIND) == KIND_CHECKPOINT and F_ORDER not in md for _, md in rows)
-    return marked or legacy
+    a write marker."""
+    return any(md.get(F_KIND) == KIND_MARK for _, md in rows)
 
 
 def latest_where(tk: str, from_cid: str) -> dict[str, Any]:

@@ -47,7 +47,6 @@ from langmem_edge.memory.core.stores import KeywordSearch, ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
 from langmem_edge.memory.index.access import AccessWriter, KeptByProcess
-from langmem_edge.memory.index.formats import Upgrades
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.index.store_io import SizeHints, plan_write_records
 from langmem_edge.memory.profile import Profile
@@ -115,8 +114,6 @@ class AgentMemory:
         self.has_vectors = bool(getattr(store, "index_config", None))
         self.nearest = ranks_keys(store)
         self.keywords = isinstance(store, KeywordSearch)
-        self.upgrades = Upgrades(self.namespace)
-        """Whether the stored format was checked in this process (``memory/index/formats.py``)."""
         self.size_hints = SizeHints()
         """Which profiles were last seen too large to read whole (a routing hint)."""
         # see ProfileContext.rewrite_index: every BaseStore we know keeps an item's vectors
@@ -142,8 +139,7 @@ class AgentMemory:
                               config=self.config, model=self.model, cipher=self.cipher,
                               embeddings=self.embeddings, has_vectors=self.has_vectors,
                               rewrite_index=self.rewrite_index, nearest=self.nearest,
-                              keywords=self.keywords, hints=self.size_hints,
-                              upgrades=self.upgrades)
+                              keywords=self.keywords, hints=self.size_hints)
 
     def profile(self, name: str) -> Profile:
         """The profile ``name`` (1-100 characters, no '.' or control characters; ``*`` is a

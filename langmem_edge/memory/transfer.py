@@ -25,8 +25,7 @@ Every line between the header and the end line is one store item of a profile: i
 type, the profile, the label of its namespace below the type's part (the session, thread or
 memory it belongs to) and the item's key and value, exactly as stored. Memories keep their
 ids, statuses and ``supersedes`` / ``superseded_by`` pointers, so every supersession chain and
-``history`` comes back as it was; the change protocol's log (``meta``, ``writers``,
-``changes``) is not exported, since the importing side writes its own.
+``history`` comes back as it was.
 
 **Adding record types.** A line's ``type`` says what it is; a reader skips (and counts) types
 it does not know, so new records are added as new types without a new format version (the

@@ -43,7 +43,6 @@ __all__ = [
     "TERMS_FIELD",
     "KeywordDocument",
     "decode_keyword_document",
-    "decode_text_document",
     "encode_keyword_document",
     "keyword_fields",
     "keyword_metadata",
@@ -126,21 +125,6 @@ def decode_keyword_document(document: str | None) -> KeywordDocument:
     fields = {str(k): str(v).split() for k, v in data["f"].items()}
     segments = [str(s) for s in data.get("k") or []]
     return KeywordDocument(f=fields, k=segments)
-
-
-def decode_text_document(document: str | None) -> dict[str, str]:
-    """The indexed texts of a row written before schema 4 (its document was JSON
-    ``{field: text}``; any other non-empty string is one field ``"$"``), for the upgrade."""
-    if not document:
-        return {}
-    if document.startswith("{"):
-        try:
-            data = json.loads(document)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}
-    return {"$": document}
 
 
 def match_where(terms: Sequence[str], segments: Sequence[str] = ()) -> dict[str, Any] | None:

@@ -65,7 +65,7 @@ from langmem_edge.store.ranking import RANKINGS, Ranking
 from langmem_edge.store.rewrites import RewriteMixin
 from langmem_edge.store.search import SearchMixin
 from langmem_edge.store.ttl import TTLMixin
-from langmem_edge.store.upgrade import GET_PAGE, UpgradeMixin
+from langmem_edge.store.upgrade import GET_PAGE, MOVE_DATA, UpgradeMixin
 from langmem_edge.store.writes import WriteMixin
 
 logger = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ class ChromaStore(
         self._items = self._open_rows(dims, ef_search)
         self._vectors = _chroma.open_collection(
             client, f"{collection_prefix}-vectors", schema_version=layout.SCHEMA_VERSION,
-            reads_from=layout.READS_FROM, call=self._call, ef_search=ef_search)
+            call=self._call, ef_search=ef_search, way_out=MOVE_DATA)
         self._write_lock = threading.RLock()
         self._max_batch = max(1, int(self._call(client.get_max_batch_size)))
         self._write_epoch = 0
@@ -431,22 +431,21 @@ class ChromaStore(
         """The fields of item rows read with their documents (:func:`layout.read_row`), in
         order, learnt as names and generations; None for a row gone meanwhile.
 
-        Two kinds of row need their metadata too (one more ``get``, of them alone): a row of
-        schema 5 (none is left once a store is opened: the upgrade rewrites them), and a row
-        with a TTL whose document's expiry has passed: a read that refreshed the TTL wrote
-        the new expiry to the metadata only (:meth:`_refresh_ttl`)."""
+        A row with a TTL whose document's expiry has passed needs its metadata too (one more
+        ``get``, of those rows alone): a read that refreshed the TTL wrote the new expiry to
+        the metadata only (:meth:`_refresh_ttl`)."""
         rows = [layout.read_row(d) for d in docs]
         now = self._clock()
         check = [i for i, row in enumerate(rows)
-                 if row is None or (row["ttl"] and row["exp"] <= now)]
+                 if row is not None and row["ttl"] and row["exp"] <= now]
         if check:
             got = self._call(self._items.get, ids=[ids[i] for i in check],
                              include=["metadatas"])
             metas = dict(zip(got["ids"], got["metadatas"], strict=True))
             for i in check:
                 meta = metas.get(ids[i])
-                if meta is None or rows[i] is None:
-                    rows[i] = meta  # gone, or a schema 5 row: its metadata
+                if meta is None:
+                    rows[i] = None  # gone meanwhile
                 else:
                     rows[i]["exp"] = meta["exp"]  # type: ignore[index]
         named = [(iid, row) for iid, row in zip(ids, rows, strict=True) if row is not None]

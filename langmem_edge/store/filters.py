@@ -14,16 +14,11 @@ from langmem_edge.errors import InvalidInputError
 STRINGS_FIELD = "fs"
 """The metadata list that mirrors a value's short string leaves, one element
 ``<dotted.path>`` U+001F ``<string>`` each (:func:`string_entry`): an equality is pushed down as
-``$contains``. One list, not a field per leaf (schema 7 and older kept ``f:<path>``
-scalars): Chroma reads every scalar field of each row it returns, whatever ``include`` asks
-for, but a row's lists only when metadata is asked for, and reads ask for documents only.
+``$contains``. One list, not a field per leaf: Chroma reads every scalar field of each row
+it returns, whatever ``include`` asks for, but a row's lists only when metadata is asked
+for, and reads ask for documents only.
 Measured (``benchmarks/filter_selectivity.py --mirror``, docs/store.md): a memory record's
 row goes from 28 scalar fields to 15, and a profile read costs about a third less."""
-
-LEGACY_FILTER_FIELD_PREFIX = "f:"
-"""Prefix of the metadata fields that mirrored string leaves up to schema 7 (one field per
-leaf); opening such a collection moves them into :data:`STRINGS_FIELD` once
-(``store/upgrade.py``)."""
 
 ENTRY_SEPARATOR = "\x1f"
 """Between a leaf's path and its string in a :data:`STRINGS_FIELD` entry. A path or string
@@ -51,8 +46,7 @@ INCOMPLETE_FLAG = 1
 """The value of :data:`INCOMPLETE_FIELD`: an int, which Chroma's SQLite indexes. Chroma keeps
 no index of bool values, so every pushed-down filter's ``fx == True`` branch read every
 metadata row of the collection as soon as one candidate failed the filter (a filtered read of
-a 100-row namespace at 100,000 items: 80 ms against 0.7). Rows of schema 6 and older carry
-``True`` until this version opens their collection (``store/upgrade.py``)."""
+a 100-row namespace at 100,000 items: 80 ms against 0.7)."""
 
 
 def and_where(clauses: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:

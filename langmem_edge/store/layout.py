@@ -1,8 +1,8 @@
 """How ChromaStore lays items out in Chroma: pure functions, no I/O.
 
 Two collections per store (names ``<prefix>-rows<D>`` and ``<prefix>-vectors``), both carrying
-``SCHEMA_VERSION`` in their collection metadata so a later layout can migrate instead of
-breaking:
+``SCHEMA_VERSION`` in their collection metadata, so code that knows another layout refuses
+them instead of misreading them:
 
 ``rows<D>``: one row per item. ``D`` is the dimension of its vectors: the index's ``dims``,
 or 0 for a store opened without an index (its rows hold the 1-d :data:`ITEM_VECTOR`); see
@@ -39,18 +39,13 @@ or 0 for a store opened without an index (its rows hold the 1-d :data:`ITEM_VECT
 
 ``vectors``: one row per indexed text of an item after its first (``a[*].b`` yields one
 text per element); the first text's vector is the item row's own.
-    id        ``<item id>:<vg>:<j>``, j in ``range(1, nv)`` (``<item id>:<j>`` before schema
-              3; schema 4 and older also kept ``j == 0`` here)
+    id        ``<item id>:<vg>:<j>``, j in ``range(1, nv)``
     metadata  ``ns``, ``nd`` and ``k`` (the item's name, so ids never seen are resolved from
               this small row), ``p`` (the JSON path, ``path.j`` for list elements as
               InMemoryStore names them), ``h`` (sha256 of the text: an unchanged text keeps
               its vector without calling the model), and the item's ``p*`` prefix fields, so
               a namespace prefix narrows the vector query itself. Nothing else: Chroma reads
-              every field of each row it returns or filters. (Schema 1 rows also carried
-              ``i``, ``n*`` and the filter fields; they are read the same way.)
-
-Schema 4 and older kept the item rows in ``<prefix>-items`` with a constant 1-d vector; a
-store opened on such a folder copies them into ``rows<D>`` once (``store/upgrade.py``).
+              every field of each row it returns or filters.
 """
 
 from __future__ import annotations
@@ -83,39 +78,15 @@ from langmem_edge.store.filters import and_where as and_where
 from langmem_edge.store.filters import filter_fields
 
 SCHEMA_VERSION = 8
-"""Version of this layout, stored in each collection's metadata. 8: a row's short string
-leaves are mirrored as one list (:data:`~langmem_edge.store.filters.STRINGS_FIELD`), not a
-scalar ``f:<path>`` field each (Chroma reads every scalar field of a row it returns);
-opening a collection of 7 or older moves them once (``store/upgrade.py``). 7: the incomplete-mirror
-flag ``fx`` is the int :data:`~langmem_edge.store.filters.INCOMPLETE_FLAG`, not ``True``
-(Chroma indexes no bool: a ``where`` naming it read every metadata row), and bools are
-mirrored as ``g:`` numbers only; opening a collection of 6 or 5 rewrites the flag of the rows
-that carry it (``store/upgrade.py``). 6: each item row's value
-and bookkeeping (:data:`DOCUMENT_ONLY`) in its document, beside the keyword document, and
-reads ask for documents only (:func:`split_row`); opening a collection of 5 moves them once
-(``store/upgrade.py``). 5: the item rows in
-``<prefix>-rows<D>``, each with its first vector (:func:`rows_collection`), copied from
-``<prefix>-items`` by ``store/upgrade.py``. 4: the keyword channel in
-the item rows (``kt``, ``ky``, ``kl`` and the analysed document,
-:mod:`langmem_edge.retrieval.keywords`), no ``kw``/``ks`` stamps and no ``-sync``
-collection; opening a collection of 3 or less rewrites every item row once
-(``ChromaStore._add_keyword_fields``). 3: vector generations (``vg``, ``vt``) and the
-incomplete-mirror flag ``fx``; rows of 2 are read as generation ``""`` with every leaf
-mirrored, and rewritten as 3 by their next put."""
-
-READS_FROM = 1
-"""Oldest layout this code reads: version 1 rows also carried ``n0``.. fields (one per
-namespace label) and its vector rows the item's filter fields, which version 2 neither
-writes nor reads (opening raises the version)."""
+"""Version of this layout, stored in each collection's metadata. Collections of another
+version are refused (``_chroma.open_collection``; versions 1 to 7 were development layouts
+before 0.1.0)."""
 
 EXP_NEVER = 1.0e15
 """``exp`` of an item that never expires (about 31 million years from now)."""
 
-LEGACY_SCHEMA = 4
-"""The last schema of ``<prefix>-items``; its upgrades run there before the copy."""
-
 ITEM_VECTOR = [1.0]
-"""The embedding of every row of a ``rows0`` collection (and of schema 4's item rows)."""
+"""The embedding of every row of a ``rows0`` collection."""
 
 
 class Rows(NamedTuple):
@@ -259,10 +230,8 @@ def parse_vector_id(vid: str) -> tuple[str, str, int]:
     item row's id is its own first vector: ``(id, ROW_GEN, 0)``."""
     if ":" not in vid:
         return vid, ROW_GEN, 0
-    parts = vid.split(":")
-    if len(parts) == 3:
-        return parts[0], parts[1], int(parts[2])
-    return parts[0], "", int(parts[-1])
+    iid, gen, j = vid.split(":")
+    return iid, gen, int(j)
 
 
 def new_generation() -> str:
@@ -437,7 +406,7 @@ def item_metadata(
 
 
 ROW_FIELDS = ("ns", "nd", "k", "v", "ca", "ua", "exp", "ttl", "nv", "vg", "vt")
-"""The fields of an item row that reads use, kept in its document (schema 6) under ``"m"``:
+"""The fields of an item row that reads use, kept in its document under ``"m"``:
 a read asks Chroma for documents only, so the row's lists (``kt``, ``ky``) are not read."""
 
 DOCUMENT_ONLY = ("ns", "k", "v", "ca", "ttl", "vg", "vt")
@@ -447,9 +416,8 @@ scalar field of a row it returns, whatever ``include`` asks for). ``nd``, ``exp`
 name them)."""
 
 FILTER_KEYS = "fk"
-"""In a row's ``"m"``: the metadata keys its filter mirror holds (``fs``/``g:``/``fx``;
-``f:`` keys up to schema 7), so the
-next write of the item removes those its new value no longer has (Chroma's ``upsert`` and
+"""In a row's ``"m"``: the metadata keys its filter mirror holds (``fs``/``g:``/``fx``), so
+the next write of the item removes those its new value no longer has (Chroma's ``upsert`` and
 ``update`` merge metadata)."""
 
 
@@ -459,9 +427,10 @@ def split_row(meta: Mapping[str, Any], keyword_document: str) -> tuple[dict[str,
     (:func:`~langmem_edge.retrieval.keywords.encode_keyword_document`). The document is the
     keyword document with ``"m"``: the :data:`ROW_FIELDS` and :data:`FILTER_KEYS`."""
     metadata = {k: v for k, v in meta.items() if k not in DOCUMENT_ONLY}
-    row = {k: meta[k] for k in ROW_FIELDS if k in meta}  # schema 2 rows: no vg, vt
+    row = {k: meta[k] for k in ROW_FIELDS if k in meta}
     row[FILTER_KEYS] = sorted(k for k, v in meta.items() if v is not None and (
-        k.startswith(("f:", "g:")) or k in (filters.INCOMPLETE_FIELD, filters.STRINGS_FIELD)))
+        k.startswith(filters.NUMBER_FIELD_PREFIX)
+        or k in (filters.INCOMPLETE_FIELD, filters.STRINGS_FIELD)))
     head = json.dumps({"m": row}, ensure_ascii=False, separators=(",", ":"))
     body = keyword_document.strip()
     if body.startswith("{") and body != "{}":
@@ -471,7 +440,7 @@ def split_row(meta: Mapping[str, Any], keyword_document: str) -> tuple[dict[str,
 
 def read_row(document: str | None) -> dict[str, Any] | None:
     """The fields of an item row (:data:`ROW_FIELDS` and :data:`FILTER_KEYS`) from its
-    document; None for a row of schema 5 or older (its fields are its metadata)."""
+    document; None for a document without them."""
     if not document or not document.startswith(_ROW_HEAD):
         return None
     try:  # "m" comes first (split_row): the keyword stream after it is not parsed
@@ -485,41 +454,11 @@ _ROW_HEAD = '{"m":'
 _DECODER = json.JSONDecoder()
 
 
-def upgraded_row(meta: Mapping[str, Any], document: str | None
-                 ) -> tuple[dict[str, Any], str] | None:
-    """A row of schema 5 or older as schema 6 stores it: ``(metadata, document)``, the
-    :data:`DOCUMENT_ONLY` fields moved into the document (None in the metadata, so an
-    ``update`` removes them); None for a row already of schema 6."""
-    if read_row(document) is not None:
-        return None
-    metadata, doc = split_row(meta, document or "")
-    metadata.update({k: None for k in DOCUMENT_ONLY})
-    return metadata, doc
-
-
-def listed_strings(meta: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The changes that bring a row's metadata of schema 7 or older to schema 8: its
-    ``f:<path>`` string mirrors removed (None) and listed in
-    :data:`~langmem_edge.store.filters.STRINGS_FIELD` (their bool copies of schema 6 and older
-    dropped: bools are pushed down as numbers); None for a row without them."""
-    prefix = filters.LEGACY_FILTER_FIELD_PREFIX
-    old = {k: v for k, v in meta.items() if k.startswith(prefix)}
-    if not old:
-        return None
-    entries = [filters.string_entry(k[len(prefix):], v) for k, v in old.items()
-               if isinstance(v, str)]
-    changes: dict[str, Any] = dict.fromkeys(old)
-    if entries:
-        changes[filters.STRINGS_FIELD] = entries
-    return changes
-
-
 def removed_keys(prev: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, None]:
     """The metadata keys of an item's stored row (``prev``, as reads return it) that its new
     ``metadata`` lacks, mapped to None (a Chroma write then removes them): the filter keys
-    its ``"m"`` lists, and for a row of schema 5 or older every field it had."""
+    its ``"m"`` lists (every field it had, for a row without that list)."""
     if FILTER_KEYS in prev:
-        # a row upgraded to schema 8 lists its old f: keys, not its strings' list
         return {k: None for k in (*prev[FILTER_KEYS], "kt", "ky", filters.STRINGS_FIELD)
                 if k not in metadata}
     return {k: None for k in prev if k not in metadata}

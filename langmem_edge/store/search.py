@@ -451,8 +451,7 @@ class SearchMixin:
         """The hits whose items lie under ``prefix``, in order.
 
         Names come from :class:`~langmem_edge.store.names.ItemNames`; ids never seen are
-        resolved from their first vector rows (a few fields each; rows of schema 1, which
-        lack the name, from the item rows)."""
+        resolved from their first vector rows (a few fields each)."""
         if not prefix:
             return hits
         self._learn_names([h.row for h in hits if h.item_id not in self._names])
@@ -460,7 +459,7 @@ class SearchMixin:
 
     def _learn_names(self, vector_ids: list[str]) -> None:
         """Name the items of ``vector_ids`` from those (small) vector rows; items whose row
-        lacks the name (schema 1) or is gone, from their item rows."""
+        is gone, from their item rows."""
         rows = [v for v in vector_ids if ":" not in v]  # hits on item rows: read those
         vector_ids = [v for v in vector_ids if ":" in v]
         if rows:

@@ -3,13 +3,8 @@
 Under the profile root ``R = (*namespace, "profiles", profile)``::
 
     (*R, "memories")              the semantic tier's records, key = memory id
-    (*R, "meta"), (*R, "writers"), (*R, "changes", w), (*R, "message-changes", w)
-                                  generations and change logs of earlier releases: no
-                                  longer written or read, removed with the profile
     (*R, "access", "by-writer")   one process's access counts of the profile's memories,
                                   key = writer id
-    (*R, "access", memory id)     access counts of one memory, key = writer id (written
-                                  before 2026-12-05; still read)
     (*R, "deleted")               tombstones of deleted memories (stores without
                                   ``put_existing``: ``index/store_io.py``)
     (*R, "messages", session)     the episodic tier's raw messages, key = message id
@@ -79,15 +74,6 @@ class ProfileLayout:
         if part is None:
             return base
         return (*base, part, document_id) if document_id else (*base, part)
-
-    def entries(self, writer: str) -> tuple[str, ...]:
-        """The change entries of one writer."""
-        return (*self.changes, writer)
-
-    def access_of(self, memory_id: str) -> tuple[str, ...]:
-        """The access-count items of one memory (one per writer), as written before the
-        counts moved to one row per writer (:attr:`access_by_writer`); still read."""
-        return (*self.access, memory_id)
 
     @property
     def access_by_writer(self) -> tuple[str, ...]:

@@ -408,21 +408,16 @@ class Admissible:
 
 
 def count_entries(items: Iterable[Any], profile: str) -> dict[str, list[tuple[str, int, str]]]:
-    """The access counts in count items read from the store, by memory id: ``(writer, count,
-    last ISO)``. A writer's row (``{"counts": {id: [count, last]}}``, key = the writer) holds
-    all its counts; an item written before those rows holds one memory's (``{"id", "count",
-    "last"}``). Items of another profile are left out."""
+    """The access counts in the writers' rows read from the store (``{"counts": {id: [count,
+    last]}}``, key = the writer), by memory id: ``(writer, count, last ISO)``. Rows of
+    another profile are left out."""
     out: dict[str, list[tuple[str, int, str]]] = {}
     for it in items:
         v = it.value
-        if not isinstance(v, dict) or v.get("profile") != profile:
-            continue
-        if isinstance(v.get("counts"), dict):
+        if isinstance(v, dict) and v.get("profile") == profile and isinstance(
+                v.get("counts"), dict):
             for mid, entry in v["counts"].items():
                 if isinstance(entry, list) and len(entry) == 2:
                     out.setdefault(str(mid), []).append(
                         (it.key, int(entry[0] or 0), str(entry[1])))
-        elif isinstance(v.get("id"), str):
-            out.setdefault(v["id"], []).append(
-                (it.key, int(v.get("count") or 0), str(v.get("last"))))
     return out

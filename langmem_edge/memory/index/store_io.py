@@ -101,6 +101,8 @@ def load_ops(index: ProfileIndex, *, counts: bool = True, limit: int = LOAD_LIMI
     ops = [SearchOp(layout.memories, filter={LIVE: index.profile} if active else None,
                     limit=limit)]
     if counts:
+        # (*R, "access"), not its one child "by-writer": a listing of the records' depth,
+        # which a store may answer with them in one read (ChromaStore does)
         ops.append(SearchOp(layout.access, limit=LOAD_LIMIT))
     return ops
 

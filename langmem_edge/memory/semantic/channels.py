@@ -212,7 +212,8 @@ def plan_store_candidates(ctx: ProfileContext, query: str, limit: int | None,
     wanted = {k for hits in out.values() for k, _ in hits}
     key_op = SearchOp(layout.memories, filter={"key": query.strip()}, limit=ask)
     recent_op = SearchOp(layout.memories, limit=max(ask, (limit or 0) * 2))
-    got = yield batch(ctx.store, [key_op, recent_op, SearchOp(layout.access, limit=LOAD_LIMIT),
+    counts_op = SearchOp(layout.access, limit=LOAD_LIMIT)
+    got = yield batch(ctx.store, [key_op, recent_op, counts_op,
                                   *(GetOp(layout.memories, k) for k in sorted(wanted))])
     keyed, recent, counts, *items = got
     fill_index(ctx.index, [it for it in [*keyed, *recent, *items] if it is not None], counts,

@@ -21,7 +21,6 @@ from langmem_edge.memory.config import MemoryConfig
 from langmem_edge.memory.core.crypto import MemoryCipher
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch
-from langmem_edge.memory.index.formats import Upgrades, plan_upgrade
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.index.store_io import (
     LOAD_LIMIT,
@@ -65,9 +64,6 @@ class ProfileContext:
     """The store ranks keys by BM25 (``keyword_search``): a large profile's recall asks it."""
     hints: SizeHints | None = None
     """Which profiles were last seen large (``AgentMemory``'s, shared by its contexts)."""
-    upgrades: Upgrades | None = None
-    """Whether ``AgentMemory``'s stored format was checked in this process (shared by its
-    contexts): every read of a profile runs :func:`plan_upgrade` first."""
 
     def fresh(self) -> ProfileContext:
         """This context with an empty index of its own (for one operation)."""
@@ -116,7 +112,6 @@ def plan_read(ctx: ProfileContext, *, counts: bool = True, active: bool = False
     with ``active`` only the active ones, and with ``counts`` access counts:
     :func:`~langmem_edge.memory.index.store_io.plan_load`). An operation that needs the
     profile starts here and uses the context it returns; nothing read outlives it."""
-    yield from plan_upgrade(ctx.store, ctx.upgrades)
     fresh = ctx.fresh()
     yield from plan_load(ctx.store, fresh.index, counts=counts, active=active)
     return fresh
@@ -131,7 +126,6 @@ def plan_read_keyed(ctx: ProfileContext, record: MemoryRecord) -> Plan[ProfileCo
     (verification asks the store for the vector candidates it needs). A write reads only
     active records (what it supersedes and is verified against); its whole read tells the
     hints the profile's size."""
-    yield from plan_upgrade(ctx.store, ctx.upgrades)
     ranks = ctx.nearest and ctx.keywords and ctx.hints is not None
     most = WRITE_WHOLE_MAX if record.key else UNKEYED_WRITE_WHOLE_MAX
     big = ctx.hints.big(ctx.profile, most) if ranks else False

@@ -65,14 +65,13 @@ def plan_get(ctx: ProfileContext, memory_id: str) -> Plan[MemoryRecord | None]:
     fresh too (every process's count items)."""
     if not isinstance(memory_id, str) or not memory_id:
         raise InvalidInputError(f"memory_id must be a non-empty string, got {memory_id!r}")
-    item, rows, items = yield batch(ctx.store, [
+    item, rows = yield batch(ctx.store, [
         GetOp(ctx.layout.memories, memory_id),
-        SearchOp(ctx.layout.access_by_writer, limit=MAX_COUNT_WRITERS),
-        SearchOp(ctx.layout.access_of(memory_id), limit=MAX_COUNT_WRITERS)])
+        SearchOp(ctx.layout.access_by_writer, limit=MAX_COUNT_WRITERS)])
     if item is None or item.value.get("profile") != ctx.profile:
         return None
     ctx = ctx.fresh()
-    entries = count_entries([*rows, *items], ctx.profile).get(memory_id, [])
+    entries = count_entries(rows, ctx.profile).get(memory_id, [])
     ctx.index.set_counts(memory_id, entries)
     return ctx.record(dict(item.value))
 

@@ -45,7 +45,6 @@ from langmem_edge.memory.core.dates import find_window, iso_to_epoch
 from langmem_edge.memory.core.models import message_text
 from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
 from langmem_edge.memory.core.validate import check_optional_name, check_text
-from langmem_edge.memory.index.formats import plan_upgrade
 from langmem_edge.memory.index.store_io import (
     LOAD_LIMIT,
     WHOLE_READ_MAX,
@@ -179,7 +178,6 @@ def plan_recall(ctx: ProfileContext, request: RecallRequest) -> Plan[RecallResul
                             limit=depth, query=req.query))
         labels.append("messages")
     # one store round trip on the common path: the profile's read and every search
-    yield from plan_upgrade(ctx.store, ctx.upgrades)
     ctx = ctx.fresh()
     hints = ctx.hints if ctx.nearest and ctx.keywords else None
     big = hints is not None and hints.big(ctx.profile, WHOLE_READ_MAX) is True
