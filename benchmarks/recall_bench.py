@@ -231,7 +231,6 @@ def bench(backend: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         load_s = time.perf_counter() - t0
         timed_store = make_timed(store)
         memory = AgentMemory(timed_store, namespace=NAMESPACE)
-        memory.rewrite_index = AgentMemory(store).rewrite_index  # as for the bare store
         profile = memory.profile("bench-000")
         rng = random.Random(args.seed + 1)
         queries = [" ".join(rng.sample(t.split()[-6:], 3)) for t in rng.sample(texts,

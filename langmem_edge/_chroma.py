@@ -396,8 +396,6 @@ def open_collection(
     schema_version: int,
     call: ChromaCaller,
     metadata: dict[str, Any] | None = None,
-    reads_from: int | None = None,
-    upgrade: Callable[[Collection, int], None] | None = None,
     ef_search: int | None = None,
     way_out: str = "",
 ) -> Collection:
@@ -408,16 +406,9 @@ def open_collection(
     a collection created with other values (Chroma applies the change when a process next
     loads the index).
 
-    A collection of an older schema from ``reads_from`` on (default: only this one) is one
-    this code reads as it is; ``upgrade(collection, found_version)`` runs first (it must be
-    idempotent: a crash before the version is raised runs it again), then its version is
-    raised to ``schema_version``, so code that knows only the older layout refuses it from
-    then on instead of misreading new rows. ``way_out``: what the error for an older
-    collection suggests.
-
     Raises:
-        ConfigurationError: the collection was written by a newer layout than this code knows,
-            or by one older than ``reads_from``.
+        ConfigurationError: the collection was written by another layout than this code's
+            (left as it is; ``way_out``: what the error for an older one suggests).
     """
     meta = {"hnsw:space": "cosine", SCHEMA_KEY: schema_version, **(metadata or {}),
             "hnsw:sync_threshold": SYNC_THRESHOLD, "hnsw:batch_size": SYNC_THRESHOLD}
@@ -428,10 +419,6 @@ def open_collection(
     collection = call(
         client.get_or_create_collection, name=name, metadata=meta, embedding_function=None
     )
-    hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
-    changed = {k: v for k, v in wanted.items() if hnsw.get(k, v) != v}
-    if changed:
-        call(collection.modify, configuration={"hnsw": changed})
     found = int((collection.metadata or {}).get(SCHEMA_KEY, schema_version))
     if found > schema_version:
         raise ConfigurationError(
@@ -439,19 +426,14 @@ def open_collection(
             f"langmem_edge understands ({schema_version}); upgrade langmem_edge."
         )
     if found < schema_version:
-        oldest = schema_version if reads_from is None else reads_from
-        if found < oldest:
-            raise ConfigurationError(
-                f"Collection {name!r} has layout schema {found}; this version of langmem_edge "
-                f"reads schemas {oldest} to {schema_version}. {way_out}".rstrip()
-            )
-        if upgrade is not None:
-            upgrade(collection, found)
-        kept = {
-            k: v for k, v in (collection.metadata or {}).items() if not k.startswith("hnsw:")
-        }
-        # Chroma refuses a metadata update naming the distance function, even unchanged.
-        call(collection.modify, metadata={**kept, SCHEMA_KEY: schema_version})
+        raise ConfigurationError(
+            f"Collection {name!r} has layout schema {found}; this version of langmem_edge "
+            f"reads schema {schema_version}. {way_out}".rstrip()
+        )
+    hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
+    changed = {k: v for k, v in wanted.items() if hnsw.get(k, v) != v}
+    if changed:
+        call(collection.modify, configuration={"hnsw": changed})
     return collection
 
 

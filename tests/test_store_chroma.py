@@ -669,7 +669,7 @@ def test_collections_record_the_schema_and_refuse_newer(tmp_path: Any) -> None:
     client.create_collection(
         "langmem_edge-rows32", metadata={SCHEMA_KEY: layout.SCHEMA_VERSION - 1},
         embedding_function=None)
-    with pytest.raises(ConfigurationError, match="reads schemas 8 to 8"):
+    with pytest.raises(ConfigurationError, match="reads schema 8"):
         ChromaStore(client, index=index())
 
 

@@ -148,6 +148,6 @@ def test_a_rows0_of_an_older_schema_is_refused_before_it_is_copied(tmp_path: Pat
     old = client.create_collection("langmem_edge-rows0", metadata={SCHEMA_KEY: 6},
                                    embedding_function=None)
     old.add(ids=["x"], embeddings=[[1.0]], documents=["{}"])
-    with pytest.raises(ConfigurationError, match="reads schemas 8 to 8. Move the data"):
+    with pytest.raises(ConfigurationError, match="reads schema 8. Move the data"):
         ChromaStore(client, index=index())
     assert client.get_collection("langmem_edge-rows0").count() == 1

@@ -116,9 +116,6 @@ class AgentMemory:
         self.keywords = isinstance(store, KeywordSearch)
         self.size_hints = SizeHints()
         """Which profiles were last seen too large to read whole (a routing hint)."""
-        # see ProfileContext.rewrite_index: every BaseStore we know keeps an item's vectors
-        # on put(index=False), so updates that do not change the text need no re-indexing.
-        self.rewrite_index: Any = False
         self.access_writers: KeptByProcess[AccessWriter] = KeptByProcess(AccessWriter)
         """This memory's writers of its profiles' access counts and their bumps not written
         yet, by ``(profile name,)`` (the least recently used dropped past a bound)."""
@@ -138,8 +135,8 @@ class AgentMemory:
         return ProfileContext(store=self.store, layout=layout, index=index,
                               config=self.config, model=self.model, cipher=self.cipher,
                               embeddings=self.embeddings, has_vectors=self.has_vectors,
-                              rewrite_index=self.rewrite_index, nearest=self.nearest,
-                              keywords=self.keywords, hints=self.size_hints)
+                              nearest=self.nearest, keywords=self.keywords,
+                              hints=self.size_hints)
 
     def profile(self, name: str) -> Profile:
         """The profile ``name`` (1-100 characters, no '.' or control characters; ``*`` is a

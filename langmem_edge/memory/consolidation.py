@@ -209,7 +209,7 @@ def _plan_decay(ctx: ProfileContext, now: datetime) -> Plan[list[Decay]]:
         after = max(cfg.decay_floor, before * cfg.decay_factor)
         value = {**item.value, "confidence": after, "decayed_at": now.isoformat(),
                  "updated_at": stamp}
-        puts.append((value, ctx.index_arg(value)))
+        puts.append((value, False))  # the text is unchanged: its vectors stay
         changes.append(Decay(memory_id=item.key, before=before, after=after))
     if puts:
         gone = yield from plan_write_records(ctx.store, ctx.index, rewrites=puts)
@@ -349,7 +349,7 @@ def _plan_settle(ctx: ProfileContext, merges: list[Merge]) -> Plan[list[str]]:
             continue
         value = {**item.value, "status": "superseded", LIVE: None,
                  "superseded_by": losers[item.key], "superseded_at": stamp, "updated_at": stamp}
-        puts.append((value, ctx.index_arg(value)))
+        puts.append((value, False))
     if puts:
         gone = yield from plan_write_records(ctx.store, ctx.index, rewrites=puts)
         return [v["id"] for v, _ in puts if v["id"] not in gone]

@@ -17,6 +17,7 @@ from typing import Any
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.plans import Plan, planned
 from langmem_edge.memory.core.validate import to_utc
+from langmem_edge.memory.index.profile_index import valid_at
 from langmem_edge.memory.records import (
     NOT_PROVIDED,
     MemoryPage,
@@ -25,7 +26,7 @@ from langmem_edge.memory.records import (
     utcnow,
 )
 from langmem_edge.memory.semantic.context import ProfileContext, plan_read
-from langmem_edge.memory.semantic.edits import plan_list, valid_at
+from langmem_edge.memory.semantic.edits import plan_list
 from langmem_edge.memory.semantic.recall import RecallRequest, plan_recall
 
 __all__ = ["KIND_TITLES", "ProfileView", "plan_summary"]

@@ -219,10 +219,9 @@ def vector_id(iid: str, gen: str, j: int) -> str:
     A generation names one set of vector rows: a put that changes an item's indexed texts
     writes a new generation beside the old one, then switches the item row's ``vg`` to it,
     then deletes the old rows, so a crash between the calls never lets an item rank by texts
-    it does not hold (:func:`parse_vector_id`, docs/store.md "Crash safety"). Rows written
-    before generations existed (``gen == ""``) are ``<item id>:<j>``.
+    it does not hold (:func:`parse_vector_id`, docs/store.md "Crash safety").
     """
-    return f"{iid}:{gen}:{j}" if gen else f"{iid}:{j}"
+    return f"{iid}:{gen}:{j}"
 
 
 def parse_vector_id(vid: str) -> tuple[str, str, int]:
@@ -266,8 +265,7 @@ def current_generation(meta: Mapping[str, Any]) -> str:
 
 
 def namespace_fields(namespace: tuple[str, ...]) -> dict[str, Any]:
-    """``p1``..``p{d}`` (each prefix, joined) and ``nd``. (Schema 1 rows also had
-    ``n0``..``n{d-1}``, one field per label; nothing reads them.)"""
+    """``p1``..``p{d}`` (each prefix, joined) and ``nd``."""
     fields: dict[str, Any] = {}
     for depth in range(1, len(namespace) + 1):
         fields[f"p{depth}"] = join_labels(namespace[:depth])

@@ -93,7 +93,7 @@ class Generations:
         return self._gens.get(iid)
 
     def learn(self, ids: Iterable[str], metas: Iterable[Mapping[str, Any]]) -> None:
-        """Remember the generations named by item rows (``vg``; ``""`` for older rows;
+        """Remember the generations named by item rows (``vg``;
         :data:`~langmem_edge.store.layout.NO_VECTORS` for an item without vectors)."""
         if len(self._gens) >= self.capacity:
             self._gens.clear()

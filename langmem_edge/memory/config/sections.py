@@ -336,12 +336,11 @@ class CompositeConfig(_Section):
 
 
 class IndexCacheConfig(_Section):
-    """The page size of paged reads (loading a large profile, listing, deleting by prefix on a
-    store without ``delete_prefix``). Nothing else is kept or cached: the change-log fields of
-    earlier releases (``retention_seconds`` and the rest) are gone with the log."""
+    """The page size of paged reads (statistics, deleting by prefix on a store without
+    ``delete_prefix``, importing). Nothing is kept or cached between operations."""
 
     page_size: int = Field(default=PAGE_SIZE, ge=1)
-    """Items per store read when loading (1,000)."""
+    """Items per paged store read (1,000)."""
 
 
 class LimitsConfig(_Section):

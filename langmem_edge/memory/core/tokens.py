@@ -45,7 +45,6 @@ __all__ = [
     "TRUNCATION_MARK",
     "chars_per_token",
     "estimate_tokens",
-    "is_cjk",
     "truncate_to_tokens",
 ]
 
@@ -73,14 +72,6 @@ _CJK_RANGES: tuple[tuple[int, int], ...] = (
 _CJK = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES) + "]")
 """One character of the CJK blocks (counted in C: a window estimates every message it reads)."""
 _JSON = re.compile("[" + re.escape("".join(sorted(JSON_CHARS))) + "]")
-
-
-def is_cjk(char: str) -> bool:
-    """Whether one character belongs to the CJK blocks listed in the module docstring."""
-    code = ord(char)
-    if code < 0x1100:
-        return False
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
 
 
 def chars_per_token(

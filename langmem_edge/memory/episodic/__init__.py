@@ -7,7 +7,8 @@
 - :mod:`.extraction`: memory extraction with a chat model, and the types it shares.
 - :mod:`.rules`: the model-free fallbacks (rule-based extraction, extractive summaries).
 - :mod:`.compaction`: the context window and its overlays, with the pre-compaction flush.
-- :mod:`.pages`: the per-process cache of complete history pages a window reads again.
+- :mod:`.pages`: the ids of a session's newest messages in its record, so a window reads
+  its history pages by key.
 - :mod:`.recall`: hybrid recall's fields and fusion; :mod:`.search`: its keyword side
   ranked by the store.
 - :mod:`.embedded`: what the store embeds for a message (its day, speaker and text, and the

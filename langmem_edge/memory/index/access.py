@@ -170,11 +170,6 @@ class AccessWriter:
             return pending
         return own[0] + pending[0], max(own[1], pending[1])
 
-    def counted(self) -> set[str]:
-        """The memories this process has counted (written, being written or pending)."""
-        with self._lock:
-            return set(self._totals) | set(self._pending)
-
     def _reserve(self, taken: Mapping[str, tuple[int, str]]) -> list[tuple[str, int, str]]:
         """The items one flush writes for the bumps ``taken`` (``{id: (count, last ISO)}``):
         ``(id, cumulative count, last)``, the counts moved forward now (under the lock)."""

@@ -4,8 +4,9 @@ Recall needs more than ``store.search(query=...)`` offers on a generic ``BaseSto
 channel (BM25 over the profile's texts), an exact key channel, and the relevance fill (every
 active memory ranked by recency and use). Each operation reads the profile's records and
 access-count items in one batch (:func:`~langmem_edge.memory.index.store_io.plan_load`) and
-builds a :class:`ProfileIndex` from them: the records' values, a key map, and
-numpy columns for admissibility masks and the fill. It is dropped when the operation ends:
+builds a :class:`ProfileIndex` from them: the records' values, a key map and the access
+counts; admission (:func:`admits`) and the fill are computed from the values when asked. It
+is dropped when the operation ends:
 the store is the only copy that lasts, so another process's write is in the next read and
 no process keeps anything exact (``docs/architecture.md``). Its cost grows with the
 profile (measured in ``docs/benchmarks.md``, ``benchmarks/memory_scale.py``).
@@ -14,9 +15,9 @@ profile (measured in ``docs/benchmarks.md``, ``benchmarks/memory_scale.py``).
 counter could bring back a record another process deleted meanwhile). Each writer keeps one
 row under ``(*R, "access", "by-writer")``, key = its writer id, value its own cumulative
 count and last access of each memory it counted: written blind (no read), never touching a
-record (items written before, one per memory and writer, are still read:
-:func:`count_entries`). A memory's count is its record's ``access_count`` (carried over by
-``update``) plus the writers' counts plus this process's pending bumps.
+record (:func:`count_entries` reads them). A memory's count is its record's
+``access_count`` (carried over by ``update``) plus the writers' counts plus this process's
+pending bumps.
 
 The keyword channel is the package's one BM25 (:func:`langmem_edge.retrieval.bm25.rank_fields`)
 over the records read, computed when the operation asks (a write never searches by keyword).
@@ -24,10 +25,11 @@ over the records read, computed when the operation asks (a write never searches 
 
 from __future__ import annotations
 
+import heapq
 import logging
-import threading
+import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -37,19 +39,19 @@ from langmem_edge.memory.config import RecallConfig
 from langmem_edge.memory.core.dates import iso_to_epoch
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.index.access import AccessWriter
-from langmem_edge.memory.index.columns import Columns, ended_at
-from langmem_edge.memory.records import KINDS
 from langmem_edge.retrieval.bm25 import rank_fields
 from langmem_edge.retrieval.text import default_analyzer
 from langmem_edge.retrieval.vectors import cosine_distances
 
 __all__ = [
-    "Admissible",
     "ProfileIndex",
+    "admits",
     "count_entries",
     "ended_at",
     "key_terms",
     "text_terms",
+    "valid_at",
+    "valid_from",
 ]
 
 logger = logging.getLogger(__name__)
@@ -95,7 +97,8 @@ def text_terms(text: str) -> list[str]:
 class ProfileIndex:
     """Everything recall needs about one profile, built for one operation from one read of
     its records and access counts (:func:`~langmem_edge.memory.index.store_io.plan_load`)
-    and dropped with it: nothing is kept between operations, so nothing needs keeping exact.
+    and dropped with it: nothing is kept between operations, so nothing needs keeping exact,
+    and no two threads share one (each operation makes its own: ``ProfileContext.fresh``).
     """
 
     def __init__(self, layout: ProfileLayout, recall: RecallConfig,
@@ -103,7 +106,6 @@ class ProfileIndex:
         self.layout = layout
         self.profile = layout.profile
         self.recall_config = recall
-        self.lock = threading.RLock()
         self.complete = False
         """Whether it holds the whole profile as read in this operation (else only some
         records: none, or a large profile's candidates)."""
@@ -118,45 +120,26 @@ class ProfileIndex:
         """This process's writer of the profile's access counts (``AgentMemory`` keeps one
         per profile: :mod:`.access`)."""
         self.values: dict[str, dict[str, Any]] = {}
+        """The records read (and written in this operation), by id, in the order read."""
         self.vectors: dict[str, Sequence[float]] | None = None
         """Each record's vector, read with the records on a store that returns them
         (:class:`~langmem_edge.memory.core.stores.ListsVectors`); None when the read did not:
         rank by vector with the store then."""
         self.by_key: dict[tuple[str, str], set[str]] = {}
-        self.columns = Columns()
-        self._sorted: list[str] | None = None
 
-    # -- access bumps (written behind) -------------------------------------------------------
-
-    def bump(self, ids: Iterable[str], now: float, stamp: str) -> None:
-        """Count ``ids`` as accessed now; the store is updated by the next flush (the bumps
-        wait in the process's :attr:`access_writer`)."""
-        ids = list(ids)
-        with self.lock:
-            c = self.columns
-            for mid in ids:
-                row = c.row_of.get(mid)
-                if row is not None:
-                    c.access[row] += 1.0
-                    c.touched[row] = now
-            self.access_writer.bump(ids, now, stamp)
-
-    @property
-    def pending_since(self) -> float | None:
-        """When the oldest bump not written yet was counted (``None``: none pending)."""
-        return self.access_writer.pending_since
+    # -- access counts -----------------------------------------------------------------------
 
     def access(self, mid: str) -> tuple[int, str | None]:
         """Accesses of ``mid`` beyond its record's own ``access_count``: the other processes'
         count items read from the store, this process's count (its item, or what it has
         written since, :meth:`AccessWriter.own`) and its pending bumps, and the last access
         (ISO)."""
-        with self.lock:
-            writer = self.access_writer
-            found = [c for w, c in self.counts.get(mid, {}).items() if w != writer.writer_id]
-            own = writer.own(mid, self.counts.get(mid, {}).get(writer.writer_id))
-            if own is not None:
-                found.append(own)
+        writer = self.access_writer
+        counts = self.counts.get(mid, {})
+        found = [c for w, c in counts.items() if w != writer.writer_id]
+        own = writer.own(mid, counts.get(writer.writer_id))
+        if own is not None:
+            found.append(own)
         if not found:
             return 0, None
         return sum(c for c, _ in found), max(last for _, last in found)
@@ -164,30 +147,22 @@ class ProfileIndex:
     def set_counts(self, mid: str, entries: Iterable[tuple[str, int, str]]) -> None:
         """Take in the access counts of ``mid``: ``(writer, count, last ISO)``, read from the
         store (:func:`count_entries`) or written by this index."""
-        with self.lock:
-            counts = self.counts.setdefault(mid, {})
-            for writer, count, last in entries:
-                if count >= counts.get(writer, (0, ""))[0]:
-                    counts[writer] = (count, last)
-            value = self.values.get(mid)
-            if value is not None:
-                self._set_access(value, self.columns.row_of[mid])
+        counts = self.counts.setdefault(mid, {})
+        for writer, count, last in entries:
+            if count >= counts.get(writer, (0, ""))[0]:
+                counts[writer] = (count, last)
 
     # -- reading -----------------------------------------------------------------------------
 
     def sorted_ids(self) -> list[str]:
         """Every record id, in creation order (ids are time-ordered)."""
-        with self.lock:
-            if self._sorted is None:
-                self._sorted = sorted(self.values)
-            return self._sorted
+        return sorted(self.values)
 
     def key_ids(self, key: str, scope: str | None = None) -> list[str]:
         """Ids of every record (any status) under ``key``; one scope, or all when ``None``."""
-        with self.lock:
-            if scope is not None:
-                return sorted(self.by_key.get((scope, key), ()))
-            return sorted(i for (_, k), ids in self.by_key.items() if k == key for i in ids)
+        if scope is not None:
+            return sorted(self.by_key.get((scope, key), ()))
+        return sorted(i for (_, k), ids in self.by_key.items() if k == key for i in ids)
 
     def nearest(self, query: Sequence[float], admit: Callable[[str], bool]
                 ) -> list[tuple[str, float]]:
@@ -208,69 +183,48 @@ class ProfileIndex:
               complete: bool = True, vectors: dict[str, Sequence[float]] | None = None) -> None:
         """Fill the index from one read: records (the whole profile when ``complete``),
         access-count items and (``vectors``, by memory id) the records' vectors."""
-        with self.lock:
-            self.vectors = vectors
-            for value in values:
-                self._set(value)
-            for mid, entries in count_entries(counts, self.profile).items():
-                self.set_counts(mid, entries)
-            self.complete = complete
+        self.vectors = vectors
+        for value in values:
+            self._set(value)
+        for mid, entries in count_entries(counts, self.profile).items():
+            self.set_counts(mid, entries)
+        self.complete = complete
 
     def apply(self, value: dict[str, Any]) -> None:
         """Take in a copy of a record read from the store or just written (the store is the
         source of truth: no clock decides between versions)."""
-        with self.lock:
-            mid = value.get("id")
-            if not isinstance(mid, str):
-                return
-            if value.get("profile") != self.profile:
-                logger.warning("ignored record %s of another profile in %r", mid, self.profile)
-                return
-            held = self.values.get(mid)
-            if held is value or held == value:
-                return  # the same version
-            if self.vectors is not None and (
-                    held is None or _indexed_text(held) != _indexed_text(value)):
-                self.vectors = None  # a vector not read with the profile: ask the store
-            self._set(value)
+        mid = value.get("id")
+        if not isinstance(mid, str):
+            return
+        if value.get("profile") != self.profile:
+            logger.warning("ignored record %s of another profile in %r", mid, self.profile)
+            return
+        held = self.values.get(mid)
+        if held is value or held == value:
+            return  # the same version
+        if self.vectors is not None and (
+                held is None or _indexed_text(held) != _indexed_text(value)):
+            self.vectors = None  # a vector not read with the profile: ask the store
+        self._set(value)
 
     def remove(self, mid: str) -> None:
         """Forget a deleted record for good (ids are never reused)."""
-        with self.lock:
-            self.access_writer.forget(mid)
-            value = self.values.pop(mid, None)
-            if value is None:
-                return
-            self._sorted = None
-            self._unkey(value)
-            self.columns.drop(mid)
-            if self.vectors is not None:
-                self.vectors.pop(mid, None)
+        self.access_writer.forget(mid)
+        value = self.values.pop(mid, None)
+        if value is None:
+            return
+        self._unkey(value)
+        if self.vectors is not None:
+            self.vectors.pop(mid, None)
 
     def _set(self, value: dict[str, Any]) -> None:
         mid = value["id"]
         held = self.values.get(mid)
-        if held is None:
-            self._sorted = None
-        else:
+        if held is not None:
             self._unkey(held)
         self.values[mid] = value
         if value.get("key"):
             self.by_key.setdefault((value.get("scope") or "agent", value["key"]), set()).add(mid)
-        row = self.columns.set(value)
-        # columns.set took the record's own count; add the count items and pending bumps
-        if mid in self.counts or self.access_writer.own(mid, None) is not None:
-            self._set_access(value, row)
-
-    def _set_access(self, value: dict[str, Any], row: int) -> None:
-        """The fill's access and recency columns: the record's own count plus
-        :meth:`access`."""
-        c = self.columns
-        extra, last = self.access(value["id"])
-        c.access[row] = float(value.get("access_count") or 0) + extra
-        created = iso_to_epoch(value.get("created_at"), 0.0)
-        c.touched[row] = max(iso_to_epoch(value.get("last_accessed_at"), created),
-                             iso_to_epoch(last, created))
 
     def _unkey(self, value: dict[str, Any]) -> None:
         if value.get("key"):
@@ -289,122 +243,108 @@ class ProfileIndex:
         exact = query.strip().lower()
         terms = set(default_analyzer().terms(query))
         out: list[tuple[tuple[str, str], float]] = []
-        with self.lock:
-            for sk in self.by_key:
-                if sk[1].lower() == exact:
-                    out.append((sk, EXACT_KEY_SCORE))
-                elif terms and key_terms(sk[1], last=True) & terms:
-                    words = key_terms(sk[1], last=False)
-                    out.append((sk, len(words & terms) / len(words)))
+        for sk in self.by_key:
+            if sk[1].lower() == exact:
+                out.append((sk, EXACT_KEY_SCORE))
+            elif terms and key_terms(sk[1], last=True) & terms:
+                words = key_terms(sk[1], last=False)
+                out.append((sk, len(words & terms) / len(words)))
         return out
 
-    def keyword(self, query: str, *, limit: int, admissible: Admissible
+    def keyword(self, query: str, *, limit: int, admissible: Callable[[str], bool]
                 ) -> list[tuple[str, float]]:
         """BM25 hits ``(id, score)`` of the admissible records for ``query``, best first
         (the keyword channel: :func:`~langmem_edge.retrieval.bm25.rank_fields` over the
-        present records' texts, in the order they were read; the statistics are every
-        text's, the ranking the admissible ones')."""
+        records' texts, in the order they were read; the statistics are every text's, the
+        ranking the admissible ones')."""
         cfg = self.recall_config
-        with self.lock:
-            docs = {mid: {"text": text_terms(text)} for mid, value in self.values.items()
-                    if (text := _indexed_text(value))}
+        docs = {mid: {"text": text_terms(text)} for mid, value in self.values.items()
+                if (text := _indexed_text(value))}
         hits = rank_fields(docs, default_analyzer().query_terms(query), k1=cfg.bm25_k1,
                            b=cfg.bm25_b, limit=limit, accept=admissible)
         return [(h.id, h.score) for h in hits]
 
     def valid_from_between(self, start: float, end: float) -> list[tuple[str, float]]:
-        """``(id, valid_from)`` of present records with ``start <= valid_from < end``."""
-        with self.lock:
-            c = self.columns
-            n = len(c.ids)
-            rows = np.flatnonzero(c.present[:n] & (c.valid_from[:n] >= start)
-                                  & (c.valid_from[:n] < end))
-            return [(str(c.ids[r]), float(c.valid_from[r])) for r in rows]
+        """``(id, valid_from)`` of the records with ``start <= valid_from < end``."""
+        return [(mid, vf) for mid, value in self.values.items()
+                if start <= (vf := valid_from(value)) < end]
 
-    # -- fill ranking ------------------------------------------------------------------------
+    # -- admission and fill ranking ----------------------------------------------------------
 
-    def admissible(
-        self,
-        *,
-        t: float,
-        as_of: bool,
-        scopes: Iterable[str],
-        kinds: Iterable[str] | None,
-        writer: str | None,
-        min_confidence: float,
-    ) -> Admissible:
-        """Which records a recall may return, as a mask over the index rows.
+    def admissible(self, *, t: float, as_of: bool, scopes: Iterable[str],
+                   kinds: Iterable[str] | None, writer: str | None, min_confidence: float
+                   ) -> Callable[[str], bool]:
+        """Which records a recall may return (:func:`admits`), as a test of a memory id."""
+        scopes, kinds = frozenset(scopes), None if kinds is None else frozenset(kinds)
+        return frozenset(
+            mid for mid, value in self.values.items()
+            if admits(value, t=t, as_of=as_of, scopes=scopes, kinds=kinds, writer=writer,
+                      min_confidence=min_confidence)).__contains__
 
-        Current recalls (``as_of=False``) admit active, unexpired records; ``at(ts)`` views
-        admit records valid at ``t`` (``valid_from <= t < valid_until``, not superseded or
-        forgotten by then). Both need the scope, kinds, writer and confidence floor.
-        """
-        with self.lock:
-            c = self.columns
-            n = len(c.ids)
-            mask = c.present[:n] & (c.confidence[:n] >= min_confidence)
-            mask &= (c.superseded_at[:n] > t) & (c.forgotten_at[:n] > t) & (c.valid_until[:n] > t)
-            if as_of:
-                mask &= c.valid_from[:n] <= t
-            mask &= _any_of(c.scope[:n], [c.codes[s] for s in scopes if s in c.codes])
-            if kinds is not None:
-                mask &= _any_of(c.kind[:n], [KINDS.index(k) for k in kinds])
-            if writer is not None:
-                mask &= c.writer[:n] == c.codes.get(writer, -2)
-            return Admissible(mask, c.row_of)
-
-    def rank_fill(self, admissible: Admissible, *, t: float, exclude: Iterable[str],
-                  limit: int) -> list[tuple[str, float]]:
+    def rank_fill(self, admissible: Callable[[str], bool], *, t: float,
+                  exclude: Iterable[str], limit: int) -> list[tuple[str, float]]:
         """The ``limit`` best admissible records by ``0.7 * recency + 0.3 * log(access + 1)``
-        (recency at ``t``), leaving out ``exclude``."""
+        (recency at ``t`` of the last access, else the creation; access: the record's count
+        and :meth:`access`), leaving out ``exclude``; ties in the order read."""
         if limit <= 0:
             return []
         cfg = self.recall_config
-        with self.lock:
-            c = self.columns
-            mask = admissible.mask.copy()
-            for mid in exclude:
-                row = c.row_of.get(mid)
-                if row is not None and row < mask.size:
-                    mask[row] = False
-            rows = np.flatnonzero(mask)
-            if rows.size == 0:
-                return []
-            age_days = np.maximum(t - c.touched[rows], 0.0) / 86400.0
-            recency = np.power(0.5, age_days / cfg.recency_half_life_days)
-            scores = (cfg.fill_recency_weight * recency
-                      + cfg.fill_access_weight * np.log(c.access[rows] + 1.0))
-            k = min(limit, rows.size)
-            top = np.argpartition(-scores, k - 1)[:k]
-            top = top[np.argsort(-scores[top], kind="stable")]
-            return [(str(c.ids[rows[i]]), float(scores[i])) for i in top]
+        skip = set(exclude)
+        scored = []
+        for n, (mid, value) in enumerate(self.values.items()):
+            if mid in skip or not admissible(mid):
+                continue
+            created = iso_to_epoch(value.get("created_at"), 0.0)
+            extra, last = self.access(mid)
+            touched = iso_to_epoch(value.get("last_accessed_at"), created)
+            if last is not None:
+                touched = max(touched, iso_to_epoch(last, created))
+            recency = 0.5 ** (max(t - touched, 0.0) / 86400.0 / cfg.recency_half_life_days)
+            access = float(value.get("access_count") or 0) + extra
+            score = (cfg.fill_recency_weight * recency
+                     + cfg.fill_access_weight * math.log(access + 1.0))
+            scored.append((-score, n, mid))
+        return [(mid, -neg) for neg, _, mid in heapq.nsmallest(limit, scored)]
+
+
+def ended_at(value: dict[str, Any], status: str) -> float:
+    """When a record stopped being current by ``status`` (``superseded`` / ``forgotten``):
+    its ``<status>_at`` stamp, ``-inf`` when it has the status without a stamp, else ``inf``.
+    """
+    stamp = value.get(f"{status}_at")
+    if stamp:
+        return iso_to_epoch(stamp)
+    return -math.inf if value.get("status") == status else math.inf
+
+
+def valid_from(value: dict[str, Any]) -> float:
+    """A record's ``valid_from`` (else its creation) as epoch seconds."""
+    return iso_to_epoch(value.get("valid_from"), iso_to_epoch(value.get("created_at"), 0.0))
+
+
+def valid_at(value: dict[str, Any], t: float, *, as_of: bool = True) -> bool:
+    """Whether a record was current at epoch seconds ``t``: not superseded, forgotten or
+    expired by then, and (``as_of``) valid from ``t`` or earlier."""
+    return (min(ended_at(value, "superseded"), ended_at(value, "forgotten"),
+                iso_to_epoch(value.get("valid_until"))) > t
+            and (not as_of or valid_from(value) <= t))
+
+
+def admits(value: dict[str, Any], *, t: float, as_of: bool, scopes: Collection[str],
+           kinds: Collection[str] | None, writer: str | None, min_confidence: float) -> bool:
+    """Whether a recall may return a record: in one of ``scopes``, of one of ``kinds`` (None:
+    any), by ``writer`` (None: any), at least ``min_confidence`` confident, and current at
+    ``t`` (:func:`valid_at`; a current recall, ``as_of=False``, does not ask since when)."""
+    return (value.get("scope") in scopes
+            and (kinds is None or value.get("kind") in kinds)
+            and (writer is None or value.get("writer") == writer)
+            and float(value.get("confidence", 0.0)) >= min_confidence
+            and valid_at(value, t, as_of=as_of))
 
 
 def _indexed_text(value: dict[str, Any]) -> str:
     """The text the keyword channel indexes: none for an encrypted record."""
     return "" if value.get("encrypted") else value.get("text") or ""
-
-
-def _any_of(column: np.ndarray, codes: list[int]) -> np.ndarray:
-    """``np.isin(column, codes)`` for a few codes: one comparison per code (isin sorts)."""
-    out = np.zeros(column.shape, dtype=bool)
-    for code in codes:
-        out |= column == code
-    return out
-
-
-class Admissible:
-    """A recall's admissibility mask over the index rows; call it with a memory id."""
-
-    __slots__ = ("mask", "row_of")
-
-    def __init__(self, mask: np.ndarray, row_of: dict[str, int]) -> None:
-        self.mask = mask
-        self.row_of = row_of
-
-    def __call__(self, mid: str) -> bool:
-        row = self.row_of.get(mid)
-        return row is not None and row < self.mask.size and bool(self.mask[row])
 
 
 def count_entries(items: Iterable[Any], profile: str) -> dict[str, list[tuple[str, int, str]]]:

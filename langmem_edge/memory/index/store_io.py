@@ -4,7 +4,6 @@ Under the profile root ``R = (*namespace, "profiles", profile)``::
 
     (*R, "memories")          key = memory id      the records (the only copy)
     (*R, "access", "by-writer") key = writer id    a process's access counts (one row)
-    (*R, "access", memory id) key = writer id      one memory's (before 2026-12-05; read)
 
 **Reading** (:func:`plan_load`): one batch of two searches, every record and every count
 item, into a fresh :class:`~.profile_index.ProfileIndex` for the operation. A write that
@@ -206,7 +205,8 @@ def plan_write_records(
     patch_when: Mapping[str, Any] | None = None,
     blind: Sequence[PutOp] = (),
 ) -> Plan[list[str]]:
-    """Write ``new`` records and ``rewrites`` of stored ones (``(value, index_arg)`` pairs)
+    """Write ``new`` records and ``rewrites`` of stored ones (``(value, index)`` pairs: the
+    ``index`` argument of the put; ``False`` keeps the vectors of an unchanged text)
     and delete ids; returns the ids of rewrites that found their record gone (deleted since
     their caller read it: not written).
 
@@ -274,15 +274,14 @@ def plan_write_records(
     if gone:
         logger.info("records %s of %r were deleted or changed while being rewritten; left "
                     "as they were", gone, index.profile)
-    with index.lock:
-        for value, _ in [*new, *rewrites]:
-            if value["id"] in gone:
-                index.remove(value["id"])
-            else:
-                index.apply(value)
-        for mid, changes in patched.items():
-            if mid in index.values:
-                index.apply({**index.values[mid], **changes})
-        for mid in deletes:
-            index.remove(mid)
+    for value, _ in [*new, *rewrites]:
+        if value["id"] in gone:
+            index.remove(value["id"])
+        else:
+            index.apply(value)
+    for mid, changes in patched.items():
+        if mid in index.values:
+            index.apply({**index.values[mid], **changes})
+    for mid in deletes:
+        index.remove(mid)
     return gone

@@ -2,9 +2,8 @@
 profile's memories to its own row (``layout.access_by_writer``, key = its writer id), never
 a memory's record (so a count cannot bring a deleted memory back). One row per process and
 profile, whatever the number of memories recalled: a read of the profile returns a row per
-writer, not one per memory and writer (as the items written before 2026-12-05 did; they are
-still read). Two flushes of one writer racing in two threads may land out of order; the next
-flush writes every count again.
+writer, not one per memory and writer. Two flushes of one writer racing in two threads may
+land out of order; the next flush writes every count again.
 
 A flush is written blind: on a :class:`~langmem_edge.memory.core.stores.PutNew` store
 (``ChromaStore``) one write and no read (a count item is this process's own, so the

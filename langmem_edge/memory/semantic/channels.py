@@ -12,10 +12,10 @@ from typing import Any, cast
 
 from langgraph.store.base import GetOp, SearchOp
 
-from langmem_edge.memory.core.dates import DateWindow, iso_to_epoch
+from langmem_edge.memory.core.dates import DateWindow
 from langmem_edge.memory.core.plans import Call, Plan, batch
 from langmem_edge.memory.core.stores import KeywordSearch, NearestKeys
-from langmem_edge.memory.index.profile_index import Admissible, ProfileIndex, ended_at
+from langmem_edge.memory.index.profile_index import ProfileIndex, admits
 from langmem_edge.memory.index.store_io import (
     LOAD_LIMIT,
     plan_query_vector,
@@ -44,27 +44,15 @@ class Scope:
     as_of: bool
 
     def admits(self, v: dict[str, Any]) -> bool:
-        """Whether a stored value may be returned (for values fresh from the store; the
-        index's own records use the vectorised :class:`Admissible` mask)."""
-        if v.get("profile") != self.profile or v.get("scope") not in self.scopes:
-            return False
-        if (self.kinds is not None and v.get("kind") not in self.kinds) or (
-            self.writer is not None and v.get("writer") != self.writer
-        ):
-            return False
-        if float(v.get("confidence", 0.0)) < self.min_confidence:
-            return False
-        if not self.as_of and v.get("status") != "active":
-            return False
-        t = self.t
-        if ended_at(v, "superseded") <= t or ended_at(v, "forgotten") <= t:
-            return False
-        if iso_to_epoch(v.get("valid_until")) <= t:
-            return False
-        return not self.as_of or iso_to_epoch(v.get("valid_from"), 0.0) <= t
+        """Whether a stored value may be returned: this profile's, active unless an
+        ``at(ts)`` view asks, and :func:`~langmem_edge.memory.index.profile_index.admits`."""
+        return (v.get("profile") == self.profile
+                and (self.as_of or v.get("status") == "active")
+                and admits(v, t=self.t, as_of=self.as_of, scopes=self.scopes, kinds=self.kinds,
+                           writer=self.writer, min_confidence=self.min_confidence))
 
 
-def keyword_channel(index: ProfileIndex, query: str, depth: int, accept: Admissible
+def keyword_channel(index: ProfileIndex, query: str, depth: int, accept: Callable[[str], bool]
                     ) -> list[tuple[str, float]]:
     """BM25 hits of the profile index (the seam a store-side keyword search replaces)."""
     hits = index.keyword(query, limit=depth, admissible=accept)
@@ -130,7 +118,7 @@ def vector_hits(ctx: ProfileContext, results: Sequence[Any], scope: Scope, depth
     return sorted(best.items(), key=lambda h: (-h[1], -confidence(ctx.index, h[0]), h[0]))[:depth]
 
 
-def plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Admissible
+def plan_nearest(ctx: ProfileContext, text: str, depth: int, accept: Callable[[str], bool]
                   ) -> Plan[list[tuple[str, float]]]:
     """The vector channel on a :class:`NearestKeys` store: keys only, admitted by the index.
 

@@ -52,12 +52,6 @@ class ProfileContext:
     embeddings: Embeddings | None
     has_vectors: bool
     """The store embeds ``text`` (it has an index config): vector search and verification."""
-    rewrite_index: Any = False
-    """``index`` argument of writes that change a stored record but not its text (access
-    counts, supersession, forgetting). ``False`` (do not re-embed) keeps the vector on
-    ``InMemoryStore`` and langgraph's SQL stores; ``ChromaStore`` drops vectors on
-    ``index=False`` but reuses an unchanged text's vector without calling the model, so it
-    gets ``["text"]``."""
     nearest: bool = False
     """The store is a :class:`NearestKeys`: recall's vector channels ask it for keys only."""
     keywords: bool = False
@@ -69,12 +63,6 @@ class ProfileContext:
         """This context with an empty index of its own (for one operation)."""
         index = ProfileIndex(self.layout, self.config.recall, self.index.access_writer)
         return replace(self, index=index)
-
-    def index_arg(self, value: dict[str, Any]) -> Any:
-        """The ``index`` argument for rewriting ``value`` without changing its text."""
-        if value.get("embedding_status") != "complete":
-            return False
-        return self.rewrite_index
 
     @property
     def profile(self) -> str:

@@ -20,7 +20,7 @@ from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import (
     check_text,
 )
-from langmem_edge.memory.index.profile_index import count_entries, ended_at
+from langmem_edge.memory.index.profile_index import count_entries, valid_at
 from langmem_edge.memory.index.store_io import LOAD_LIMIT, plan_write_records
 from langmem_edge.memory.records import (
     KINDS,
@@ -39,7 +39,7 @@ from langmem_edge.memory.semantic.write import (
 )
 
 __all__ = ["plan_delete", "plan_end_session", "plan_forget", "plan_get", "plan_history",
-           "plan_list", "plan_update", "valid_at"]
+           "plan_list", "plan_update"]
 
 MAX_COUNT_WRITERS = 10_000
 """Access-count items (one per writer) read for one memory at most."""
@@ -121,7 +121,7 @@ def plan_forget(ctx: ProfileContext, memory_id: str, reason: str | None) -> Plan
                       "forgotten_reason": reason, "updated_at": stamp})
         # deleted meanwhile by another process: it stays deleted
         yield from plan_write_records(ctx.store, ctx.index,
-                                      rewrites=[(value, ctx.index_arg(value))])
+                                      rewrites=[(value, False)])
     return ctx.record(value)
 
 
@@ -158,7 +158,7 @@ def plan_end_session(ctx: ProfileContext, session_id: str) -> Plan[int]:
     if not values:
         return 0
     gone = yield from plan_write_records(ctx.store, ctx.index,
-                                         rewrites=[(v, ctx.index_arg(v)) for v in values])
+                                         rewrites=[(v, False) for v in values])
     return len(values) - len(gone)
 
 
@@ -190,12 +190,6 @@ def plan_history(ctx: ProfileContext, key_or_id: str, contact: Any = NOT_PROVIDE
             todo.append(v["superseded_by"])
     chain = sorted(seen, key=lambda m: (iso_to_epoch(values[m].get("created_at"), 0.0), m))
     return [ctx.record(values[m]) for m in chain]
-
-
-def valid_at(v: dict[str, Any], t: float) -> bool:
-    """Whether a stored record was valid at epoch seconds ``t``."""
-    return (iso_to_epoch(v.get("valid_from"), 0.0) <= t < iso_to_epoch(v.get("valid_until"))
-            and ended_at(v, "superseded") > t and ended_at(v, "forgotten") > t)
 
 
 def plan_list(

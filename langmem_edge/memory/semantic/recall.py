@@ -403,17 +403,17 @@ def plan_count_access(ctx: ProfileContext, records: Sequence[MemoryRecord], now:
                       ) -> Plan[list[MemoryRecord]]:
     """Count ``records`` as accessed at ``now``; returns them with the access counted.
 
-    The bumps are the profile index's pending ones, written to each memory's own count item
+    The bumps wait in the profile's access writer and are written to its count row
     (:func:`~langmem_edge.memory.semantic.write.plan_flush_access`) once the oldest is
     ``access_flush_seconds`` old or ``access_flush_max`` are pending: no record is read or
     written to count."""
     cfg = ctx.config.recall
-    index = ctx.index
     at = now.timestamp()
-    index.bump([r.id for r in records], at, now.isoformat())
-    if index.pending_since is not None and (
-        at - index.pending_since >= cfg.access_flush_seconds
-        or index.access_writer.pending_count() >= cfg.access_flush_max
+    writer = ctx.index.access_writer
+    writer.bump([r.id for r in records], at, now.isoformat())
+    if writer.pending_since is not None and (
+        at - writer.pending_since >= cfg.access_flush_seconds
+        or writer.pending_count() >= cfg.access_flush_max
     ):
         yield from plan_flush_access(ctx)
     return [r.model_copy(update={"access_count": r.access_count + 1, "last_accessed_at": now})

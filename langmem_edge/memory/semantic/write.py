@@ -298,7 +298,7 @@ def plan_commit_new(
     holds its id. ``flush``: access counts written in the new records' call."""
     records, puts = new_puts(ctx, records)
     embed = [ix is not False for _, ix in puts]
-    rest: list[tuple[dict[str, Any], Any]] = [(o, ctx.index_arg(o)) for o in others]
+    rest: list[tuple[dict[str, Any], Any]] = [(o, False) for o in others]
     blind = flush.puts if flush is not None else []
     try:
         try:
@@ -449,9 +449,8 @@ def _plan_settle_in_store(ctx: ProfileContext, keyed: Sequence[MemoryRecord],
         written = yield Call(store.rewrite_matching, store.arewrite_matching,
                              (ctx.layout.memories,
                               {"key": key, LIVE: ctx.profile}, decide))  # decide checks the scope
-        with ctx.index.lock:
-            for value in written.values():
-                ctx.index.apply(value)
+        for value in written.values():
+            ctx.index.apply(value)
     return winner_of
 
 
