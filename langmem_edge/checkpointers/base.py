@@ -48,6 +48,7 @@ from langmem_edge._chroma import (
     validate_collection_prefix,
 )
 from langmem_edge._sqlite_stats import PlannerStatistics
+from langmem_edge._twins import threaded
 from langmem_edge.checkpointers import layout as L
 from langmem_edge.checkpointers import maintenance as M
 from langmem_edge.checkpointers import reads as R
@@ -542,9 +543,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ async twins
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.get_tuple, config)
+    aget_tuple = threaded(get_tuple)
 
     async def alist(
         self,
@@ -560,42 +559,10 @@ class ChromaSaver(BaseCheckpointSaver[str]):
             for item in page:
                 yield item
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Async :meth:`put`."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Async :meth:`put_writes`."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async :meth:`delete_for_runs`."""
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async :meth:`copy_thread`."""
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Async :meth:`prune`."""
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
-
-    async def asweep_ttl(self, *, now: float | None = None) -> int:
-        """Async :meth:`sweep_ttl`."""
-        return await asyncio.to_thread(self.sweep_ttl, now=now)
+    aput = threaded(put)
+    aput_writes = threaded(put_writes)
+    adelete_thread = threaded(delete_thread)
+    adelete_for_runs = threaded(delete_for_runs)
+    acopy_thread = threaded(copy_thread)
+    aprune = threaded(prune)
+    asweep_ttl = threaded(sweep_ttl)

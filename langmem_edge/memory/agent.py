@@ -48,7 +48,7 @@ from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
 from langmem_edge.memory.index.access import AccessWriter, KeptByProcess
 from langmem_edge.memory.index.profile_index import ProfileIndex
-from langmem_edge.memory.index.store_io import SizeHints, plan_write_records
+from langmem_edge.memory.index.store_io import LOAD_LIMIT, SizeHints, plan_write_records
 from langmem_edge.memory.profile import Profile
 from langmem_edge.memory.records import MemoryStats, ProfileStats, utcnow
 from langmem_edge.memory.reflection import ReflectionResult, plan_reflect
@@ -161,7 +161,10 @@ class AgentMemory:
 
     alist_profiles = list_profiles.twin
 
-    def _delete_profile_plan(self, name: str) -> Plan[int]:
+    @planned
+    def delete_profile(self, name: str) -> Plan[int]:
+        """Delete everything of a profile (memories, messages, overlays, logs); returns the
+        number of store items removed."""
         name = check_profile_name(name, self.config.limits.max_profile_chars)
         layout = ProfileLayout(self.namespace, name)
         page = self.config.index.page_size
@@ -170,17 +173,15 @@ class AgentMemory:
         self.access_writers.drop((name,))  # its counts were deleted with it
         return deleted
 
-    @planned
-    def delete_profile(self, name: str) -> Plan[int]:
-        """Delete everything of a profile (memories, messages, overlays, logs); returns the
-        number of store items removed."""
-        return self._delete_profile_plan(name)
-
     adelete_profile = delete_profile.twin
 
     # -- maintenance -------------------------------------------------------------------------
 
-    def _reembed_plan(self, profile: str | None, limit: int | None) -> Plan[int]:
+    @planned
+    def reembed(self, *, profile: str | None = None, limit: int | None = None) -> Plan[int]:
+        """Embed memories stored ``pending`` (their embedding failed at write time); returns
+        how many now have a vector. A memory failing ``reembed_max_attempts`` (3) times is
+        marked ``failed``."""
         if not self.has_vectors:
             return 0
         names = [profile] if profile is not None else (yield from self._profiles_plan())
@@ -220,52 +221,7 @@ class AgentMemory:
                                                   rewrites=[(failed, False)])
         return done
 
-    @planned
-    def reembed(self, *, profile: str | None = None, limit: int | None = None) -> Plan[int]:
-        """Embed memories stored ``pending`` (their embedding failed at write time); returns
-        how many now have a vector. A memory failing ``reembed_max_attempts`` (3) times is
-        marked ``failed``."""
-        return self._reembed_plan(profile, limit)
-
     areembed = reembed.twin
-
-    def _stats_plan(self) -> Plan[MemoryStats]:
-        names = yield from self._profiles_plan()
-        stats = MemoryStats()
-        kinds: Counter[str] = Counter()
-        statuses: Counter[str] = Counter()
-        embeds: Counter[str] = Counter()
-        page = self.config.index.page_size
-        for name in names:
-            ns = ProfileLayout(self.namespace, name).memories
-            pk: Counter[str] = Counter()
-            ps: Counter[str] = Counter()
-            pe: Counter[str] = Counter()
-            offset = 0
-            while True:
-                (items,) = yield batch(self.store, [SearchOp(ns, limit=page, offset=offset)])
-                for it in items:
-                    v = it.value
-                    if v.get("profile") != name:
-                        continue
-                    pk[v.get("kind", "?")] += 1
-                    ps[v.get("status", "?")] += 1
-                    pe[v.get("embedding_status", "?")] += 1
-                if len(items) < page:
-                    break
-                offset += page
-            total = sum(pk.values())
-            if total:
-                stats.profiles[name] = ProfileStats(total=total, by_kind=dict(pk),
-                                                    by_status=dict(ps),
-                                                    by_embedding_status=dict(pe))
-            kinds += pk
-            statuses += ps
-            embeds += pe
-        stats.total = sum(kinds.values())
-        stats.by_kind, stats.by_status = dict(kinds), dict(statuses)
-        stats.by_embedding_status = dict(embeds)
-        return stats
 
     def _flush_plan(self) -> Plan[int]:
         done = 0
@@ -291,22 +247,37 @@ class AgentMemory:
     @planned
     def stats(self) -> Plan[MemoryStats]:
         """Memory counts by kind, status, embedding status and profile."""
-        return self._stats_plan()
+        names = yield from self._profiles_plan()
+        stats = MemoryStats()
+        kinds: Counter[str] = Counter()
+        statuses: Counter[str] = Counter()
+        embeds: Counter[str] = Counter()
+        for name in names:
+            ns = ProfileLayout(self.namespace, name).memories
+            pk: Counter[str] = Counter()
+            ps: Counter[str] = Counter()
+            pe: Counter[str] = Counter()
+            (items,) = yield batch(self.store, [SearchOp(ns, limit=LOAD_LIMIT)])  # one read
+            for v in (it.value for it in items if it.value.get("profile") == name):
+                pk[v.get("kind", "?")] += 1
+                ps[v.get("status", "?")] += 1
+                pe[v.get("embedding_status", "?")] += 1
+            total = sum(pk.values())
+            if total:
+                stats.profiles[name] = ProfileStats(total=total, by_kind=dict(pk),
+                                                    by_status=dict(ps),
+                                                    by_embedding_status=dict(pe))
+            kinds += pk
+            statuses += ps
+            embeds += pe
+        stats.total = sum(kinds.values())
+        stats.by_kind, stats.by_status = dict(kinds), dict(statuses)
+        stats.by_embedding_status = dict(embeds)
+        return stats
 
     astats = stats.twin
 
     # -- consolidation and reflection --------------------------------------------------------
-
-    def _consolidate_plan(self, profile: str | None, model: BaseChatModel | None,
-                          now: datetime | str | float | None) -> Plan[ConsolidationReport]:
-        at = to_utc(now, "now")
-        names = [profile] if profile is not None else (yield from self._profiles_plan())
-        report = ConsolidationReport()
-        for name in names:
-            ctx = self._context(name)
-            report.profiles.append((yield from plan_consolidate(
-                ctx, model or self.model, now=at)))
-        return report
 
     @planned
     def consolidate(self, profile: str | None = None, *, model: BaseChatModel | None = None,
@@ -322,12 +293,22 @@ class AgentMemory:
 
         Returns a :class:`ConsolidationReport`; a second pass at once changes nothing.
         """
-        return self._consolidate_plan(profile, model, now)
+        at = to_utc(now, "now")
+        names = [profile] if profile is not None else (yield from self._profiles_plan())
+        report = ConsolidationReport()
+        for name in names:
+            ctx = self._context(name)
+            report.profiles.append((yield from plan_consolidate(
+                ctx, model or self.model, now=at)))
+        return report
 
     aconsolidate = consolidate.twin
 
-    def _reflect_plan(self, profile: str | None, model: BaseChatModel | None,
-                      now: datetime | str | float | None) -> Plan[list[ReflectionResult]]:
+    @planned
+    def reflect(self, profile: str | None = None, *, model: BaseChatModel | None = None,
+                now: datetime | str | float | None = None) -> Plan[list[ReflectionResult]]:
+        """Reflect on ``profile`` (or every profile) since its last reflection
+        (:meth:`Profile.reflect`); one :class:`ReflectionResult` per profile."""
         at = to_utc(now, "now")
         names = [profile] if profile is not None else (yield from self._profiles_plan())
         out = []
@@ -335,12 +316,5 @@ class AgentMemory:
             out.append((yield from plan_reflect(self._context(name), self.config.episodic,
                                                 model or self.model, now=at)))
         return out
-
-    @planned
-    def reflect(self, profile: str | None = None, *, model: BaseChatModel | None = None,
-                now: datetime | str | float | None = None) -> Plan[list[ReflectionResult]]:
-        """Reflect on ``profile`` (or every profile) since its last reflection
-        (:meth:`Profile.reflect`); one :class:`ReflectionResult` per profile."""
-        return self._reflect_plan(profile, model, now)
 
     areflect = reflect.twin

@@ -48,14 +48,14 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from langgraph.store.base import SearchOp
 from pydantic import BaseModel, Field
 
 from langmem_edge.errors import InvalidInputError, NotFoundError
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.core.dates import iso_to_epoch
+from langmem_edge.memory.core.labels import plan_scan
 from langmem_edge.memory.core.models import structured_runnable
-from langmem_edge.memory.core.plans import Call, Plan, batch, invoke
+from langmem_edge.memory.core.plans import Call, Plan, invoke
 from langmem_edge.memory.episodic.tier import EpisodicTier, StoredMessage
 from langmem_edge.memory.records import MemoryRecord, utcnow
 from langmem_edge.memory.reflective.records import (
@@ -211,14 +211,9 @@ def _plan_messages(tier: EpisodicTier, since: datetime | None, until: datetime, 
                    ) -> Plan[list[StoredMessage]]:
     if cap <= 0:
         return []
-    sessions: list[dict[str, Any]] = []
-    while len(sessions) < MAX_SESSIONS:
-        (page,) = yield batch(tier.store, [SearchOp(tier.sessions_namespace,
-                                                    filter={"profile": tier.profile},
-                                                    limit=SESSION_PAGE, offset=len(sessions))])
-        sessions += [it.value for it in page]
-        if len(page) < SESSION_PAGE:
-            break
+    found = yield from plan_scan(tier.store, tier.sessions_namespace, page=SESSION_PAGE,
+                                 cap=MAX_SESSIONS, filter={"profile": tier.profile})
+    sessions = [it.value for it in found]
     out: list[StoredMessage] = []
     for s in sessions:  # a session last written before the window has nothing in it
         if s.get("profile") != tier.profile or (

@@ -47,6 +47,7 @@ from langgraph.store.base import (
 from langmem_edge import _chroma
 from langmem_edge._options import check_keys
 from langmem_edge._sqlite_stats import PlannerStatistics
+from langmem_edge._twins import threaded
 from langmem_edge.embeddings import default_embeddings
 from langmem_edge.errors import (
     ConfigurationError,
@@ -236,9 +237,7 @@ class ChromaStore(
                                 schema_version=layout.SCHEMA_VERSION, call=self._call,
                                 ef_search=self.ef_search)
 
-    async def asetup(self) -> None:
-        """``setup`` on a worker thread."""
-        await run_in_executor(None, self.setup)
+    asetup = threaded(setup)
 
     def close(self) -> None:
         """Stop the TTL sweeper; release the client if this store created it."""

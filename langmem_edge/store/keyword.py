@@ -43,10 +43,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import SearchOp
 
 from langmem_edge import _chroma
+from langmem_edge._twins import threaded
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.retrieval import HybridConfig
 from langmem_edge.retrieval.bm25 import bm25_idf, rank_documents, weighted_tf
@@ -152,21 +152,7 @@ class KeywordMixin:
                 out.append(KeyHit(name[0], name[1], score))
         return out
 
-    async def akeyword_search(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        query: str,
-        *,
-        limit: int = 10,
-        filter: dict[str, Any] | None = None,
-        field_weights: Mapping[str, float] | None = None,
-    ) -> list[KeyHit]:
-        """``keyword_search`` on a worker thread."""
-        return await run_in_executor(
-            None, lambda: self.keyword_search(namespace_prefix, query, limit=limit,
-                                              filter=filter, field_weights=field_weights)
-        )
+    akeyword_search = threaded(keyword_search)
 
     # -- the channels -------------------------------------------------------------------------
 

@@ -10,10 +10,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import Item, PutOp, SearchOp
 
 from langmem_edge import _chroma
+from langmem_edge._twins import threaded
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.store import filters, layout
 
@@ -103,13 +103,7 @@ class RewriteMixin:
                 alive = set()
         return [iid in alive for iid in ids]
 
-    async def aput_existing(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any]]], /, *,
-        merge: bool = False, when: Mapping[str, Any] | None = None, confirm: bool = True,
-    ) -> list[bool]:
-        """``put_existing`` on a worker thread."""
-        return await run_in_executor(None, lambda: self.put_existing(
-            list(items), merge=merge, when=when, confirm=confirm))
+    aput_existing = threaded(put_existing)
 
     def put_new(
         self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
@@ -134,11 +128,7 @@ class RewriteMixin:
             with self._write_lock:
                 self._run_puts(ops, self._clock(), layout.NO_ROWS)
 
-    async def aput_new(
-        self, items: Sequence[tuple[tuple[str, ...], str, dict[str, Any], Any]], /
-    ) -> None:
-        """``put_new`` on a worker thread."""
-        await run_in_executor(None, self.put_new, list(items))
+    aput_new = threaded(put_new)
 
     def _value_puts(self, items: Sequence[Any], method: str, sizes: tuple[int, ...]
                     ) -> list[PutOp]:
@@ -240,11 +230,4 @@ class RewriteMixin:
                                existing=True)
         return {op.key: op.value for op in ops}
 
-    async def arewrite_matching(
-        self, namespace: tuple[str, ...], /, filter: dict[str, Any],
-        rewrite: Callable[[list[Item]], Mapping[str, dict[str, Any]]], *,
-        limit: int = MAX_REWRITE_MATCHES,
-    ) -> dict[str, dict[str, Any]]:
-        """``rewrite_matching`` on a worker thread."""
-        return await run_in_executor(None, lambda: self.rewrite_matching(
-            namespace, filter, rewrite, limit=limit))
+    arewrite_matching = threaded(rewrite_matching)

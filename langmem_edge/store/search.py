@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import Result, SearchOp
 
 from langmem_edge import _chroma
+from langmem_edge._twins import threaded
 from langmem_edge.errors import ConfigurationError, EmbeddingError, InvalidInputError
 from langmem_edge.retrieval import HybridConfig
 from langmem_edge.retrieval.vectors import cosine_distances
@@ -195,15 +195,7 @@ class SearchMixin:
                 out.append(KeyHit(name[0], name[1], h.score))
         return out
 
-    async def anearest_keys(
-        self, namespace_prefix: tuple[str, ...], /, query: str, *, limit: int = 10,
-        first_text_only: bool = False,
-    ) -> list[KeyHit]:
-        """``nearest_keys`` on a worker thread."""
-        return await run_in_executor(
-            None, lambda: self.nearest_keys(namespace_prefix, query, limit=limit,
-                                            first_text_only=first_text_only)
-        )
+    anearest_keys = threaded(nearest_keys)
 
     # -- plumbing ------------------------------------------------------------------------------
 

@@ -16,12 +16,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import NOT_PROVIDED, TTLConfig
 
 from langmem_edge import _chroma
 from langmem_edge._chroma import split_labels
 from langmem_edge._sweeper import Sweeper
+from langmem_edge._twins import threaded
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.store import layout
 
@@ -91,9 +91,7 @@ class TTLMixin:
         ]
         return self._write(deletes=ids, stale=vec_ids, delete_where={"exp": {"$lte": now}})
 
-    async def asweep_ttl(self) -> int:
-        """``sweep_ttl`` on a worker thread."""
-        return await run_in_executor(None, self.sweep_ttl)
+    asweep_ttl = threaded(sweep_ttl)
 
     def _ttl_sweeper(self) -> Sweeper:
         """This store's sweeper (the storage layer's one mechanism, made on first use)."""

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import (
     IndexConfig,
     PutOp,
@@ -27,6 +26,7 @@ from langgraph.store.base import (
 
 from langmem_edge import _chroma
 from langmem_edge._sqlite_stats import PlannerStatistics
+from langmem_edge._twins import threaded
 from langmem_edge.embeddings import text_hash
 from langmem_edge.errors import EmbeddingError, InvalidInputError, InvalidNamespaceError
 from langmem_edge.retrieval.keywords import (
@@ -121,9 +121,7 @@ class WriteMixin:
         vec_ids = self._call(self._vectors.get, where=where, include=[])["ids"]
         return self._write(deletes=list(ids), stale=list(vec_ids))
 
-    async def adelete_prefix(self, namespace_prefix: tuple[str, ...], /) -> int:
-        """``delete_prefix`` on a worker thread."""
-        return await run_in_executor(None, self.delete_prefix, tuple(namespace_prefix))
+    adelete_prefix = threaded(delete_prefix)
 
     def _stamps(self, now: float, n: int) -> list[float]:
         """``n`` update times (epoch seconds, whole microseconds) from ``now`` on, each later

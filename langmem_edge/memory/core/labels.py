@@ -38,6 +38,7 @@ from langmem_edge.memory.core.plans import Call, Plan, batch
 
 __all__ = [
     "PrefixDeleter",
+    "plan_scan",
     "WILDCARD",
     "check_label",
     "check_namespace",
@@ -143,6 +144,22 @@ def plan_delete_prefix(
             kept.update((tuple(it.namespace), it.key) for it in items)
             if len(items) < limit:
                 return deleted
+
+
+def plan_scan(store: BaseStore, namespace: tuple[str, ...], *, page: int,
+              filter: dict[str, Any] | None = None, cap: int | None = None
+              ) -> Plan[list[Item]]:
+    """Plan: the items under ``namespace`` matching ``filter`` (at most ``cap``), one search
+    a page of ``page`` (so one store call while there are fewer)."""
+    items: list[Item] = []
+    while cap is None or len(items) < cap:
+        want = page if cap is None else min(page, cap - len(items))
+        (got,) = yield batch(store, [SearchOp(namespace, filter=filter, limit=want,
+                                              offset=len(items))])
+        items += got
+        if len(got) < want:
+            break
+    return items
 
 
 def plan_child_labels(store: BaseStore, prefix: tuple[str, ...], *, page: int

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError, NotFoundError
 from langmem_edge.memory.config import ReflectionConfig
+from langmem_edge.memory.core.labels import plan_scan
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import check_text
@@ -100,16 +101,9 @@ class ReflectiveScope:
 
 def _plan_scan(scope: ReflectiveScope, part: str, record: str, cap: int) -> Plan[list[Item]]:
     ns = scope.layout.reflective(part)
-    flt = {"profile": scope.profile, "record": record}
-    items: list[Item] = []
-    while len(items) < cap:
-        want = min(SCAN_PAGE, cap - len(items))
-        (page,) = yield batch(scope.store, [SearchOp(ns, filter=flt, limit=want,
-                                                     offset=len(items))])
-        items += [it for it in page if tuple(it.namespace) == ns and scope.mine(it, record)]
-        if len(page) < want:
-            break
-    return items
+    items = yield from plan_scan(scope.store, ns, page=SCAN_PAGE, cap=cap,
+                                 filter={"profile": scope.profile, "record": record})
+    return [it for it in items if tuple(it.namespace) == ns and scope.mine(it, record)]
 
 
 # -- reflections -------------------------------------------------------------------------------

@@ -33,7 +33,12 @@ from langgraph.store.base import NOT_PROVIDED, BaseStore, GetOp, Item, NotProvid
 
 from langmem_edge.errors import InvalidInputError, LimitExceededError
 from langmem_edge.memory.config import WorkingConfig
-from langmem_edge.memory.core.labels import check_label, plan_child_labels, plan_delete_prefix
+from langmem_edge.memory.core.labels import (
+    check_label,
+    plan_child_labels,
+    plan_delete_prefix,
+    plan_scan,
+)
 from langmem_edge.memory.core.layout import ProfileLayout
 from langmem_edge.memory.core.plans import Plan, batch
 from langmem_edge.memory.core.validate import check_metadata, check_text
@@ -294,18 +299,10 @@ def _expired(scope: WorkingScope, value: dict[str, Any]) -> bool:
 
 def _plan_scan(scope: WorkingScope, thread: str, filter: dict[str, Any] | None
                ) -> Plan[list[Item]]:
-    """Every item of the thread's own namespace matching ``filter``: one search a page of
-    :data:`SCAN_PAGE`, so one store call for a thread of fewer items."""
+    """Every item of the thread's own namespace matching ``filter`` (:func:`plan_scan`)."""
     ns = scope.namespace(thread)
-    found: list[Item] = []
-    offset = 0
-    while True:
-        (items,) = yield batch(scope.store, [SearchOp(ns, filter=filter, limit=SCAN_PAGE,
-                                                      offset=offset)])
-        found += [it for it in items if tuple(it.namespace) == ns]
-        if len(items) < SCAN_PAGE:
-            return found
-        offset += len(items)
+    items = yield from plan_scan(scope.store, ns, page=SCAN_PAGE, filter=filter)
+    return [it for it in items if tuple(it.namespace) == ns]
 
 
 def _plan_live(scope: WorkingScope, thread: str, items: Sequence[Item]) -> Plan[list[Item]]:
