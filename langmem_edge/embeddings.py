@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from importlib.util import find_spec
 from pathlib import Path
@@ -45,6 +44,7 @@ from pathlib import Path
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
+from langmem_edge._lru import LRU
 from langmem_edge.errors import ConfigurationError, EmbeddingError
 
 __all__ = [
@@ -113,25 +113,21 @@ class CachedEmbeddings(Embeddings):
             raise ConfigurationError(f"max_size must be >= 0, got {max_size}")
         self.inner = inner
         self.max_size = max_size
-        self._cache: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: LRU[str, list[float]] = LRU(max_size)
         self.hits = 0
         self.misses = 0
 
     def _lookup(self, texts: Sequence[str]) -> tuple[list[list[float] | None], list[str]]:
         found: list[list[float] | None] = []
         missing: list[str] = []
-        with self._lock:
-            for text in texts:
-                h = text_hash(text)
-                vec = self._cache.get(h)
-                if vec is not None:
-                    self._cache.move_to_end(h)
-                    self.hits += 1
-                else:
-                    self.misses += 1
-                    missing.append(text)
-                found.append(vec)
+        for text in texts:
+            vec = self._cache.get(text_hash(text))
+            if vec is not None:
+                self.hits += 1
+            else:
+                self.misses += 1
+                missing.append(text)
+            found.append(vec)
         return found, list(dict.fromkeys(missing))
 
     def _store(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
@@ -139,11 +135,8 @@ class CachedEmbeddings(Embeddings):
             raise EmbeddingError(
                 f"the embedding model returned {len(vectors)} vectors for {len(texts)} texts"
             )
-        with self._lock:
-            for text, vec in zip(texts, vectors, strict=True):
-                self._cache[text_hash(text)] = [float(x) for x in vec]
-                while len(self._cache) > self.max_size:
-                    self._cache.popitem(last=False)
+        for text, vec in zip(texts, vectors, strict=True):
+            self._cache.put(text_hash(text), [float(x) for x in vec])
 
     def _assemble(
         self, texts: Sequence[str], found: list[list[float] | None], fresh: dict[str, list[float]]

@@ -47,6 +47,7 @@ from langmem_edge._chroma import (
     open_persistent_client,
     validate_collection_prefix,
 )
+from langmem_edge._lru import LRU
 from langmem_edge._sqlite_stats import PlannerStatistics
 from langmem_edge._twins import threaded
 from langmem_edge.checkpointers import layout as L
@@ -125,7 +126,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
                     "collection_prefix.",
         )
         self._max_batch = int(self._call(client.get_max_batch_size))
-        self._hints = R.HeadHints(HEAD_HINT_CAPACITY)
+        self._hints: LRU[str, str] = LRU(HEAD_HINT_CAPACITY)  # the latest id seen per thread key
         self._sweeper = TTLSweeper(self.sweep_ttl)
         self._owns_client = False
         self._statistics = PlannerStatistics.for_client(
@@ -245,7 +246,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
                 # the max stored id is not in the range: deleted just now
                 rows, newest = self._get(where=R.group_of(tk, start)), start
             if newest is not None:
-                self._hints.set(tk, newest)
+                self._hints.put(tk, newest)
                 return L.tuple_from_group(rows, self.serde, thread_id, ns, newest)
             start = None  # dangling hint or head: start from what is stored
 
@@ -326,7 +327,7 @@ class ChromaSaver(BaseCheckpointSaver[str]):
         W.check_payload(batch, self.max_payload_bytes, f"Checkpoint {checkpoint['id']}")
         self._write(batch)
         if moved:
-            self._hints.set(tk, checkpoint["id"])
+            self._hints.put(tk, checkpoint["id"])
         return stored
 
     def put_writes(

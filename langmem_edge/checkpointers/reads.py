@@ -7,21 +7,19 @@ marker (a get by ids does not grow with the collection, a ``where`` does). No ma
 checkpoint has no pending writes and the answer is complete. A marker: one more ``get`` by
 group for the writes.
 
-**Latest**: start from a candidate id, the per-process hint (:class:`HeadHints`) or else the
-head record, and ask, in **one** call, for every record of the thread key from that id on
-(:func:`latest_where`). The answer holds the candidate, every *newer* checkpoint and their
-writes, so :func:`newest_checkpoint` picks the max id among what is stored right now; the hint
-or head is only where the range starts. A head that is missing or points at a deleted
-checkpoint, so that the range holds no checkpoint, falls back to the ids of every checkpoint
-of the thread key (one ids-only call) and starts again from their max. Hence a head older than
-a stored checkpoint (two puts racing: the head is last-writer-wins), missing, or dangling
-(a crash inside a maintenance call) never changes the answer.
-"""
+**Latest**: start from a candidate id, the per-process hint (the last latest id seen of the
+thread key, ``ChromaSaver._hints``) or else the head record, and ask, in **one** call, for
+every record of the thread key from that id on (:func:`latest_where`). The answer holds the
+candidate, every *newer* checkpoint and their writes, so :func:`newest_checkpoint` picks the
+max id among what is stored right now; the hint or head is only where the range starts. A head
+that is missing or points at a deleted checkpoint, so that the range holds no checkpoint, falls
+back to the ids of every checkpoint of the thread key (one ids-only call) and starts again from
+their max. Hence a head older than a stored checkpoint (two puts racing: the head is
+last-writer-wins), missing, or dangling (a crash inside a maintenance call) never changes the
+answer. """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,33 +39,6 @@ from langmem_edge.checkpointers.layout import (
     mark_row_id,
     order_key,
 )
-
-
-class HeadHints:
-    """Bounded LRU of the last latest id seen per thread key. Only where a read starts."""
-
-    def __init__(self, capacity: int) -> None:
-        self._items: OrderedDict[str, str] = OrderedDict()
-        self._capacity = capacity
-        self._lock = threading.Lock()
-
-    def get(self, tk: str) -> str | None:
-        """The hint for ``tk``, if any."""
-        with self._lock:
-            return self._items.get(tk)
-
-    def set(self, tk: str, cid: str) -> None:
-        """Remember ``cid`` as the latest of ``tk``."""
-        with self._lock:
-            self._items[tk] = cid
-            self._items.move_to_end(tk)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        """Forget every hint."""
-        with self._lock:
-            self._items.clear()
 
 
 def by_id_ids(tk: str, cid: str) -> list[str]:

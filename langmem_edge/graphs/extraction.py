@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langmem_edge._lru import LRU
 from langmem_edge.graphs.background import BackgroundExecutor
 from langmem_edge.graphs.background_config import PERMANENT_ERRORS, BackgroundStats
 from langmem_edge.graphs.history import EntryCache, total_tokens
@@ -102,7 +102,7 @@ class TurnExtractor:
         self.compaction_budget = compaction_budget
         self.compaction_passes = compaction_passes
         self.cache = cache if cache is not None else EntryCache()
-        self._threads: OrderedDict[str, _Thread] = OrderedDict()
+        self._threads: LRU[str, _Thread] = LRU(DEFAULT_REMEMBERED_THREADS)
         self._swept: set[str] = set()  # profiles whose owed sessions this process wrote
         self._lock = threading.Lock()
 
@@ -110,10 +110,7 @@ class TurnExtractor:
         assert run.thread is not None
         key = f"{run.profile.name}/{run.thread}"
         with self._lock:
-            state = self._threads.pop(key, None) or _Thread()
-            self._threads[key] = state
-            while len(self._threads) > DEFAULT_REMEMBERED_THREADS:
-                self._threads.popitem(last=False)
+            state = self._threads.get_or_make(key, _Thread)
             for m in messages:
                 ident = _ident(m)
                 if ident not in state.done:

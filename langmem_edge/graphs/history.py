@@ -16,8 +16,6 @@ the tier skips them.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -25,6 +23,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langmem_edge._lru import LRU
 from langmem_edge.errors import InvalidInputError
 from langmem_edge.memory.config import EpisodicConfig
 from langmem_edge.memory.episodic.compaction import message_tokens
@@ -134,8 +133,7 @@ class EntryCache:
 
     def __init__(self, size: int = DEFAULT_ENTRY_CACHE_SIZE) -> None:
         self.size = size
-        self._items: OrderedDict[tuple[Any, ...], Entry | None] = OrderedDict()
-        self._lock = threading.Lock()
+        self._items: LRU[tuple[Any, ...], tuple[Entry | None]] = LRU(size)
 
     @staticmethod
     def _key(message: BaseMessage, thread: str) -> tuple[Any, ...] | None:
@@ -152,20 +150,15 @@ class EntryCache:
         """The entries of ``messages``, as :func:`entries` gives them."""
         keys = [self._key(m, thread) for m in messages]
         found: dict[int, Entry | None] = {}
-        with self._lock:
-            for i, key in enumerate(keys):
-                if key is not None and key in self._items:
-                    self._items.move_to_end(key)
-                    found[i] = self._items[key]
+        for i, key in enumerate(keys):
+            if key is not None and (kept := self._items.get(key)) is not None:
+                found[i] = kept[0]
         missing = [i for i in range(len(messages)) if i not in found]
         fresh = {e.index: e for e in entries([messages[i] for i in missing], thread, config)}
-        with self._lock:
-            for j, i in enumerate(missing):
-                made = fresh.get(j)
-                found[i] = None if made is None else replace(made, index=i)
-                if keys[i] is not None:
-                    self._items[keys[i]] = found[i]
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+        for j, i in enumerate(missing):
+            made = fresh.get(j)
+            found[i] = None if made is None else replace(made, index=i)
+            if keys[i] is not None:
+                self._items.put(keys[i], (found[i],))
         return [e if e.index == i else replace(e, index=i)
                 for i in range(len(messages)) if (e := found[i]) is not None]

@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 
+from langmem_edge._lru import LRU
 from langmem_edge.errors import ConfigurationError, InvalidInputError
 from langmem_edge.memory import AgentMemory, Profile
 from langmem_edge.memory.working import ThreadState
@@ -163,8 +163,7 @@ class ThreadStateHandoff:
     """
 
     def __init__(self) -> None:
-        self._states: OrderedDict[HandoffKey, ThreadState] = OrderedDict()
-        self._lock = threading.Lock()
+        self._states: LRU[HandoffKey, ThreadState] = LRU(MAX_HANDOFFS)
 
     @staticmethod
     def _key(memory: AgentMemory, profile: str, thread: str, message_id: str) -> HandoffKey:
@@ -174,17 +173,12 @@ class ThreadStateHandoff:
             state: ThreadState) -> None:
         """Hand ``state`` to the model call of the turn whose user message is ``message_id``
         (nothing without an id)."""
-        if message_id is None:
-            return
-        with self._lock:
-            self._states[self._key(memory, profile, thread, message_id)] = state
-            while len(self._states) > MAX_HANDOFFS:
-                self._states.popitem(last=False)
+        if message_id is not None:
+            self._states.put(self._key(memory, profile, thread, message_id), state)
 
     def take(self, memory: AgentMemory, profile: str, thread: str, message_id: str | None
              ) -> ThreadState | None:
         """The state handed to this turn's model call, once; ``None`` when there is none."""
         if message_id is None:
             return None
-        with self._lock:
-            return self._states.pop(self._key(memory, profile, thread, message_id), None)
+        return self._states.pop(self._key(memory, profile, thread, message_id))

@@ -31,6 +31,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, GetOp, SearchOp
 
+from langmem_edge._lru import LRU
 from langmem_edge.errors import ConfigurationError
 from langmem_edge.memory.config import MemoryConfig, load_config
 from langmem_edge.memory.consolidation import ConsolidationReport, plan_consolidate
@@ -46,7 +47,7 @@ from langmem_edge.memory.core.plans import Plan, batch, planned, run_async, run_
 from langmem_edge.memory.core.stores import KeywordSearch, ranks_keys
 from langmem_edge.memory.core.validate import check_profile_name, to_utc
 from langmem_edge.memory.documents import DocumentWorker
-from langmem_edge.memory.index.access import AccessWriter, KeptByProcess
+from langmem_edge.memory.index.access import MAX_KEPT, AccessWriter
 from langmem_edge.memory.index.profile_index import ProfileIndex
 from langmem_edge.memory.index.store_io import LOAD_LIMIT, SizeHints, plan_write_records
 from langmem_edge.memory.profile import Profile
@@ -116,7 +117,7 @@ class AgentMemory:
         self.keywords = isinstance(store, KeywordSearch)
         self.size_hints = SizeHints()
         """Which profiles were last seen too large to read whole (a routing hint)."""
-        self.access_writers: KeptByProcess[AccessWriter] = KeptByProcess(AccessWriter)
+        self.access_writers: LRU[tuple[str], AccessWriter] = LRU(MAX_KEPT)
         """This memory's writers of its profiles' access counts and their bumps not written
         yet, by ``(profile name,)`` (the least recently used dropped past a bound)."""
         self._lock = threading.Lock()
@@ -131,7 +132,8 @@ class AgentMemory:
     def _context(self, name: str) -> ProfileContext:
         name = check_profile_name(name, self.config.limits.max_profile_chars)
         layout = ProfileLayout(self.namespace, name)
-        index = ProfileIndex(layout, self.config.recall, self.access_writers.get((name,)))
+        writer = self.access_writers.get_or_make((name,), AccessWriter)
+        index = ProfileIndex(layout, self.config.recall, writer)
         return ProfileContext(store=self.store, layout=layout, index=index,
                               config=self.config, model=self.model, cipher=self.cipher,
                               embeddings=self.embeddings, has_vectors=self.has_vectors,
@@ -170,7 +172,7 @@ class AgentMemory:
         page = self.config.index.page_size
         # by exact prefix, never a match condition (a name may be "*")
         deleted = yield from plan_delete_prefix(self.store, layout.root, page=page)
-        self.access_writers.drop((name,))  # its counts were deleted with it
+        self.access_writers.pop((name,))  # its counts were deleted with it
         return deleted
 
     adelete_profile = delete_profile.twin

@@ -25,54 +25,15 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Generic, TypeVar
+from collections.abc import Collection, Iterable, Mapping
 
-__all__ = ["MAX_KEPT", "AccessWriter", "KeptByProcess"]
-
-V = TypeVar("V")
+__all__ = ["MAX_KEPT", "AccessWriter"]
 
 MAX_KEPT = 4_096
 """Profiles whose access-count writer an ``AgentMemory`` keeps, the least recently used
 dropped first. A writer is a few hundred bytes plus its pending counts (flushed with the
 profile's next write or by ``flush()``); a profile whose writer was dropped gets a new one,
 and so one more count row, at its next recall."""
-
-
-class KeptByProcess(Generic[V]):
-    """What a process keeps per profile (its access-count writer), by key: bounded, the
-    least recently used dropped first."""
-
-    def __init__(self, make: Callable[[], V], capacity: int = MAX_KEPT) -> None:
-        self.capacity = capacity
-        self._make = make
-        self._lock = threading.Lock()
-        self._kept: OrderedDict[tuple[str, ...], V] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._kept)
-
-    def get(self, key: tuple[str, ...]) -> V:
-        """What is kept for ``key`` (made on first use)."""
-        with self._lock:
-            kept = self._kept.get(key)
-            if kept is None:
-                kept = self._kept[key] = self._make()
-            self._kept.move_to_end(key)
-            while len(self._kept) > self.capacity:
-                self._kept.popitem(last=False)
-            return kept
-
-    def items(self) -> list[tuple[tuple[str, ...], V]]:
-        """Everything kept, least recently used first."""
-        with self._lock:
-            return list(self._kept.items())
-
-    def drop(self, key: tuple[str, ...]) -> None:
-        """Forget what is kept for ``key`` (its data was deleted)."""
-        with self._lock:
-            self._kept.pop(key, None)
 
 
 class AccessWriter:

@@ -32,14 +32,13 @@ greatest id.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
 
+from langmem_edge._lru import LRU
 from langmem_edge.memory.core.plans import Call, Plan, batch
 from langmem_edge.memory.core.stores import (
     ListsVectors,
@@ -156,7 +155,7 @@ def plan_query_vector(store: BaseStore, text: str) -> Plan[list[float]]:
     return [float(x) for x in vector]
 
 
-class SizeHints:
+class SizeHints(LRU[str, int]):
     """How many records each profile held when last read whole (bounded, least recently used
     dropped; a recall's read stops past :data:`WHOLE_READ_MAX`). A routing hint, not data: a
     wrong one costs time, never a wrong answer (a small profile recalled from candidates
@@ -164,26 +163,16 @@ class SizeHints:
     channel matched; a write reads its key's records instead of the profile)."""
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._sizes: OrderedDict[str, int] = OrderedDict()
-        self._capacity = capacity
-        self._lock = threading.Lock()
+        super().__init__(capacity)
 
     def big(self, profile: str, most: int) -> bool | None:
         """Whether ``profile`` was last seen holding more than ``most`` records; ``None``
         when not seen."""
-        with self._lock:
-            seen = self._sizes.get(profile)
-            if seen is not None:
-                self._sizes.move_to_end(profile)
-            return None if seen is None else seen > most
+        seen = self.get(profile)
+        return None if seen is None else seen > most
 
-    def saw(self, profile: str, size: int) -> None:
-        """Record the number of records a read of ``profile`` found."""
-        with self._lock:
-            self._sizes[profile] = size
-            self._sizes.move_to_end(profile)
-            while len(self._sizes) > self._capacity:
-                self._sizes.popitem(last=False)
+    saw = LRU.put
+    """Record the number of records a read of a profile found."""
 
 
 def rewrites_existing(store: BaseStore) -> bool:
