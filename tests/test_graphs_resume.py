@@ -848,3 +848,16 @@ def test_only_repeats_of_the_latest_message_after_the_turn_are_dropped() -> None
     assert kept[-1] is history[-1]
     assert without_refused_repeats([HumanMessage("Plan my trip"), ai,
                                     HumanMessage("Plan my trip")], ai)[-1].text == "Plan my trip"
+
+
+def test_a_middleware_without_a_memory_makes_one_a_store_for_hooks_and_turn_resume() -> None:
+    """One ``AgentMemory`` per graph store, whichever part asks: two would keep two access
+    writers (two count rows) and two size hints for every profile."""
+    from langmem_edge import MemoryMiddleware
+
+    middleware = MemoryMiddleware()
+    store = InMemoryStore()
+    assert middleware.resume is not None
+    made = middleware.hooks.resolver.memory_for(store)
+    assert middleware.resume.resolver.memory_for(store) is made
+    assert middleware.resume.resolver.memory_for(InMemoryStore()) is not made

@@ -98,8 +98,9 @@ class MemoryMiddleware(BackgroundJobs, AgentMiddleware[MemoryState, Any]):
                  background: BackgroundExecutor | None = None) -> None:
         super().__init__()
         self.hooks = MemoryHooks(memory, options, model=model, background=background)
-        if resume is True:
+        if resume is True:  # one AgentMemory a store for the hooks and turn resume
             resume = TurnResume(memory)
+            resume.resolver = self.hooks.resolver
         elif resume is not False and not isinstance(resume, TurnResume):
             raise ConfigurationError(
                 f"resume must be True, False or a TurnResume, got {type(resume).__name__}")

@@ -56,7 +56,6 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, RemoveMessage, ToolMessage
-from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import NOT_PROVIDED, NotProvided
 from langgraph.types import Command
@@ -87,7 +86,7 @@ from langmem_edge.graphs.resume_history import (
     with_answers,
     without_refused_repeats,
 )
-from langmem_edge.graphs.run import ThreadStateHandoff
+from langmem_edge.graphs.run import RunResolver, ThreadStateHandoff, current_config
 from langmem_edge.memory import AgentMemory
 from langmem_edge.memory.core.plans import Call, Plan, planned, run_async, run_sync
 from langmem_edge.memory.working import ProfileWorking, ThreadState, TurnRecord
@@ -149,15 +148,6 @@ class TurnResumeState(AgentState):
     final answer."""
 
 
-def _current_config() -> Mapping[str, Any]:
-    try:
-        return get_config()
-    except RuntimeError:  # called outside a runnable context
-        return {}
-
-
-
-
 # -- the behaviour, once --------------------------------------------------------------------------
 
 
@@ -182,9 +172,8 @@ class TurnResume:
                  poll_seconds: float = POLL_SECONDS,
                  max_wait_seconds: float = MAX_WAIT_SECONDS,
                  messages_key: str = "messages") -> None:
-        if memory is not None and not isinstance(memory, AgentMemory):
-            raise ConfigurationError(
-                f"memory must be an AgentMemory or None, got {type(memory).__name__}")
+        self.resolver = RunResolver(memory)
+        """Gives the memory of a run's store (the hooks' own when a middleware shares it)."""
         if poll_seconds <= 0 or max_wait_seconds < 0:
             raise ConfigurationError(
                 f"poll_seconds must be > 0 and max_wait_seconds >= 0, got {poll_seconds!r} "
@@ -195,30 +184,19 @@ class TurnResume:
         self.poll_seconds = poll_seconds
         self.max_wait_seconds = max_wait_seconds
         self.messages_key = messages_key
-        self._memories: dict[int, AgentMemory] = {}
         self._record_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"TurnResume(memory={self.memory!r}, wait={self.wait!r})"
 
-    def _memory(self, store: Any) -> AgentMemory | None:
-        # keyed by id(): the AgentMemory holds its store, so the id is never reused meanwhile
-        if self.memory is not None:
-            return self.memory
-        if store is None:
-            return None
-        if id(store) not in self._memories:
-            self._memories[id(store)] = AgentMemory(store)
-        return self._memories[id(store)]
-
     def _working(self, store: Any, who: RunIdentity) -> ProfileWorking | None:
-        memory = self._memory(store)
+        memory = self.resolver.memory_for(store)
         if memory is None:
             return None
         return memory.profile(who.profile).working.with_clock(self.clock)
 
     def _resume_after(self, store: Any) -> float:
-        memory = self._memory(store)
+        memory = self.resolver.memory_for(store)
         assert memory is not None
         return memory.config.working.resume_after_seconds
 
@@ -280,7 +258,7 @@ class TurnResume:
     def _plan_before(self, state: Mapping[str, Any], runtime: Any,
                      handoff: ThreadStateHandoff | None = None
                      ) -> Plan[dict[str, Any] | None]:
-        config = _current_config()
+        config = current_config()
         who = run_identity(runtime.context, config, getattr(runtime, "execution_info", None))
         working = self._working(runtime.store, who) if who else None
         if who is None or working is None:
@@ -292,7 +270,7 @@ class TurnResume:
                 "so a crash would leave no checkpoint and no tool results to resume the turn "
                 "from; run it with durability='sync' or 'async' (the default)",
                 durability=durability)
-        memory = self._memory(runtime.store)
+        memory = self.resolver.memory_for(runtime.store)
         assert memory is not None
         give = None
         if handoff is not None:
@@ -414,7 +392,7 @@ class TurnResume:
         """After a model call whose reply is ``last``: a tool round's stamp, or (the final
         answer) the record deleted (in one write, without a read, when ``seen`` is this
         run's); the state update, if any."""
-        who = run_identity(runtime.context, _current_config(),
+        who = run_identity(runtime.context, current_config(),
                            getattr(runtime, "execution_info", None))
         working = self._working(runtime.store, who) if who else None
         if who is None or working is None or not isinstance(last, AIMessage):

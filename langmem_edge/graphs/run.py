@@ -64,7 +64,8 @@ class MemoryRun:
     thread: str | None
 
 
-def _config() -> dict[str, Any]:
+def current_config() -> dict[str, Any]:
+    """The run's config (empty outside a runnable context: a hook invoked by hand)."""
     try:
         return dict(get_config())
     except RuntimeError:  # called outside a runnable context (a hook invoked by hand)
@@ -112,7 +113,7 @@ class RunResolver:
         """The run's memory, profile, contact and thread, or ``None`` when it has no profile
         or no memory (the hooks then do nothing)."""
         memory = self.memory_for(getattr(runtime, "store", None))
-        config = _config()
+        config = current_config()
         context = getattr(runtime, "context", None)
         name = run_value(context, config, "profile")
         if name is not None and not isinstance(name, str):
