@@ -122,9 +122,11 @@ class AccessWriter:
         store (``stored``) and the count it has written or is writing, plus the bumps not
         written yet; ``(count, last ISO)``, or ``None`` when it has none."""
         with self._lock:
-            found = [c for c in (stored, self._totals.get(mid)) if c is not None and c[0] > 0]
-            own = max(found, default=None)
-            pending = self._pending.get(mid)
+            total, pending = self._totals.get(mid), self._pending.get(mid)
+        if total is None and pending is None:  # not counted by this process lately
+            return stored if stored is not None and stored[0] > 0 else None
+        found = [c for c in (stored, total) if c is not None and c[0] > 0]
+        own = max(found, default=None)
         if pending is None:
             return own
         if own is None:

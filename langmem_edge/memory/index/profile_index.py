@@ -135,9 +135,11 @@ class ProfileIndex:
         written since, :meth:`AccessWriter.own`) and its pending bumps, and the last access
         (ISO)."""
         writer = self.access_writer
-        counts = self.counts.get(mid, {})
+        counts = self.counts.get(mid)
+        own = writer.own(mid, counts.get(writer.writer_id) if counts else None)
+        if not counts:  # the common case: no other process counted it
+            return (0, None) if own is None else own
         found = [c for w, c in counts.items() if w != writer.writer_id]
-        own = writer.own(mid, counts.get(writer.writer_id))
         if own is not None:
             found.append(own)
         if not found:
@@ -294,11 +296,12 @@ class ProfileIndex:
         for n, (mid, value) in enumerate(self.values.items()):
             if mid in skip or not admissible(mid):
                 continue
-            created = iso_to_epoch(value.get("created_at"), 0.0)
             extra, last = self.access(mid)
-            touched = iso_to_epoch(value.get("last_accessed_at"), created)
-            if last is not None:
-                touched = max(touched, iso_to_epoch(last, created))
+            seen = value.get("last_accessed_at")
+            touched = (iso_to_epoch(seen) if seen
+                       else iso_to_epoch(value.get("created_at"), 0.0))
+            if last:
+                touched = max(touched, iso_to_epoch(last))
             recency = 0.5 ** (max(t - touched, 0.0) / 86400.0 / cfg.recency_half_life_days)
             access = float(value.get("access_count") or 0) + extra
             score = (cfg.fill_recency_weight * recency
