@@ -336,8 +336,9 @@ class CompositeConfig(_Section):
 
 
 class IndexCacheConfig(_Section):
-    """The page size of paged reads (statistics, deleting by prefix on a store without
-    ``delete_prefix``, importing). Nothing is kept or cached between operations."""
+    """The page size of paged reads (deleting a profile by prefix on a store without
+    ``delete_prefix``, a document's chunks). Nothing is kept or cached between
+    operations."""
 
     page_size: int = Field(default=PAGE_SIZE, ge=1)
     """Items per paged store read (1,000)."""
