@@ -16,7 +16,8 @@ that is missing or points at a deleted checkpoint, so that the range holds no ch
 back to the ids of every checkpoint of the thread key (one ids-only call) and starts again from
 their max. Hence a head older than a stored checkpoint (two puts racing: the head is
 last-writer-wins), missing, or dangling (a crash inside a maintenance call) never changes the
-answer. """
+answer.
+"""
 
 from __future__ import annotations
 

@@ -10,13 +10,13 @@ opens:
   (:class:`~langmem_edge.errors.ConfigurationError`: the store was built with E).
 - without an index: the indexed ``rows<D>`` if there is one, else ``rows0``.
 
-**The copy** (:meth:`UpgradeMixin._copy_rows`) reads ``rows0`` a page at a time and upserts
-each page into the new collection, each row with a placeholder vector
-(:func:`layout.row_vector`: items written without an index have no vectors until they are
-written again); past :data:`UPGRADE_PROGRESS_ROWS` rows it prints a progress line a page on
-stderr. Then ``rows0`` is deleted. The new collection carries ``langmem_edge:copying`` (the
-source's name) until then; a crash in between leaves the marker, and the next open copies
-again from the start (upserts of the same rows: idempotent).
+**The copy** (:meth:`UpgradeMixin._copy_rows`) lists ``rows0``'s ids, reads its rows by id a
+page at a time and upserts each page into the new collection, each row with a placeholder
+vector (:func:`layout.row_vector`: items written without an index have no vectors until they
+are written again); past :data:`UPGRADE_PROGRESS_ROWS` rows it prints a progress line a page
+on stderr. Then ``rows0`` is deleted. The new collection carries ``langmem_edge:copying``
+(the source's name) until then; a crash in between leaves the marker, and the next open
+copies again from the start (upserts of the same rows: idempotent).
 
 Collections of the layouts before this one (schema < :data:`layout.SCHEMA_VERSION`, or a
 ``<prefix>-items`` collection: development versions before 0.1.0) are refused, untouched,
@@ -118,12 +118,15 @@ class UpgradeMixin:
         source = _chroma.open_collection(self._client, source_name, call=self._call,
                                          schema_version=layout.SCHEMA_VERSION,
                                          way_out=MOVE_DATA)
-        total = int(self._call(source.count))
+        # every id first (one id-only read), then the rows by id: a row deleted meanwhile
+        # shifts no page, as an offset would (the store's scans read the same way)
+        listed = self._call(source.get, include=[])["ids"]
+        total = len(listed)
         size = max(1, int(self._call(self._client.get_max_batch_size)))
-        done = offset = 0
-        while True:
-            page = self._call(source.get, include=["metadatas", "documents"],
-                              limit=GET_PAGE, offset=offset)
+        done = 0
+        for first in range(0, total, GET_PAGE):
+            page = self._call(source.get, ids=listed[first:first + GET_PAGE],
+                              include=["metadatas", "documents"])
             ids, metas = page["ids"], page["metadatas"]
             docs = page["documents"] or [""] * len(ids)
             embs = [layout.row_vector(i, self._row_dims, None) for i in ids]
@@ -135,9 +138,6 @@ class UpgradeMixin:
             if total > UPGRADE_PROGRESS_ROWS:
                 print(f"langmem_edge: copying {source_name} into {rows.name}: "
                       f"{done:,} of {total:,} rows", file=sys.stderr, flush=True)
-            if len(ids) < GET_PAGE:
-                break
-            offset += GET_PAGE
         self._call(self._client.delete_collection, source_name)
         kept = {k: v for k, v in (rows.metadata or {}).items()
                 if not k.startswith("hnsw:") and k != COPYING_KEY}
