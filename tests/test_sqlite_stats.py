@@ -123,7 +123,13 @@ def test_writes_racing_analyze_are_all_kept(tmp_path: Path) -> None:
         stop.set()
         thread.join()
     try:
-        assert len(runs) >= 2 and all(r.startswith("analyzed") for r in runs)
+        # with analysis_limit the row count ANALYZE records is an estimate: one above the
+        # true count keeps the statistics ("kept <then> <now>", now below then), the only
+        # other answer (seen once in CI)
+        analyzed = [r for r in runs if r.startswith("analyzed")]
+        kept = [r.split() for r in runs if not r.startswith("analyzed")]
+        assert len(analyzed) >= 2
+        assert all(k[0] == "kept" and int(k[2]) <= int(k[1]) for k in kept), kept
         assert sum(len(store.search(("s", f"n{n}"), limit=1_000)) for n in range(50)) == 2_050
     finally:
         store.close()
