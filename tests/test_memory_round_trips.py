@@ -210,3 +210,19 @@ def test_a_count_of_a_memory_superseded_before_its_flush_is_kept(store: ChromaSt
     p.remember("Keeps bees")  # its write flushes the bump
     got = AgentMemory(store).profile("p").get(old.id)
     assert (got.status, got.access_count) == ("superseded", 1)
+
+
+def test_replacing_working_notes_reads_only_the_appended_lines(store: ChromaStore) -> None:
+    """A replace folds the appended lines away: it reads them (one search), not the notes it
+    replaces, then writes the notes and deletes the lines."""
+    w = AgentMemory(store).profile("p").working
+    w.set_context("t", "first")
+    w.set_context("t", "second", mode="append")
+    calls = Calls(store)
+    assert w.set_context("t", "fresh") == "fresh"
+    assert calls.names == ["get", "get", "delete", "upsert"]  # lines; put: read, delete, write
+    calls.stop()
+    assert AgentMemory(store).profile("p").working.get_context("t") == "fresh"
+    calls = Calls(store)
+    w.set_context("t", "again")
+    assert calls.names == ["get", "get", "upsert"]  # no lines: nothing deleted

@@ -210,20 +210,23 @@ def plan_set_notes(scope: WorkingScope, thread: str, notes: str, mode: str) -> P
     limit = scope.config.max_notes_chars
     if mode != "clear":
         check_text(notes, "notes", limit, allow_empty=mode == "replace")
-    old, appended = yield from _plan_notes(scope, thread)
-    if mode == "append":
-        now = f"{old}\n{notes}" if old else notes
-        if len(now) > limit:
-            raise LimitExceededError(
-                f"notes would be {len(now):,} characters after appending; at most {limit:,}")
-        value = {**scope.stamp(thread, "notes+"), "line": notes}
-        key = f"note+:{value['at']:.6f}:{uuid.uuid4().hex}"
-        yield batch(scope.store, [PutOp(ns, key, value, index=False)])
-        return now
-    base = (PutOp(ns, NOTES_KEY, None) if mode == "clear" else
-            PutOp(ns, NOTES_KEY, {**scope.stamp(thread, "notes"), "notes": notes}, index=False))
-    yield batch(scope.store, [base, *(PutOp(ns, it.key, None) for it in appended)])
-    return "" if mode == "clear" else notes
+    if mode != "append":  # folds the appended lines away: they are all it reads
+        lines = yield batch(scope.store, [
+            SearchOp(ns, filter={"record": "notes+"}, limit=SCAN_PAGE)])
+        _, appended = _notes_of(scope, thread, None, lines[0])
+        base = (PutOp(ns, NOTES_KEY, None) if mode == "clear" else PutOp(
+            ns, NOTES_KEY, {**scope.stamp(thread, "notes"), "notes": notes}, index=False))
+        yield batch(scope.store, [base, *(PutOp(ns, it.key, None) for it in appended)])
+        return "" if mode == "clear" else notes
+    old, _ = yield from _plan_notes(scope, thread)
+    now = f"{old}\n{notes}" if old else notes
+    if len(now) > limit:
+        raise LimitExceededError(
+            f"notes would be {len(now):,} characters after appending; at most {limit:,}")
+    value = {**scope.stamp(thread, "notes+"), "line": notes}
+    key = f"note+:{value['at']:.6f}:{uuid.uuid4().hex}"
+    yield batch(scope.store, [PutOp(ns, key, value, index=False)])
+    return now
 
 
 def _task(item: Item) -> OngoingTask:
