@@ -5,9 +5,11 @@ baseline checkout, as the issue asks for a before/after in one run.
     python benchmarks/memory_scale_ab.py /tmp/before . [--runs 2] [-- memory_scale args]
 
 Each run is a fresh process with ``PYTHONPATH`` set to its tree (so it imports that tree's
-``langmem_edge``) and this tree's ``memory_scale.py``. Runs alternate A, B, A, B, ...;
-printed: per operation and profile count, the median over runs of each run's p50 and p95,
-the ratio B / A, the Chroma calls per operation of each, and the load averages.
+``langmem_edge``) and this tree's ``memory_scale.py``. Runs go A, B, B, A, A, B, ...: the
+second process of a pair ran 5-33 % slower whichever tree it was (thirty-fourth session), so
+each tree takes each place equally often with an even ``--runs``. Printed: per operation
+and profile count, the median over runs of each run's p50 and p95, the ratio B / A, the
+Chroma calls per operation of each, and the load averages.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ def main() -> None:
     args, rest = parser.parse_known_args()
     rest = [a for a in rest if a != "--"]
     results: dict[str, list[dict]] = {"A": [], "B": []}
-    for _ in range(args.runs):
-        for label, tree in (("A", args.before), ("B", args.after)):
+    pair = (("A", args.before), ("B", args.after))
+    for run in range(args.runs):
+        for label, tree in pair if run % 2 == 0 else pair[::-1]:
             with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
                 out = f.name
             env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
@@ -60,7 +63,7 @@ def main() -> None:
     print(table(["operation", "profiles", "A p50 ms", "B p50 ms", "B / A", "A p95 ms",
                  "B p95 ms", "A calls", "B calls"], rows))
     loads = [round(v, 2) for lab in "AB" for r in results[lab] for v in r["load"]]
-    print(f"\nA = {args.before}, B = {args.after}; {args.runs} runs each, alternating; "
+    print(f"\nA = {args.before}, B = {args.after}; {args.runs} runs each, A B B A ...; "
           f"load averages (before, after each run): {loads}")
 
 
