@@ -116,7 +116,8 @@ class Floor:
 class SplitFloor(Floor):
     """The floor with a collection of its own for each profile (memory records and working
     notes; store items stay in the shared one): a profile's reads filter nothing but ``live``
-    and walk no other profile's rows (Chroma's advice for a tenant's data)."""
+    and walk no other profile's rows (the user-per-collection strategy the Chroma cookbook
+    lists for multi-tenancy)."""
 
     def __init__(self, folder: str, embed: Any) -> None:
         super().__init__(folder, embed)
