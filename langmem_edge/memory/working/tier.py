@@ -185,11 +185,15 @@ def _notes_of(scope: WorkingScope, thread: str, base: Item | None,
     return "\n".join(p for p in parts if p), appended
 
 
+def _lines_op(ns: tuple[str, ...]) -> SearchOp:
+    """The search of a thread's appended note lines (their first page)."""
+    return SearchOp(ns, filter={"record": "notes+"}, limit=SCAN_PAGE)
+
+
 def _plan_notes(scope: WorkingScope, thread: str) -> Plan[tuple[str, list[Item]]]:
     """The notes now, and the appended lines' items (oldest first)."""
     ns = scope.namespace(thread)
-    base, lines = yield batch(scope.store, [
-        GetOp(ns, NOTES_KEY), SearchOp(ns, filter={"record": "notes+"}, limit=SCAN_PAGE)])
+    base, lines = yield batch(scope.store, [GetOp(ns, NOTES_KEY), _lines_op(ns)])
     return _notes_of(scope, thread, base, lines)
 
 
@@ -211,8 +215,7 @@ def plan_set_notes(scope: WorkingScope, thread: str, notes: str, mode: str) -> P
     if mode != "clear":
         check_text(notes, "notes", limit, allow_empty=mode == "replace")
     if mode != "append":  # folds the appended lines away: they are all it reads
-        lines = yield batch(scope.store, [
-            SearchOp(ns, filter={"record": "notes+"}, limit=SCAN_PAGE)])
+        lines = yield batch(scope.store, [_lines_op(ns)])
         _, appended = _notes_of(scope, thread, None, lines[0])
         base = (PutOp(ns, NOTES_KEY, None) if mode == "clear" else PutOp(
             ns, NOTES_KEY, {**scope.stamp(thread, "notes"), "notes": notes}, index=False))
